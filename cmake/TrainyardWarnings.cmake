@@ -1,0 +1,10 @@
+# Warnings live in one INTERFACE target that every Trainyard target links.
+add_library(ty_warnings INTERFACE)
+target_compile_options(ty_warnings INTERFACE -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor)
+if(TRAINYARD_WERROR)
+  target_compile_options(ty_warnings INTERFACE -Werror)
+endif()
+if(TRAINYARD_SANITIZE)
+  target_compile_options(ty_warnings INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer)
+  target_link_options(ty_warnings INTERFACE -fsanitize=address,undefined)
+endif()

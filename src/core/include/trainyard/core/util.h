@@ -1,0 +1,30 @@
+// Small shared helpers: hashing, encoding, files.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trainyard/core/status.h"
+
+namespace trainyard {
+
+// Lower-case hex SHA-256 of data.
+std::string Sha256Hex(std::string_view data);
+// Lower-case hex SHA-256 of a file's contents.
+Result<std::string> Sha256FileHex(const std::string& path);
+std::string Base64Encode(std::string_view data);
+Result<std::string> Base64Decode(std::string_view data);
+// 8 random bytes, base64 (the shape of AI Platform's etags).
+std::string RandomEtag();
+
+Result<std::string> ReadFile(const std::string& path);
+// Writes to path.tmp, fsyncs and renames over path.
+Status WriteFileAtomic(const std::string& path, std::string_view data);
+Status MakeDirs(const std::string& path);
+
+std::vector<std::string> Split(std::string_view s, char sep);
+bool StartsWith(std::string_view s, std::string_view prefix);
+bool EndsWith(std::string_view s, std::string_view suffix);
+
+}  // namespace trainyard

@@ -1,0 +1,54 @@
+// The files shared by the executor (daemon side) and trainyard-launcher (replica side), in the
+// replica's work directory:
+//
+//   spec.json      ReplicaSpec, written by the executor before the launch
+//   launcher.pid   the launcher's pid and start time "PID STARTTIME" (start time from
+//                  /proc/PID/stat field 22, so a recycled pid is not mistaken for the launcher)
+//   running        created when the environment is ready and the trainer has started
+//   log            one record per line: "<micros>\t<SEVERITY>\t<SOURCE>\t<message>\n"; SOURCE is
+//                  "R" (a line of the trainer) or "S" (a service line of the launcher); the
+//                  message escapes "\\" as "\\\\", newline as "\\n", tab as "\\t", CR as "\\r"
+//   log.offset     bytes of `log` already delivered to the store (written by the executor)
+//   exit.json      {"exitCode","signal","phase","message","errorTail"}, written atomically by
+//                  the launcher as its last act
+//   venv -> ...    nothing; environments live in the shared cache (env_cache_dir/<sha256>)
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "trainyard/core/status.h"
+#include "trainyard/executor/executor.h"
+#include "trainyard/model/job.h"
+
+namespace trainyard::executor {
+
+inline constexpr const char* kSpecFile = "spec.json";
+inline constexpr const char* kPidFile = "launcher.pid";
+inline constexpr const char* kRunningFile = "running";
+inline constexpr const char* kLogFile = "log";
+inline constexpr const char* kLogOffsetFile = "log.offset";
+inline constexpr const char* kExitFile = "exit.json";
+
+std::string SpecToJson(const ReplicaSpec& spec);
+Result<ReplicaSpec> SpecFromJson(std::string_view json);
+std::string ExitToJson(const ReplicaExit& exit);
+Result<ReplicaExit> ExitFromJson(std::string_view json);
+
+// One log record line (without the trailing newline) and back.
+std::string FormatLogRecord(Timestamp ts, model::Severity severity, bool service,
+                            std::string_view message);
+struct LogRecord {
+  Timestamp ts = 0;
+  model::Severity severity = model::Severity::kInfo;
+  bool service = false;
+  std::string message;
+};
+Result<LogRecord> ParseLogRecord(std::string_view line);
+
+// Severity of a trainer output line: Python logging prefixes ("INFO:", "WARNING:root:",
+// "ERROR:tensorflow:") and absl/glog prefixes ("I1121 ", "W1121 ", "E1121 ", "F1121 ") win;
+// otherwise stdout is INFO and stderr is ERROR (as AI Platform logs them).
+model::Severity ClassifyLine(std::string_view line, bool is_stderr);
+
+}  // namespace trainyard::executor

@@ -1,0 +1,89 @@
+// The bucket store behind gs://BUCKET/OBJECT: by default a directory tree under the data dir
+// (<root>/<bucket>/<object path>). Object names that would escape their bucket ("..", absolute
+// names, empty segments, NUL) are refused. Local absolute paths and file:// URIs are accepted
+// wherever a location is (compat §2, §9).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trainyard/core/status.h"
+#include "trainyard/core/time.h"
+
+namespace trainyard::storage {
+
+// A parsed location.
+struct Location {
+  enum class Kind { kBucket, kLocal };
+  Kind kind = Kind::kLocal;
+  std::string bucket;  // kBucket
+  std::string object;  // kBucket: object name (may be "" for the bucket root)
+  std::string path;    // kLocal: absolute path
+};
+
+// Parses "gs://bucket/path", "file:///abs/path" or "/abs/path". INVALID_ARGUMENT names the
+// problem (bad bucket name per GCS rules, escaping path, relative path).
+Result<Location> ParseLocation(std::string_view uri);
+// GCS bucket name rules: 3-63 chars, lowercase letters, digits, '-', '_', '.'; starts and ends
+// with a letter or digit.
+Status ValidateBucketName(std::string_view name);
+// Object name rules: 1-1024 bytes, no NUL/CR/LF, no "." or ".." segment, not starting with "/".
+Status ValidateObjectName(std::string_view name);
+
+struct ObjectInfo {
+  std::string bucket;
+  std::string name;
+  int64_t size = 0;
+  Timestamp updated = 0;
+  int64_t generation = 0;  // mtime in microseconds
+};
+
+struct BucketInfo {
+  std::string name;
+  Timestamp created = 0;
+};
+
+class BucketStore {
+ public:
+  explicit BucketStore(std::string root);
+
+  const std::string& root() const { return root_; }
+
+  Status CreateBucket(std::string_view name);  // ALREADY_EXISTS if present
+  Result<BucketInfo> GetBucket(std::string_view name) const;  // NOT_FOUND
+  Result<std::vector<BucketInfo>> ListBuckets() const;
+  bool BucketExists(std::string_view name) const;
+
+  // Local filesystem path for a location (bucket must exist for kBucket; NOT_FOUND otherwise).
+  Result<std::string> LocalPath(const Location& loc) const;
+  // Same, from a URI string.
+  Result<std::string> LocalPathForUri(std::string_view uri) const;
+
+  // Writes an object atomically (temp file + rename), creating parent directories.
+  Result<ObjectInfo> WriteObject(std::string_view bucket, std::string_view name,
+                                 std::string_view data);
+  // Moves a finished local file into place as an object (for streamed uploads).
+  Result<ObjectInfo> CommitObjectFile(std::string_view bucket, std::string_view name,
+                                      const std::string& temp_file);
+  Result<ObjectInfo> StatObject(std::string_view bucket, std::string_view name) const;
+  Result<std::string> ReadObject(std::string_view bucket, std::string_view name) const;
+  Status DeleteObject(std::string_view bucket, std::string_view name);
+  // Objects whose names start with prefix, in name order, after `start_after` (exclusive).
+  Result<std::vector<ObjectInfo>> ListObjects(std::string_view bucket, std::string_view prefix,
+                                              std::string_view start_after, int max_results) const;
+
+  // The jobDir check of projects.jobs.create: the location parses, its bucket exists (for
+  // gs://) and the directory can be created and written. INVALID_ARGUMENT names the problem.
+  Status ValidateJobDir(std::string_view uri);
+
+  // Temp directory for uploads in progress (inside root, so renames stay on one filesystem).
+  std::string TempDir() const;
+
+ private:
+  std::string root_;
+};
+
+}  // namespace trainyard::storage

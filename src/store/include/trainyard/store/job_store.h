@@ -1,0 +1,77 @@
+// Durable state behind one interface: jobs, their state history, and job log lines.
+//
+// Contract: every method is thread-safe. A method that returns OK has made its write durable
+// against a crash of the daemon process (SQLite WAL: the commit is in the OS before returning).
+// Implementations: SqliteJobStore (store_sqlite.h, the embedded default) and InMemoryJobStore
+// (for unit tests of other modules).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trainyard/core/status.h"
+#include "trainyard/model/filter.h"
+#include "trainyard/model/job.h"
+
+namespace trainyard::store {
+
+struct ListJobsRequest {
+  std::string project;
+  const model::Filter* filter = nullptr;  // nullptr = all
+  int page_size = 20;                      // already clamped by the caller to [1, 100]
+  std::string page_token;                  // "" = first page; opaque, produced by ListJobs
+};
+
+struct ListJobsResponse {
+  std::vector<model::Job> jobs;  // newest first (highest seq first)
+  std::string next_page_token;   // "" = no more
+};
+
+struct StateChange {
+  model::JobState from;
+  model::JobState to;
+  Timestamp time = 0;
+  std::string reason;
+};
+
+struct LogQuery {
+  std::string project;
+  std::string job_id;               // "" = every job of the project
+  std::string task_name;            // "" = every task
+  int64_t after_insert_id = 0;      // cursor: entries with insert_id > this
+  Timestamp min_timestamp = 0;      // entries with timestamp >= this (0 = no bound)
+  Timestamp max_timestamp = 0;      // entries with timestamp < this (0 = no bound)
+  int limit = 1000;
+};
+
+class JobStore {
+ public:
+  virtual ~JobStore() = default;
+
+  // Assigns job.seq (returned) and stores the job. ALREADY_EXISTS when (project, job_id) exists.
+  virtual Result<int64_t> CreateJob(const model::Job& job) = 0;
+  // NOT_FOUND when absent.
+  virtual Result<model::Job> GetJob(const std::string& project, const std::string& job_id) = 0;
+  // Replaces every mutable field of an existing job (state, times, error, labels, etag, output).
+  // When `change` is set, appends it to the job's state history in the same transaction.
+  virtual Status UpdateJob(const model::Job& job, const std::optional<StateChange>& change) = 0;
+  virtual Result<ListJobsResponse> ListJobs(const ListJobsRequest& request) = 0;
+  // Every job not in a terminal state, oldest first (start-up recovery).
+  virtual Result<std::vector<model::Job>> ListActiveJobs() = 0;
+  virtual Result<std::vector<StateChange>> GetStateHistory(const std::string& project,
+                                                           const std::string& job_id) = 0;
+  // Number of jobs per state (for /metrics); states with no job are absent.
+  virtual Result<std::vector<std::pair<model::JobState, int64_t>>> CountJobsByState() = 0;
+
+  // Appends log lines in one transaction, assigning strictly increasing insert ids (written
+  // back into `entries`).
+  virtual Status AppendLogs(std::vector<model::LogEntry>& entries) = 0;
+  // Entries matching the query, ordered by insert id.
+  virtual Result<std::vector<model::LogEntry>> ReadLogs(const LogQuery& query) = 0;
+};
+
+}  // namespace trainyard::store
