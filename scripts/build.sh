@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Configures (once) and builds Trainyard into build/ with Ninja and ccache.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+  echo "==> Configuring ($BUILD_DIR, ${CMAKE_BUILD_TYPE:-RelWithDebInfo})"
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-RelWithDebInfo}" \
+    -DTRAINYARD_WERROR="${TRAINYARD_WERROR:-OFF}" >/dev/null
+fi
+echo "==> Building ($(nproc) cores)"
+ninja -C "$BUILD_DIR" "$@"

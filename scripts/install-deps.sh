@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what Trainyard needs to build, test and run trainers, from Debian 12 packages only.
+# Quick when everything is already installed (one dpkg query, no apt-get call).
+set -euo pipefail
+
+PACKAGES=(
+  # build
+  cmake ninja-build g++ ccache pkg-config clang-format
+  libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev
+  libsqlite3-dev libssl-dev libgtest-dev libgmock-dev
+  # runtime: the default Python runtime and its ML stack, pip/venv for trainer packages
+  python3 python3-pip python3-venv python3-setuptools python3-numpy python3-sklearn
+  python3-joblib
+  # tests
+  python3-pytest curl
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "==> All ${#PACKAGES[@]} Debian packages Trainyard needs are installed"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "==> Installing ${#missing[@]} Debian packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "==> Installed"

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The test command: installs dependencies, builds, and runs every test (unit and integration).
+# Usage: scripts/test.sh [ctest args], e.g. scripts/test.sh -L unit
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh
+echo "==> Running tests"
+cd "${BUILD_DIR:-build}"
+ctest --output-on-failure --timeout 1500 "$@"

@@ -1,0 +1,253 @@
+#include "config.h"
+
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <climits>
+#include <cstdlib>
+#include <functional>
+#include <sstream>
+
+#include "trainyard/core/time.h"
+#include "trainyard/core/util.h"
+
+namespace trainyard::daemon {
+
+namespace {
+
+struct Field {
+  const char* key;
+  const char* help;
+  std::function<Status(DaemonConfig&, const std::string&)> set;
+  std::function<std::string(const DaemonConfig&)> get;
+};
+
+Status ParseBool(const std::string& key, const std::string& v, bool* out) {
+  if (v == "true" || v == "1" || v == "yes" || v == "on") {
+    *out = true;
+  } else if (v == "false" || v == "0" || v == "no" || v == "off") {
+    *out = false;
+  } else {
+    return InvalidArgument("config " + key + ": \"" + v + "\" is not a boolean");
+  }
+  return Status::Ok();
+}
+
+Status ParseIntValue(const std::string& key, const std::string& v, int* out) {
+  try {
+    size_t pos = 0;
+    *out = std::stoi(v, &pos);
+    if (pos != v.size()) throw std::invalid_argument(v);
+  } catch (...) {
+    return InvalidArgument("config " + key + ": \"" + v + "\" is not an integer");
+  }
+  return Status::Ok();
+}
+
+std::string JoinList(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
+const std::vector<Field>& Fields() {
+  static const std::vector<Field> kFields = {
+      {"listen", "HOST:PORT the API listens on (port 0 picks a free port)",
+       [](DaemonConfig& c, const std::string& v) {
+         if (v.find(':') == std::string::npos)
+           return InvalidArgument("config listen: expected HOST:PORT, got \"" + v + "\"");
+         c.listen = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.listen; }},
+      {"data_dir", "directory for the database, buckets, environments and job work dirs",
+       [](DaemonConfig& c, const std::string& v) { c.data_dir = v; return Status::Ok(); },
+       [](const DaemonConfig& c) { return c.data_dir; }},
+      {"log_level", "daemon log level: trace, debug, info, warn, error",
+       [](DaemonConfig& c, const std::string& v) { c.log_level = v; return Status::Ok(); },
+       [](const DaemonConfig& c) { return c.log_level; }},
+      {"admission_paused", "start with admission paused (jobs stay QUEUED)",
+       [](DaemonConfig& c, const std::string& v) {
+         return ParseBool("admission_paused", v, &c.admission_paused);
+       },
+       [](const DaemonConfig& c) { return std::string(c.admission_paused ? "true" : "false"); }},
+      {"max_running_jobs", "jobs admitted at once (0 = no limit)",
+       [](DaemonConfig& c, const std::string& v) {
+         return ParseIntValue("max_running_jobs", v, &c.max_running_jobs);
+       },
+       [](const DaemonConfig& c) { return std::to_string(c.max_running_jobs); }},
+      {"cancel_grace", "time between SIGTERM and SIGKILL when a job is cancelled, e.g. \"10s\"",
+       [](DaemonConfig& c, const std::string& v) {
+         auto d = ParseDuration(v);
+         if (!d.ok()) return InvalidArgument("config cancel_grace: " + d.status().message());
+         c.cancel_grace = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.cancel_grace; }},
+      {"pip_index_url", "package index for trainer dependencies (empty = pip --no-index)",
+       [](DaemonConfig& c, const std::string& v) { c.pip_index_url = v; return Status::Ok(); },
+       [](const DaemonConfig& c) { return c.pip_index_url; }},
+      {"pip_find_links", "comma-separated directories of wheels/sdists pip may install from",
+       [](DaemonConfig& c, const std::string& v) {
+         c.pip_find_links.clear();
+         for (auto& s : Split(v, ',')) {
+           if (!s.empty()) c.pip_find_links.push_back(s);
+         }
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return JoinList(c.pip_find_links); }},
+      {"sqlite_synchronous", "NORMAL (survives a daemon crash) or FULL (also power loss)",
+       [](DaemonConfig& c, const std::string& v) {
+         if (v != "NORMAL" && v != "FULL")
+           return InvalidArgument("config sqlite_synchronous: expected NORMAL or FULL");
+         c.sqlite_synchronous = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.sqlite_synchronous; }},
+      {"launcher_path", "path of trainyard-launcher (default: beside trainyardd)",
+       [](DaemonConfig& c, const std::string& v) { c.launcher_path = v; return Status::Ok(); },
+       [](const DaemonConfig& c) { return c.launcher_path; }},
+      {"api_threads", "HTTP worker threads",
+       [](DaemonConfig& c, const std::string& v) {
+         return ParseIntValue("api_threads", v, &c.api_threads);
+       },
+       [](const DaemonConfig& c) { return std::to_string(c.api_threads); }},
+      {"default_project", "project used by the storage API when a request names none",
+       [](DaemonConfig& c, const std::string& v) { c.default_project = v; return Status::Ok(); },
+       [](const DaemonConfig& c) { return c.default_project; }},
+  };
+  return kFields;
+}
+
+std::string EnvName(const char* key) {
+  std::string s = "TRAINYARD_";
+  for (const char* p = key; *p; ++p) s.push_back(static_cast<char>(std::toupper(*p)));
+  return s;
+}
+
+std::vector<std::string> YamlStrings(const YAML::Node& n) {
+  std::vector<std::string> out;
+  if (n.IsSequence()) {
+    for (const auto& x : n) out.push_back(x.as<std::string>());
+  } else if (n.IsScalar()) {
+    out.push_back(n.as<std::string>());
+  }
+  return out;
+}
+
+}  // namespace
+
+Status SetConfigValue(DaemonConfig& config, const std::string& key, const std::string& value) {
+  for (const auto& f : Fields()) {
+    if (key == f.key) return f.set(config, value);
+  }
+  return InvalidArgument("unknown config key \"" + key + "\"");
+}
+
+Status ApplyConfigFile(const std::string& path, DaemonConfig& config) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const std::exception& e) {
+    return InvalidArgument("cannot read config file " + path + ": " + e.what());
+  }
+  if (root.IsNull()) return Status::Ok();
+  if (!root.IsMap()) return InvalidArgument("config file " + path + ": expected a mapping");
+  try {
+    for (const auto& kv : root) {
+      std::string key = kv.first.as<std::string>();
+      if (key == "runtimes") {
+        config.runtimes.clear();
+        for (const auto& rt : kv.second) {
+          scheduler::RuntimeOptions r;
+          for (const auto& f : rt) {
+            std::string k = f.first.as<std::string>();
+            if (k == "name") r.name = f.second.as<std::string>();
+            else if (k == "python") r.python = f.second.as<std::string>();
+            else if (k == "runtime_versions") r.runtime_versions = YamlStrings(f.second);
+            else if (k == "python_versions") r.python_versions = YamlStrings(f.second);
+            else return InvalidArgument("config file " + path + ": unknown runtime key \"" + k + "\"");
+          }
+          config.runtimes.push_back(r);
+        }
+        continue;
+      }
+      std::string value;
+      if (kv.second.IsSequence()) {
+        value = JoinList(YamlStrings(kv.second));
+      } else {
+        value = kv.second.as<std::string>();
+      }
+      Status st = SetConfigValue(config, key, value);
+      if (!st.ok()) return InvalidArgument("config file " + path + ": " + st.message());
+    }
+  } catch (const std::exception& e) {
+    return InvalidArgument("config file " + path + ": " + e.what());
+  }
+  return Status::Ok();
+}
+
+Status ApplyEnvironment(DaemonConfig& config) {
+  for (const auto& f : Fields()) {
+    const char* v = std::getenv(EnvName(f.key).c_str());
+    if (v != nullptr) {
+      Status st = f.set(config, v);
+      if (!st.ok()) return InvalidArgument(EnvName(f.key) + ": " + st.message());
+    }
+  }
+  return Status::Ok();
+}
+
+Status FinalizeConfig(DaemonConfig& config) {
+  if (config.data_dir.empty()) {
+    const char* xdg = std::getenv("XDG_DATA_HOME");
+    const char* home = std::getenv("HOME");
+    if (xdg != nullptr && *xdg) config.data_dir = std::string(xdg) + "/trainyard";
+    else if (home != nullptr && *home) config.data_dir = std::string(home) + "/.local/share/trainyard";
+    else return InvalidArgument("no data_dir: set --data-dir, TRAINYARD_DATA_DIR or HOME");
+  }
+  if (config.launcher_path.empty()) {
+    char buf[PATH_MAX];
+    ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n > 0) {
+      std::string self(buf, static_cast<size_t>(n));
+      config.launcher_path = self.substr(0, self.rfind('/')) + "/trainyard-launcher";
+    }
+  }
+  if (::access(config.launcher_path.c_str(), X_OK) != 0) {
+    return InvalidArgument("launcher_path " + config.launcher_path + " is not an executable");
+  }
+  if (config.runtimes.empty()) return InvalidArgument("config: at least one runtime is needed");
+  for (const auto& rt : config.runtimes) {
+    if (::access(rt.python.c_str(), X_OK) != 0) {
+      return InvalidArgument("runtime " + rt.name + ": python " + rt.python + " is not an executable");
+    }
+  }
+  if (config.api_threads < 1) return InvalidArgument("config api_threads: must be at least 1");
+  return Status::Ok();
+}
+
+std::string DumpConfig(const DaemonConfig& config) {
+  std::ostringstream out;
+  for (const auto& f : Fields()) out << f.key << ": \"" << f.get(config) << "\"\n";
+  out << "runtimes:\n";
+  for (const auto& rt : config.runtimes) {
+    out << "  - name: " << rt.name << "\n    python: " << rt.python
+        << "\n    runtime_versions: [" << JoinList(rt.runtime_versions) << "]\n"
+        << "    python_versions: [" << JoinList(rt.python_versions) << "]\n";
+  }
+  return out.str();
+}
+
+std::string ConfigReference() {
+  DaemonConfig defaults;
+  std::ostringstream out;
+  out << "| key | environment | default | meaning |\n|---|---|---|---|\n";
+  for (const auto& f : Fields()) {
+    out << "| `" << f.key << "` | `" << EnvName(f.key) << "` | `" << f.get(defaults) << "` | "
+        << f.help << " |\n";
+  }
+  return out.str();
+}
+
+}  // namespace trainyard::daemon

@@ -1,0 +1,43 @@
+// trainyardd's settings: defaults in code, then a YAML file, then TRAINYARD_* environment
+// variables, then command-line flags. One field table drives loading, the environment names,
+// the dump (`trainyardd --print-config`) and docs/configuration.md.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "trainyard/core/status.h"
+#include "trainyard/scheduler/scheduler.h"
+
+namespace trainyard::daemon {
+
+struct DaemonConfig {
+  std::string listen = "127.0.0.1:8470";
+  std::string data_dir;  // default: $XDG_DATA_HOME/trainyard or ~/.local/share/trainyard
+  std::string log_level = "info";
+  bool admission_paused = false;
+  int max_running_jobs = 0;
+  std::string cancel_grace = "10s";
+  std::string pip_index_url;
+  std::vector<std::string> pip_find_links;
+  std::string sqlite_synchronous = "NORMAL";
+  std::string launcher_path;  // default: trainyard-launcher beside trainyardd
+  int api_threads = 16;
+  std::string default_project = "default";
+  std::vector<scheduler::RuntimeOptions> runtimes = {scheduler::RuntimeOptions{}};
+};
+
+// Applies the YAML file (unknown keys are an error naming the key and the file).
+Status ApplyConfigFile(const std::string& path, DaemonConfig& config);
+// Applies TRAINYARD_<KEY> variables (e.g. TRAINYARD_LISTEN, TRAINYARD_DATA_DIR).
+Status ApplyEnvironment(DaemonConfig& config);
+// Sets one key from text (flags and env use this).
+Status SetConfigValue(DaemonConfig& config, const std::string& key, const std::string& value);
+// Fills defaults that depend on the environment and checks the whole config.
+Status FinalizeConfig(DaemonConfig& config);
+// YAML text of the effective configuration.
+std::string DumpConfig(const DaemonConfig& config);
+// Markdown table of every key (for docs/configuration.md).
+std::string ConfigReference();
+
+}  // namespace trainyard::daemon

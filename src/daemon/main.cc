@@ -1,0 +1,163 @@
+// trainyardd: the composition root. Parses settings, builds the store, bucket store, executor,
+// scheduler and API server, recovers unfinished jobs, and serves until SIGTERM or SIGINT.
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <pthread.h>
+#include <thread>
+
+#include "config.h"
+#include "trainyard/api/api_server.h"
+#include "trainyard/core/log.h"
+#include "trainyard/core/util.h"
+#include "trainyard/executor/executor.h"
+#include "trainyard/scheduler/scheduler.h"
+#include "trainyard/storage/bucket_store.h"
+#include "trainyard/store/store_sqlite.h"
+
+namespace trainyard::daemon {
+namespace {
+
+// Executor events reach the scheduler, which is built after the executor.
+class ListenerProxy : public executor::ExecutorListener {
+ public:
+  void Set(executor::ExecutorListener* target) { target_ = target; }
+  void OnReplicaRunning(const executor::ReplicaKey& key) override { target_->OnReplicaRunning(key); }
+  void OnReplicaLogs(std::vector<model::LogEntry> entries) override {
+    target_->OnReplicaLogs(std::move(entries));
+  }
+  void OnReplicaExit(const executor::ReplicaKey& key, const executor::ReplicaExit& exit) override {
+    target_->OnReplicaExit(key, exit);
+  }
+
+ private:
+  executor::ExecutorListener* target_ = nullptr;
+};
+
+[[noreturn]] void Fatal(const std::string& message) {
+  std::fprintf(stderr, "trainyardd: %s\n", message.c_str());
+  std::exit(1);
+}
+
+int Run(int argc, char** argv) {
+  CLI::App app{"trainyardd: the Trainyard daemon (AI Platform Training's ml v1 API, served here)"};
+  std::string config_file, listen, data_dir, log_level;
+  bool paused = false, print_config = false, config_reference = false, version = false;
+  app.add_option("--config", config_file, "YAML config file (also TRAINYARD_CONFIG)");
+  app.add_option("--listen", listen, "HOST:PORT to listen on (default 127.0.0.1:8470)");
+  app.add_option("--data-dir", data_dir, "data directory (default ~/.local/share/trainyard)");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
+  app.add_flag("--admission-paused", paused, "start with admission paused");
+  app.add_flag("--print-config", print_config, "print the effective configuration and exit");
+  app.add_flag("--config-reference", config_reference, "print the settings table and exit");
+  app.add_flag("--version", version, "print the version and exit");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (version) {
+    std::cout << "trainyardd " TRAINYARD_VERSION "\n";
+    return 0;
+  }
+  if (config_reference) {
+    std::cout << ConfigReference();
+    return 0;
+  }
+
+  DaemonConfig config;
+  if (config_file.empty()) {
+    if (const char* f = std::getenv("TRAINYARD_CONFIG")) config_file = f;
+  }
+  if (!config_file.empty()) {
+    if (Status st = ApplyConfigFile(config_file, config); !st.ok()) Fatal(st.message());
+  }
+  if (Status st = ApplyEnvironment(config); !st.ok()) Fatal(st.message());
+  if (!listen.empty()) {
+    if (Status st = SetConfigValue(config, "listen", listen); !st.ok()) Fatal(st.message());
+  }
+  if (!data_dir.empty()) config.data_dir = data_dir;
+  if (!log_level.empty()) config.log_level = log_level;
+  if (paused) config.admission_paused = true;
+  if (Status st = FinalizeConfig(config); !st.ok()) Fatal(st.message());
+  if (print_config) {
+    std::cout << DumpConfig(config);
+    return 0;
+  }
+  SetLogLevel(config.log_level);
+
+  // Block the stop signals in every thread; one thread waits for them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  const std::string& dd = config.data_dir;
+  for (const char* sub : {"", "/buckets", "/envs", "/jobs"}) {
+    if (Status st = MakeDirs(dd + sub); !st.ok()) Fatal(st.message());
+  }
+  store::SqliteOptions so;
+  so.path = dd + "/trainyard.db";
+  so.synchronous = config.sqlite_synchronous;
+  auto store = store::OpenSqliteJobStore(so);
+  if (!store.ok()) Fatal("cannot open the job store " + so.path + ": " + store.status().message());
+  storage::BucketStore buckets(dd + "/buckets");
+
+  ListenerProxy proxy;
+  executor::LocalExecutorOptions eo;
+  eo.launcher_path = config.launcher_path;
+  auto executor = executor::NewLocalExecutor(eo, &proxy);
+
+  scheduler::SchedulerOptions opts;
+  opts.jobs_dir = dd + "/jobs";
+  opts.env_cache_dir = dd + "/envs";
+  opts.runtimes = config.runtimes;
+  opts.cancel_grace = ParseDuration(config.cancel_grace).value();
+  opts.max_running_jobs = config.max_running_jobs;
+  opts.admission_paused = config.admission_paused;
+  opts.pip_index_url = config.pip_index_url;
+  opts.pip_find_links = config.pip_find_links;
+  scheduler::Scheduler sched(opts, **store, *executor, buckets);
+  proxy.Set(&sched);
+
+  api::ApiOptions ao;
+  size_t colon = config.listen.rfind(':');
+  ao.host = config.listen.substr(0, colon);
+  ao.port = std::atoi(config.listen.c_str() + colon + 1);
+  ao.threads = config.api_threads;
+  ao.default_project = config.default_project;
+  api::ApiServer server(ao, sched, **store, buckets);
+  auto port = server.Bind();
+  if (!port.ok()) Fatal(port.status().message());
+  std::string endpoint = "http://" + ao.host + ":" + std::to_string(*port);
+  sched.SetStorageEndpoint(endpoint);
+  if (Status st = sched.Start(); !st.ok()) Fatal("recovery failed: " + st.message());
+  server.SetReady(true);
+
+  std::thread signal_thread([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    TY_LOG_INFO("daemon", "received {}, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    server.Stop();
+  });
+  TY_LOG_INFO("daemon", "trainyardd {} listening on {} (data dir {}{})", TRAINYARD_VERSION,
+              endpoint, dd, config.admission_paused ? ", admission paused" : "");
+  // The address on stdout, for scripts and tests that start the daemon on port 0.
+  std::printf("listening on %s\n", endpoint.c_str());
+  std::fflush(stdout);
+  server.Serve();
+  sched.Stop();
+  executor->Shutdown();
+  pthread_kill(signal_thread.native_handle(), SIGTERM);
+  signal_thread.join();
+  TY_LOG_INFO("daemon", "stopped");
+  return 0;
+}
+
+}  // namespace
+}  // namespace trainyard::daemon
+
+int main(int argc, char** argv) { return trainyard::daemon::Run(argc, argv); }

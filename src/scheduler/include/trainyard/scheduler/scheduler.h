@@ -1,0 +1,148 @@
+// The Scheduler owns the state of every job that is not finished: the queue, admission, the
+// job -> replicas plan, and the outcome rules. Every write to a job goes through it (the API
+// never writes jobs to the store directly), so state changes and label patches cannot race.
+//
+// Thread model: public methods are thread-safe (one mutex guards the in-memory state; store
+// writes of state changes happen under it, so the stored history is in transition order). A
+// background thread runs admission passes, deadline checks and batched service-log writes.
+// Executor callbacks arrive on executor threads.
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "trainyard/core/status.h"
+#include "trainyard/executor/executor.h"
+#include "trainyard/model/job.h"
+#include "trainyard/store/job_store.h"
+#include "trainyard/storage/bucket_store.h"
+
+namespace trainyard::scheduler {
+
+// A configured Python runtime. A job's runtimeVersion and pythonVersion select the first
+// runtime whose lists match ("*" matches anything, including unset).
+struct RuntimeOptions {
+  std::string name = "default";
+  std::string python = "/usr/bin/python3";
+  std::vector<std::string> runtime_versions = {"*"};
+  std::vector<std::string> python_versions = {"*"};
+};
+
+struct SchedulerOptions {
+  std::string jobs_dir;       // replica work dirs: <jobs_dir>/<project>/<job>/<task_name>
+  std::string env_cache_dir;  // cached Python environments
+  std::vector<RuntimeOptions> runtimes = {RuntimeOptions{}};
+  Duration cancel_grace = 10 * kMicrosPerSecond;  // SIGTERM -> SIGKILL
+  int max_running_jobs = 0;   // 0 = no limit (issue 4 brings resource-aware admission)
+  bool admission_paused = false;
+  std::string pip_index_url;  // "" = pip runs with --no-index
+  std::vector<std::string> pip_find_links;
+  Duration default_max_running_time = 7LL * 24 * 3600 * kMicrosPerSecond;
+  Duration tick = 200 * 1000;  // deadline checks
+};
+
+struct SchedulerStats {
+  int queued = 0;
+  int preparing = 0;
+  int running = 0;
+  int cancelling = 0;
+  int running_replicas = 0;
+};
+
+class Scheduler : public executor::ExecutorListener {
+ public:
+  Scheduler(SchedulerOptions options, store::JobStore& store, executor::Executor& executor,
+            storage::BucketStore& buckets);
+  ~Scheduler() override;
+
+  // Loads unfinished jobs, re-attaches or fails running replicas, starts the background thread.
+  Status Start();
+  // Stops the background thread. Running replicas keep running (recovered on restart).
+  void Stop();
+  // The storage API address given to trainers as STORAGE_EMULATOR_HOST (known once the API
+  // has bound its port). Call before Start().
+  void SetStorageEndpoint(std::string endpoint) { storage_endpoint_ = std::move(endpoint); }
+
+  // Checks what the model cannot: a runtime serves the job, package URIs resolve to files,
+  // jobDir is valid. INVALID_ARGUMENT with field violations.
+  Status CheckRunnable(const model::Job& job) const;
+  // Stores the job (QUEUED, createTime now) and queues it. Returns the stored job.
+  // ALREADY_EXISTS for a duplicate id.
+  Result<model::Job> Submit(model::Job job);
+  // Cancels a job; a finished job is left alone (success). NOT_FOUND if absent.
+  Status Cancel(const std::string& project, const std::string& job_id);
+  // Replaces the labels (compat §5.1 patch). ABORTED when `etag` is given and does not match.
+  Result<model::Job> UpdateLabels(const std::string& project, const std::string& job_id,
+                                  const std::map<std::string, std::string>& labels,
+                                  const std::string& etag, bool check_etag);
+  // The job with live fields (jobPosition) filled.
+  Result<model::Job> GetJob(const std::string& project, const std::string& job_id);
+  // Fills live fields of jobs read from the store (jobPosition while QUEUED).
+  void FillLiveFields(std::vector<model::Job>& jobs);
+
+  void SetAdmissionPaused(bool paused);
+  bool admission_paused() const;
+  SchedulerStats Stats() const;
+
+  // ExecutorListener.
+  void OnReplicaRunning(const executor::ReplicaKey& key) override;
+  void OnReplicaLogs(std::vector<model::LogEntry> entries) override;
+  void OnReplicaExit(const executor::ReplicaKey& key, const executor::ReplicaExit& exit) override;
+
+ private:
+  struct Replica {
+    executor::ReplicaKey key;
+    bool launched = false;
+    bool running = false;
+    bool exited = false;
+    executor::ReplicaExit exit;
+  };
+  struct ActiveJob {
+    model::Job job;
+    std::vector<Replica> replicas;
+    std::string cancel_reason;  // set once a cancel was requested (user or deadline)
+    Timestamp running_since = 0;
+  };
+  using JobKey = std::pair<std::string, std::string>;  // project, job id
+
+  void Loop();
+  void AdmitLocked();
+  void CheckDeadlinesLocked(Timestamp now);
+  void FlushServiceLogs();
+  Status LaunchLocked(ActiveJob& aj);
+  Status TransitionLocked(ActiveJob& aj, model::JobState to, const std::string& reason);
+  void FinishLocked(ActiveJob& aj, model::JobState to, const std::string& message);
+  void RequestCancelLocked(ActiveJob& aj, const std::string& reason);
+  void MaybeFinishLocked(ActiveJob& aj);
+  void ServiceLogLocked(const model::Job& job, model::Severity severity, std::string message);
+  std::string WorkDir(const executor::ReplicaKey& key) const;
+  const RuntimeOptions* FindRuntime(const model::TrainingSpec& spec) const;
+  void RecomputePositionsLocked();
+
+  // Immutable after construction.
+  const SchedulerOptions options_;
+  store::JobStore& store_;
+  executor::Executor& executor_;
+  storage::BucketStore& buckets_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  bool paused_ = false;
+  std::map<JobKey, ActiveJob> active_;
+  // Queue order: higher priority first, then older (lower seq) first.
+  std::set<std::tuple<int, int64_t, JobKey>> queue_;
+  std::map<JobKey, int64_t> positions_;
+  bool positions_dirty_ = true;
+  std::vector<model::LogEntry> pending_logs_;
+  std::string storage_endpoint_;
+  std::thread thread_;
+};
+
+}  // namespace trainyard::scheduler

@@ -1,0 +1,648 @@
+#include "trainyard/scheduler/scheduler.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <nlohmann/json.hpp>
+
+#include "trainyard/core/log.h"
+#include "trainyard/core/util.h"
+#include "trainyard/model/state_machine.h"
+
+namespace trainyard::scheduler {
+
+using model::Job;
+using model::JobState;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kLog = "sched";
+
+bool ListMatches(const std::vector<std::string>& patterns, const std::string& value) {
+  for (const auto& p : patterns) {
+    if (p == "*" || p == value) return true;
+    if (EndsWith(p, "*") && StartsWith(value, p.substr(0, p.size() - 1))) return true;
+  }
+  return false;
+}
+
+// A port free on this host right now (the kernel picks it).
+int PickFreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 2222;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  int port = 2222;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    socklen_t len = sizeof addr;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+// Runtime 2.1 and later name the primary "chief" (compat §6.1); 1.x and unset say "master".
+std::string PrimaryTaskName(const std::string& runtime_version) {
+  if (runtime_version.empty()) return "master";
+  auto parts = Split(runtime_version, '.');
+  try {
+    int major = std::stoi(parts[0]);
+    int minor = parts.size() > 1 ? std::stoi(parts[1]) : 0;
+    if (major > 2 || (major == 2 && minor >= 1)) return "chief";
+  } catch (...) {
+  }
+  return "master";
+}
+
+std::string ReplicaMessageName(const executor::ReplicaKey& key) {
+  return key.task_type + " " + std::to_string(key.index);
+}
+
+int ExitStatusOf(const executor::ReplicaExit& e) {
+  return e.signal != 0 ? 128 + e.signal : e.exit_code;
+}
+
+// AI Platform's words for a replica that failed (compat §12).
+std::string FailureMessage(const executor::ReplicaKey& key, const executor::ReplicaExit& e) {
+  std::string who = "The replica " + ReplicaMessageName(key);
+  if (e.phase == "launch") {
+    return who + " could not be started: " + e.message;
+  }
+  if (e.phase == "lost") {
+    return who + " was lost: " + e.message;
+  }
+  std::string msg = who + " exited with a non-zero status of " + std::to_string(ExitStatusOf(e)) +
+                    ". Termination reason: " + (e.signal == SIGKILL ? "Killed" : "Error") + ".";
+  if (e.phase == "install") {
+    msg += " Failed to install the training packages: " + e.message;
+  } else if (!e.error_tail.empty()) {
+    msg += " " + e.error_tail;
+  }
+  return msg;
+}
+
+}  // namespace
+
+Scheduler::Scheduler(SchedulerOptions options, store::JobStore& store,
+                     executor::Executor& executor, storage::BucketStore& buckets)
+    : options_(std::move(options)),
+      store_(store),
+      executor_(executor),
+      buckets_(buckets),
+      paused_(options_.admission_paused) {}
+
+Scheduler::~Scheduler() { Stop(); }
+
+Status Scheduler::Start() {
+  TRAINYARD_ASSIGN_OR_RETURN(auto jobs, store_.ListActiveJobs());
+  std::vector<std::string> dirs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& job : jobs) {
+      JobKey k{job.project, job.job_id};
+      ActiveJob aj;
+      aj.job = std::move(job);
+      executor::ReplicaKey rk{aj.job.project, aj.job.job_id, "", "master", 0};
+      Replica r;
+      r.key = rk;
+      if (aj.job.state == JobState::kQueued) {
+        queue_.insert({-aj.job.spec.scheduling.priority, aj.job.seq, k});
+      } else {
+        // PREPARING, RUNNING or CANCELLING when the daemon stopped: the replica may still run.
+        r.launched = true;
+        r.running = aj.job.state == JobState::kRunning;
+        if (aj.job.state == JobState::kCancelling) aj.cancel_reason = aj.job.error_message;
+        if (aj.job.state == JobState::kRunning) aj.running_since = aj.job.start_time;
+        dirs.push_back(WorkDir(rk));
+      }
+      aj.replicas.push_back(r);
+      active_.emplace(k, std::move(aj));
+    }
+    positions_dirty_ = true;
+  }
+  TY_LOG_INFO(kLog, "recovered {} unfinished jobs ({} with replicas to re-attach)", jobs.size(),
+              dirs.size());
+  // Re-attach outside the lock: Recover reports exits of replicas that are gone through
+  // OnReplicaExit, which takes the lock.
+  auto attached = executor_.Recover(dirs);
+  for (const auto& key : attached) {
+    TY_LOG_INFO(kLog, "re-attached to {} of job {}", key.TaskName(), key.job_id);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Replicas of PREPARING/RUNNING jobs with no work dir never launched: fail them clearly.
+    for (auto& [k, aj] : active_) {
+      for (auto& r : aj.replicas) {
+        if (!r.launched || r.exited) continue;
+        bool found = std::find(attached.begin(), attached.end(), r.key) != attached.end();
+        if (!found && ::access(WorkDir(r.key).c_str(), F_OK) != 0) {
+          executor::ReplicaExit e;
+          e.phase = "lost";
+          e.exit_code = -1;
+          e.message = "the Trainyard daemon stopped before it was started";
+          r.exited = true;
+          r.exit = e;
+        }
+      }
+      MaybeFinishLocked(aj);
+    }
+    for (auto it = active_.begin(); it != active_.end();) {
+      if (model::IsTerminal(it->second.job.state)) {
+        it = active_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  thread_ = std::thread([this] { Loop(); });
+  return Status::Ok();
+}
+
+void Scheduler::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  FlushServiceLogs();
+}
+
+const RuntimeOptions* Scheduler::FindRuntime(const model::TrainingSpec& spec) const {
+  for (const auto& rt : options_.runtimes) {
+    if (ListMatches(rt.runtime_versions, spec.runtime_version) &&
+        ListMatches(rt.python_versions, spec.python_version))
+      return &rt;
+  }
+  return nullptr;
+}
+
+Status Scheduler::CheckRunnable(const Job& job) const {
+  Status st = InvalidArgument("The job cannot run on this Trainyard");
+  bool bad = false;
+  if (job.spec.master_image_uri.empty() && FindRuntime(job.spec) == nullptr) {
+    bad = true;
+    st.AddViolation("trainingInput.runtimeVersion",
+                    "no configured runtime serves runtimeVersion \"" + job.spec.runtime_version +
+                        "\" with pythonVersion \"" + job.spec.python_version + "\"");
+  }
+  for (size_t i = 0; i < job.spec.package_uris.size(); ++i) {
+    const auto& uri = job.spec.package_uris[i];
+    auto path = buckets_.LocalPathForUri(uri);
+    std::string field = "trainingInput.packageUris[" + std::to_string(i) + "]";
+    if (!path.ok()) {
+      bad = true;
+      st.AddViolation(field, path.status().message());
+    } else if (::access(path->c_str(), R_OK) != 0) {
+      bad = true;
+      st.AddViolation(field, "package " + uri + " does not exist");
+    }
+  }
+  if (!job.spec.job_dir.empty()) {
+    Status jd = const_cast<storage::BucketStore&>(buckets_).ValidateJobDir(job.spec.job_dir);
+    if (!jd.ok()) {
+      bad = true;
+      st.AddViolation("trainingInput.jobDir", jd.message());
+    }
+  }
+  if (!bad) return Status::Ok();
+  if (st.violations().size() == 1) {
+    return Status(StatusCode::kInvalidArgument,
+                  st.violations()[0].field + ": " + st.violations()[0].description)
+        .AddViolation(st.violations()[0].field, st.violations()[0].description);
+  }
+  return st;
+}
+
+Result<Job> Scheduler::Submit(Job job) {
+  job.state = JobState::kQueued;
+  job.create_time = NowMicros();
+  job.etag = RandomEtag();
+  std::lock_guard<std::mutex> lock(mu_);
+  TRAINYARD_ASSIGN_OR_RETURN(job.seq, store_.CreateJob(job));
+  JobKey k{job.project, job.job_id};
+  ActiveJob aj;
+  aj.job = job;
+  Replica master;
+  master.key = executor::ReplicaKey{job.project, job.job_id, "", "master", 0};
+  aj.replicas.push_back(master);
+  ServiceLogLocked(job, model::Severity::kInfo, "Validating job requirements...");
+  ServiceLogLocked(job, model::Severity::kInfo,
+                   "Job creation request has been successfully validated.");
+  ServiceLogLocked(job, model::Severity::kInfo, "Job " + job.job_id + " is queued.");
+  active_.emplace(k, std::move(aj));
+  queue_.insert({-job.spec.scheduling.priority, job.seq, k});
+  positions_dirty_ = true;
+  cv_.notify_all();
+  return job;
+}
+
+Status Scheduler::Cancel(const std::string& project, const std::string& job_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = active_.find({project, job_id});
+  if (it == active_.end()) {
+    // Finished jobs are a successful no-op (gcloud's documented behaviour); absent is 404.
+    auto job = store_.GetJob(project, job_id);
+    if (!job.ok()) return job.status();
+    return Status::Ok();
+  }
+  RequestCancelLocked(it->second, "The job was cancelled at the user's request.");
+  MaybeFinishLocked(it->second);
+  if (model::IsTerminal(it->second.job.state)) active_.erase(it);
+  cv_.notify_all();
+  return Status::Ok();
+}
+
+void Scheduler::RequestCancelLocked(ActiveJob& aj, const std::string& reason) {
+  if (!aj.cancel_reason.empty()) return;
+  aj.cancel_reason = reason;
+  JobKey k{aj.job.project, aj.job.job_id};
+  if (aj.job.state == JobState::kQueued) {
+    queue_.erase({-aj.job.spec.scheduling.priority, aj.job.seq, k});
+    positions_dirty_ = true;
+  }
+  aj.job.error_message = reason;
+  (void)TransitionLocked(aj, JobState::kCancelling, reason);
+  ServiceLogLocked(aj.job, model::Severity::kInfo, reason);
+  for (auto& r : aj.replicas) {
+    if (r.launched && !r.exited) executor_.Kill(r.key, options_.cancel_grace);
+  }
+}
+
+Result<Job> Scheduler::UpdateLabels(const std::string& project, const std::string& job_id,
+                                    const std::map<std::string, std::string>& labels,
+                                    const std::string& etag, bool check_etag) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Job job;
+  auto it = active_.find({project, job_id});
+  if (it != active_.end()) {
+    job = it->second.job;
+  } else {
+    TRAINYARD_ASSIGN_OR_RETURN(job, store_.GetJob(project, job_id));
+  }
+  if (check_etag && etag != job.etag) {
+    return Status(StatusCode::kAborted,
+                  "The etag of the job does not match: the job was modified since it was read "
+                  "(got \"" + etag + "\", current \"" + job.etag + "\")")
+        .AddViolation("etag", "does not match the current etag");
+  }
+  job.labels = labels;
+  job.etag = RandomEtag();
+  TRAINYARD_RETURN_IF_ERROR(store_.UpdateJob(job, std::nullopt));
+  if (it != active_.end()) it->second.job = job;
+  return job;
+}
+
+Result<Job> Scheduler::GetJob(const std::string& project, const std::string& job_id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = active_.find({project, job_id});
+    if (it != active_.end()) {
+      Job job = it->second.job;
+      if (job.state == JobState::kQueued) {
+        RecomputePositionsLocked();
+        job.job_position = positions_[{project, job_id}];
+      }
+      return job;
+    }
+  }
+  return store_.GetJob(project, job_id);
+}
+
+void Scheduler::FillLiveFields(std::vector<Job>& jobs) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& job : jobs) {
+    auto it = active_.find({job.project, job.job_id});
+    if (it == active_.end()) continue;
+    job = it->second.job;
+    if (job.state == JobState::kQueued) {
+      RecomputePositionsLocked();
+      job.job_position = positions_[{job.project, job.job_id}];
+    }
+  }
+}
+
+void Scheduler::RecomputePositionsLocked() {
+  if (!positions_dirty_) return;
+  positions_.clear();
+  int64_t pos = 1;
+  for (const auto& [prio, seq, key] : queue_) positions_[key] = pos++;
+  positions_dirty_ = false;
+}
+
+void Scheduler::SetAdmissionPaused(bool paused) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    paused_ = paused;
+  }
+  TY_LOG_INFO(kLog, "admission {}", paused ? "paused" : "resumed");
+  cv_.notify_all();
+}
+
+bool Scheduler::admission_paused() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return paused_;
+}
+
+SchedulerStats Scheduler::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  SchedulerStats s;
+  for (const auto& [k, aj] : active_) {
+    switch (aj.job.state) {
+      case JobState::kQueued: ++s.queued; break;
+      case JobState::kPreparing: ++s.preparing; break;
+      case JobState::kRunning: ++s.running; break;
+      case JobState::kCancelling: ++s.cancelling; break;
+      default: break;
+    }
+  }
+  s.running_replicas = executor_.RunningCount();
+  return s;
+}
+
+void Scheduler::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    AdmitLocked();
+    CheckDeadlinesLocked(NowMicros());
+    bool have_logs = !pending_logs_.empty();
+    if (have_logs) {
+      lock.unlock();
+      FlushServiceLogs();
+      lock.lock();
+      continue;
+    }
+    cv_.wait_for(lock, std::chrono::microseconds(options_.tick));
+  }
+}
+
+void Scheduler::AdmitLocked() {
+  if (paused_) return;
+  int running = 0;
+  if (options_.max_running_jobs > 0) {
+    for (const auto& [k, aj] : active_) {
+      if (aj.job.state != JobState::kQueued) ++running;
+    }
+  }
+  while (!queue_.empty()) {
+    if (options_.max_running_jobs > 0 && running >= options_.max_running_jobs) break;
+    auto [prio, seq, key] = *queue_.begin();
+    queue_.erase(queue_.begin());
+    positions_dirty_ = true;
+    auto it = active_.find(key);
+    if (it == active_.end()) continue;
+    ActiveJob& aj = it->second;
+    aj.job.start_time = NowMicros();
+    if (!TransitionLocked(aj, JobState::kPreparing, "admitted").ok()) continue;
+    ServiceLogLocked(aj.job, model::Severity::kInfo, "Waiting for job to be provisioned.");
+    ++running;
+    Status st = LaunchLocked(aj);
+    if (!st.ok()) {
+      FinishLocked(aj, JobState::kFailed, "The job could not be started: " + st.message());
+      active_.erase(it);
+      continue;
+    }
+    ServiceLogLocked(aj.job, model::Severity::kInfo, "Waiting for training program to start.");
+  }
+}
+
+void Scheduler::CheckDeadlinesLocked(Timestamp now) {
+  for (auto& [k, aj] : active_) {
+    if (!aj.cancel_reason.empty()) continue;
+    const auto& sched = aj.job.spec.scheduling;
+    if ((aj.job.state == JobState::kQueued || aj.job.state == JobState::kPreparing) &&
+        sched.max_wait_time && now - aj.job.create_time > *sched.max_wait_time) {
+      RequestCancelLocked(aj, "The job was cancelled because it waited longer than "
+                              "scheduling.maxWaitTime (" +
+                                  FormatDuration(*sched.max_wait_time) + ") to start running.");
+    } else if (aj.job.state == JobState::kRunning) {
+      Duration limit = sched.max_running_time.value_or(options_.default_max_running_time);
+      if (aj.running_since > 0 && now - aj.running_since > limit) {
+        RequestCancelLocked(aj, "The job was cancelled because it ran longer than "
+                                "scheduling.maxRunningTime (" +
+                                    FormatDuration(limit) + ").");
+      }
+    }
+  }
+  for (auto it = active_.begin(); it != active_.end();) {
+    MaybeFinishLocked(it->second);
+    if (model::IsTerminal(it->second.job.state)) {
+      it = active_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+std::string Scheduler::WorkDir(const executor::ReplicaKey& key) const {
+  std::string dir = options_.jobs_dir + "/" + key.project + "/" + key.job_id;
+  if (!key.trial_id.empty()) dir += "/trial-" + key.trial_id;
+  return dir + "/" + key.TaskName();
+}
+
+Status Scheduler::LaunchLocked(ActiveJob& aj) {
+  const Job& job = aj.job;
+  const RuntimeOptions* rt = FindRuntime(job.spec);
+  if (rt == nullptr) return FailedPrecondition("no configured runtime serves this job");
+  for (auto& r : aj.replicas) {
+    executor::ReplicaSpec spec;
+    spec.key = r.key;
+    spec.work_dir = WorkDir(r.key);
+    spec.python = rt->python;
+    for (const auto& uri : job.spec.package_uris) {
+      TRAINYARD_ASSIGN_OR_RETURN(auto path, buckets_.LocalPathForUri(uri));
+      spec.packages.push_back(path);
+      spec.package_uris.push_back(uri);
+    }
+    spec.python_module = job.spec.python_module;
+    spec.args = job.spec.args;
+    if (!job.spec.job_dir.empty()) {
+      spec.args.push_back("--job-dir");
+      spec.args.push_back(job.spec.job_dir);
+    }
+    // TF_CONFIG, single-node form (compat §6.1).
+    std::string primary = PrimaryTaskName(job.spec.runtime_version);
+    json tf;
+    tf["cluster"] = {{primary, {"127.0.0.1:" + std::to_string(PickFreePort())}}};
+    tf["task"] = {{"type", primary}, {"index", r.key.index}, {"cloud", "trainyard-" + job.job_id}};
+    tf["job"] = json::parse(job.training_input_json.empty() ? "{}" : job.training_input_json,
+                            nullptr, false);
+    tf["environment"] = "cloud";
+    spec.env["TF_CONFIG"] = tf.dump();
+    spec.env["CLOUD_ML_JOB_ID"] = job.job_id;
+    spec.env["CLOUD_ML_PROJECT_ID"] = job.project;
+    if (!storage_endpoint_.empty()) {
+      spec.env["STORAGE_EMULATOR_HOST"] = storage_endpoint_;
+    }
+    spec.env["TRAINYARD_BUCKETS_DIR"] = buckets_.root();
+    spec.env_cache_dir = options_.env_cache_dir;
+    spec.pip_index_url = options_.pip_index_url;
+    spec.pip_find_links = options_.pip_find_links;
+    TRAINYARD_RETURN_IF_ERROR(executor_.Launch(spec));
+    r.launched = true;
+  }
+  return Status::Ok();
+}
+
+Status Scheduler::TransitionLocked(ActiveJob& aj, JobState to, const std::string& reason) {
+  JobState from = aj.job.state;
+  model::JobEvent ev;
+  switch (to) {
+    case JobState::kPreparing: ev = model::JobEvent::kPrepare; break;
+    case JobState::kRunning: ev = model::JobEvent::kRun; break;
+    case JobState::kSucceeded: ev = model::JobEvent::kSucceed; break;
+    case JobState::kFailed: ev = model::JobEvent::kFail; break;
+    case JobState::kCancelling: ev = model::JobEvent::kCancel; break;
+    case JobState::kCancelled: ev = model::JobEvent::kCancelled; break;
+    case JobState::kQueued: ev = model::JobEvent::kRequeue; break;
+    default: return Internal("no event leads to that state");
+  }
+  auto next = model::Transition(from, ev);
+  if (!next.ok()) {
+    TY_LOG_ERROR(kLog, "job {}: {}", aj.job.job_id, next.status().message());
+    return next.status();
+  }
+  aj.job.state = *next;
+  if (aj.job.state == JobState::kRunning) aj.running_since = NowMicros();
+  store::StateChange change{from, aj.job.state, NowMicros(), reason};
+  Status st = store_.UpdateJob(aj.job, change);
+  if (!st.ok()) TY_LOG_ERROR(kLog, "job {}: cannot store state: {}", aj.job.job_id, st.ToString());
+  return st;
+}
+
+void Scheduler::FinishLocked(ActiveJob& aj, JobState to, const std::string& message) {
+  // The closing service line is stored before the terminal state, so a follower that stops at
+  // the job's end has already been able to read it.
+  if (to == JobState::kSucceeded) {
+    ServiceLogLocked(aj.job, model::Severity::kInfo, "Job completed successfully.");
+  } else if (to == JobState::kFailed) {
+    ServiceLogLocked(aj.job, model::Severity::kError, message);
+  } else {
+    ServiceLogLocked(aj.job, model::Severity::kInfo, "Job cancelled.");
+  }
+  if (!pending_logs_.empty()) {
+    Status st = store_.AppendLogs(pending_logs_);
+    if (!st.ok()) TY_LOG_ERROR(kLog, "cannot store service log lines: {}", st.ToString());
+    pending_logs_.clear();
+  }
+  aj.job.end_time = NowMicros();
+  aj.job.error_message = message;
+  if (to == JobState::kCancelled && aj.job.state != JobState::kCancelling) {
+    (void)TransitionLocked(aj, JobState::kCancelling, message);
+  }
+  (void)TransitionLocked(aj, to, message);
+  cv_.notify_all();
+}
+
+// Applies the outcome rules once enough is known (compat §12): the master decides; any
+// replica that fails fails the job; a cancelled job ends when all its replicas are gone.
+void Scheduler::MaybeFinishLocked(ActiveJob& aj) {
+  if (model::IsTerminal(aj.job.state)) return;
+  bool all_gone = true;
+  for (const auto& r : aj.replicas) {
+    if (r.launched && !r.exited) all_gone = false;
+  }
+  if (!aj.cancel_reason.empty()) {
+    if (all_gone) FinishLocked(aj, JobState::kCancelled, aj.cancel_reason);
+    return;
+  }
+  std::string failures;
+  const Replica* master = nullptr;
+  for (const auto& r : aj.replicas) {
+    if (r.key.task_type == "master") master = &r;
+    if (r.exited && (ExitStatusOf(r.exit) != 0 || r.exit.phase == "lost" ||
+                     r.exit.phase == "launch")) {
+      if (!failures.empty()) failures += " ";
+      failures += FailureMessage(r.key, r.exit);
+    }
+  }
+  if (!failures.empty()) {
+    for (const auto& r : aj.replicas) {
+      if (r.launched && !r.exited) executor_.Kill(r.key, options_.cancel_grace);
+    }
+    if (all_gone) {
+      FinishLocked(aj, JobState::kFailed, failures);
+    } else if (aj.job.error_message.empty()) {
+      aj.job.error_message = failures;  // final once the others are gone
+    }
+    return;
+  }
+  if (master != nullptr && master->exited) {
+    for (const auto& r : aj.replicas) {
+      if (r.launched && !r.exited) executor_.Kill(r.key, options_.cancel_grace);
+    }
+    if (!all_gone) return;
+    if (aj.job.state == JobState::kPreparing) (void)TransitionLocked(aj, JobState::kRunning, "");
+    FinishLocked(aj, JobState::kSucceeded, "");
+  }
+}
+
+void Scheduler::OnReplicaRunning(const executor::ReplicaKey& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = active_.find({key.project, key.job_id});
+  if (it == active_.end()) return;
+  ActiveJob& aj = it->second;
+  bool all = true;
+  for (auto& r : aj.replicas) {
+    if (r.key == key) r.running = true;
+    if (!r.running) all = false;
+  }
+  if (all && aj.job.state == JobState::kPreparing) {
+    (void)TransitionLocked(aj, JobState::kRunning, "all replicas running");
+  }
+}
+
+void Scheduler::OnReplicaLogs(std::vector<model::LogEntry> entries) {
+  if (entries.empty()) return;
+  Status st = store_.AppendLogs(entries);
+  if (!st.ok()) TY_LOG_ERROR(kLog, "cannot store {} log lines: {}", entries.size(), st.ToString());
+}
+
+void Scheduler::OnReplicaExit(const executor::ReplicaKey& key, const executor::ReplicaExit& exit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = active_.find({key.project, key.job_id});
+  if (it == active_.end()) return;
+  ActiveJob& aj = it->second;
+  for (auto& r : aj.replicas) {
+    if (r.key == key) {
+      r.exited = true;
+      r.exit = exit;
+    }
+  }
+  TY_LOG_INFO(kLog, "job {}: {} exited (status {}, phase {})", key.job_id, key.TaskName(),
+              ExitStatusOf(exit), exit.phase);
+  MaybeFinishLocked(aj);
+  if (model::IsTerminal(aj.job.state)) active_.erase(it);
+  cv_.notify_all();
+}
+
+void Scheduler::ServiceLogLocked(const Job& job, model::Severity severity, std::string message) {
+  model::LogEntry e;
+  e.project = job.project;
+  e.job_id = job.job_id;
+  e.timestamp = NowMicros();
+  e.severity = severity;
+  e.task_name = "service";
+  e.message = std::move(message);
+  pending_logs_.push_back(std::move(e));
+}
+
+void Scheduler::FlushServiceLogs() {
+  std::vector<model::LogEntry> batch;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    batch.swap(pending_logs_);
+  }
+  if (batch.empty()) return;
+  Status st = store_.AppendLogs(batch);
+  if (!st.ok()) TY_LOG_ERROR(kLog, "cannot store service log lines: {}", st.ToString());
+}
+
+}  // namespace trainyard::scheduler
