@@ -36,7 +36,7 @@ def test_sample_trainer_succeeds_and_writes_model(daemon, tmp_path):
                    "--module-name", "trainer.task", "--staging-bucket", "gs://itest-sample",
                    "--job-dir", "gs://itest-sample/out", "--region", "us-central1",
                    "--", "--epochs", "2")
-    assert "Job [sample_1] submitted successfully." in p.stdout
+    assert "Job [sample_1] submitted successfully." in p.stderr  # status goes to stderr, as gcloud
     job = daemon.wait_state("sample_1", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=180)
     assert job["state"] == "SUCCEEDED", job
     for key in ("createTime", "startTime", "endTime"):
@@ -154,7 +154,7 @@ def test_list_filter_paging_and_label_patch(daemon, tmp_path):
     assert status == 200 and len(page["jobs"]) == 20 and page["nextPageToken"]
     assert page["jobs"][0]["jobId"] == "other_24"  # newest first
     assert page["jobs"][0]["jobPosition"] == "25"
-    status, page2 = daemon.request("GET", base + "?pageToken=" + page["nextPageToken"])
+    status, page2 = daemon.request("GET", base + "?pageToken=" + urlq(page["nextPageToken"]))
     assert len(page2["jobs"]) == 5 and "nextPageToken" not in page2
     status, f = daemon.request("GET", base + "?filter=" + urlq("jobId:census* AND labels.team=a"))
     assert status == 200 and len(f["jobs"]) == 7, f
@@ -241,6 +241,7 @@ def test_daemon_killed_mid_job_keeps_every_acknowledged_job(daemon, tmp_path):
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         list(pool.map(create, range(60)))
     daemon.stop(signal.SIGKILL)
+    daemon.extra_args = ["--admission-paused"]  # keep the acknowledged jobs queued
     daemon.start()
     for i in acked:
         assert daemon.job("acked_%03d" % i)["state"] == "QUEUED"

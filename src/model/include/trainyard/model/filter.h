@@ -5,9 +5,14 @@
 //   createTime>"2024-01-01T00:00:00Z"  (also <, <=, >=, =, for createTime/startTime/endTime)
 //   NOT x, -x, x AND y, x OR y, x y (implicit AND), parentheses, quoted values
 // OR binds tighter than AND, as in Google's filter grammar (AIP-160).
+// Filterable fields: jobId, state, createTime, startTime, endTime, errorMessage, labels.KEY,
+// labels:KEY (key present), trainingInput.{scaleTier,region,pythonModule,runtimeVersion,
+// pythonVersion,masterType,jobDir}; snake_case spellings are accepted too. The full semantics
+// (wildcards, time granularity, absent values) are documented at the top of filter.cc.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 

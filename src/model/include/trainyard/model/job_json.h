@@ -51,8 +51,12 @@ struct JobPatch {
 Result<JobPatch> ParseJobPatch(std::string_view body, std::string_view update_mask);
 
 // Parses a Job from a gcloud-style --config file (YAML or JSON, top-level `trainingInput`,
-// `jobId`, `labels`) into a canonical JSON Job object text, without validation (the server
-// validates). Used by the CLI.
+// `jobId`, `labels`) into a JSON Job object text, without validation (the server validates).
+// Keys keep the user's spelling and order; scalars are typed by the Job schema where the key is
+// known (string fields keep their text as written, so `runtimeVersion: 1.10` stays "1.10";
+// int/double/bool fields become JSON numbers/bools), and by YAML 1.2 core rules elsewhere.
+// INVALID_ARGUMENT with the line on bad YAML, duplicate keys, or a non-mapping top level.
+// Used by the CLI.
 Result<std::string> ConfigFileToJobJson(std::string_view yaml_or_json);
 
 }  // namespace trainyard::model

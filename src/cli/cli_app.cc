@@ -1,0 +1,408 @@
+// The command tree: CLI11 parsing, gcloud-style error prefixes, dispatch to the handlers.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+
+#include "commands.h"
+
+#ifndef TRAINYARD_VERSION
+#define TRAINYARD_VERSION "unknown"
+#endif
+
+namespace trainyard::cli {
+
+// --- Invocation ------------------------------------------------------------------------------
+
+client::ClientOptions Invocation::ResolvedClientOptions() const {
+  client::ClientOptions o = client::OptionsFromEnvironment();
+  if (!globals.endpoint.empty()) o.endpoint = globals.endpoint;
+  if (!globals.project.empty()) o.project = globals.project;
+  return o;
+}
+
+std::unique_ptr<client::Client> Invocation::MakeClient() const {
+  return std::make_unique<client::Client>(ResolvedClientOptions());
+}
+
+int Invocation::Fail(const std::string& message) const {
+  Err() << "ERROR: (" << command_path << ") " << message << "\n";
+  return kExitError;
+}
+
+int Invocation::Fail(const Status& status) const {
+  if (client::IsConnectionError(status)) return Fail(status.message());
+  return Fail(status.ToString());
+}
+
+void Invocation::Warn(const std::string& message) const {
+  Err() << "WARNING: " << message << "\n";
+}
+
+std::string Invocation::ProjectHint() const {
+  return globals.project.empty() ? "" : " --project " + globals.project;
+}
+
+namespace {
+
+// Collects option values bound to std::optional<std::string> and copies them after parsing.
+class Binder {
+ public:
+  CLI::Option* Add(CLI::App* app, const std::string& name, std::optional<std::string>* target,
+                   const std::string& help) {
+    auto holder = std::make_shared<std::string>();
+    CLI::Option* opt =
+        app->add_option(name, *holder, help)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    finalizers_.push_back([opt, holder, target] {
+      if (opt->count() > 0) *target = *holder;
+    });
+    return opt;
+  }
+  void Finalize() {
+    for (auto& f : finalizers_) f();
+  }
+
+ private:
+  std::vector<std::function<void()>> finalizers_;
+};
+
+struct Leaf {
+  std::function<int(const Invocation&)> run;
+  bool accepts_user_args = false;
+};
+
+class CommandTree {
+ public:
+  explicit CommandTree(GlobalFlags* globals) : globals_(globals) {}
+
+  void Build(CLI::App* root) {
+    root->require_subcommand(1);
+    AddCommands(root);
+    CLI::App* ai = root->add_subcommand(
+        "ai-platform", "The same commands under gcloud's `ai-platform` group.");
+    ai->require_subcommand(1);
+    AddCommands(ai);
+  }
+
+  const Leaf* Find(CLI::App* app) const {
+    auto it = leaves_.find(app);
+    return it == leaves_.end() ? nullptr : &it->second;
+  }
+
+  void Finalize() { binder_.Finalize(); }
+
+ private:
+  template <typename T>
+  T* Keep() {
+    auto p = std::make_shared<T>();
+    keep_.push_back(p);
+    return p.get();
+  }
+
+  void AddCommands(CLI::App* parent) {
+    CLI::App* jobs = parent->add_subcommand("jobs", "Submit and manage training jobs.");
+    jobs->require_subcommand(1);
+    AddSubmit(jobs);
+    AddDescribe(jobs);
+    AddList(jobs);
+    AddCancel(jobs);
+    AddUpdate(jobs);
+    AddStreamLogs(jobs);
+
+    CLI::App* local = parent->add_subcommand("local", "Run a trainer locally, without a daemon.");
+    local->require_subcommand(1);
+    AddLocalTrain(local);
+
+    CLI::App* buckets = parent->add_subcommand("buckets", "Create and list storage buckets.");
+    AddBuckets(buckets);
+    CLI::App* storage = parent->add_subcommand("storage", "Storage commands (gcloud's shape).");
+    storage->require_subcommand(1);
+    AddBuckets(storage->add_subcommand("buckets", "Create and list storage buckets."));
+
+    AddCopy(parent);
+
+    CLI::App* admin = parent->add_subcommand("admin", "Daemon administration.");
+    admin->require_subcommand(1);
+    AddAdmin(admin, "pause", "Stop admitting queued jobs (running jobs continue).",
+             AdminAction::kPause);
+    AddAdmin(admin, "resume", "Resume admitting queued jobs.", AdminAction::kResume);
+    AddAdmin(admin, "status", "Show whether admission is paused.", AdminAction::kStatus);
+  }
+
+  void AddSubmit(CLI::App* jobs) {
+    CLI::App* submit = jobs->add_subcommand("submit", "Submit jobs.");
+    submit->require_subcommand(1);
+    CLI::App* c = submit->add_subcommand(
+        "training",
+        "Submit a training job. Everything after a literal `--` is passed to the trainer as "
+        "trainingInput.args.");
+    auto* a = Keep<SubmitTrainingArgs>();
+    c->add_option("JOB", a->job, "Name (jobId) of the job.")->required();
+    auto add = [&](const char* name, std::optional<std::string>* t, const char* help) {
+      return binder_.Add(c, name, t, help);
+    };
+    add("--package-path", &a->package_path,
+        "Local package directory; built with setuptools sdist from its parent directory.");
+    add("--packages", &a->packages,
+        "Comma-separated trainer packages: local files (uploaded) or gs:// URIs.");
+    add("--module-name", &a->module_name, "Python module to run (trainingInput.pythonModule).");
+    add("--region", &a->region,
+        "Region of the job (default: the config file's, else $TRAINYARD_REGION, else "
+        "us-central1).");
+    add("--config", &a->config, "YAML or JSON file with a Job; flags override its fields.");
+    add("--staging-bucket", &a->staging_bucket, "gs://BUCKET where local packages are staged.");
+    add("--job-dir", &a->job_dir, "Job directory (trainingInput.jobDir), passed as --job-dir.");
+    add("--scale-tier", &a->scale_tier,
+        "basic, standard-1, premium-1, basic-gpu, basic-tpu or custom.");
+    add("--master-machine-type", &a->master_machine_type, "Machine type of the master.");
+    add("--worker-machine-type", &a->worker_machine_type, "Machine type of the workers.");
+    add("--worker-count", &a->worker_count, "Number of workers.");
+    add("--parameter-server-machine-type", &a->parameter_server_machine_type,
+        "Machine type of the parameter servers.");
+    add("--parameter-server-count", &a->parameter_server_count, "Number of parameter servers.");
+    add("--master-accelerator", &a->master_accelerator,
+        "Accelerators of the master: count=N,type=T.");
+    add("--worker-accelerator", &a->worker_accelerator,
+        "Accelerators of each worker: count=N,type=T.");
+    add("--parameter-server-accelerator", &a->parameter_server_accelerator,
+        "Accelerators of each parameter server: count=N,type=T.");
+    add("--master-image-uri", &a->master_image_uri, "Container image of the master.");
+    add("--worker-image-uri", &a->worker_image_uri, "Container image of the workers.");
+    add("--parameter-server-image-uri", &a->parameter_server_image_uri,
+        "Container image of the parameter servers.");
+    add("--use-chief-in-tf-config", &a->use_chief_in_tf_config,
+        "true/false: name the primary `chief` in TF_CONFIG (custom containers).");
+    add("--runtime-version", &a->runtime_version, "Runtime version, e.g. 2.11.");
+    add("--python-version", &a->python_version, "Python version, e.g. 3.7.");
+    add("--labels", &a->labels, "Labels: KEY=VALUE,...");
+    add("--service-account", &a->service_account, "Service account the job runs as.");
+    add("--polling-interval", &a->polling_interval,
+        "Seconds between log polls with --stream-logs (default 1).");
+    add("--format", &a->format, "Output format: yaml (default), json or value(FIELD,...).");
+    c->add_flag("--enable-web-access", a->enable_web_access, "Enable interactive shell access.");
+    CLI::Option* stream = c->add_flag("--stream-logs", a->stream_logs,
+                                      "Wait for the job, streaming its logs to stderr; exit 0 "
+                                      "only when it SUCCEEDED.");
+    CLI::Option* async =
+        c->add_flag("--async", a->async, "Deprecated no-op (submitting is asynchronous).");
+    stream->excludes(async);
+    leaves_[c] = Leaf{[a](const Invocation& inv) { return RunSubmitTraining(inv, *a); }, true};
+  }
+
+  void AddDescribe(CLI::App* jobs) {
+    CLI::App* c = jobs->add_subcommand("describe", "Describe a job.");
+    auto* a = Keep<DescribeArgs>();
+    c->add_option("JOB", a->job, "Name of the job.")->required();
+    c->add_flag("--summarize", a->summarize, "Summarize the job in human-readable tables.");
+    binder_.Add(c, "--format", &a->format,
+                "Output format: yaml (default), json or value(FIELD,...).");
+    leaves_[c] = Leaf{[a](const Invocation& inv) { return RunDescribe(inv, *a); }, false};
+  }
+
+  void AddList(CLI::App* jobs) {
+    CLI::App* c = jobs->add_subcommand("list", "List the jobs of the project.");
+    auto* a = Keep<ListArgs>();
+    binder_.Add(c, "--filter", &a->filter,
+                "Server-side filter, e.g. 'jobId:census* AND state:FAILED'.");
+    binder_.Add(c, "--limit", &a->limit, "Print at most this many jobs.");
+    binder_.Add(c, "--page-size", &a->page_size, "Jobs fetched per request (at most 100).");
+    binder_.Add(c, "--sort-by", &a->sort_by,
+                "Comma-separated fields to sort by (jobId, state, createTime); ~ reverses.");
+    binder_.Add(c, "--format", &a->format,
+                "Output format: table (default), json, yaml or value(FIELD,...).");
+    leaves_[c] = Leaf{[a](const Invocation& inv) { return RunList(inv, *a); }, false};
+  }
+
+  void AddCancel(CLI::App* jobs) {
+    CLI::App* c = jobs->add_subcommand("cancel", "Cancel a job (no-op for finished jobs).");
+    auto* job = Keep<std::string>();
+    c->add_option("JOB", *job, "Name of the job.")->required();
+    leaves_[c] = Leaf{[job](const Invocation& inv) { return RunCancel(inv, *job); }, false};
+  }
+
+  void AddUpdate(CLI::App* jobs) {
+    CLI::App* c = jobs->add_subcommand("update", "Update a job's labels.");
+    auto* a = Keep<UpdateArgs>();
+    c->add_option("JOB", a->job, "Name of the job.")->required();
+    binder_.Add(c, "--update-labels", &a->update_labels, "Labels to add or change: KEY=VALUE,...");
+    CLI::Option* remove =
+        binder_.Add(c, "--remove-labels", &a->remove_labels, "Label keys to remove: KEY,...");
+    CLI::Option* clear = c->add_flag("--clear-labels", a->clear_labels, "Remove all labels.");
+    clear->excludes(remove);
+    leaves_[c] = Leaf{[a](const Invocation& inv) { return RunUpdate(inv, *a); }, false};
+  }
+
+  void AddStreamLogs(CLI::App* jobs) {
+    CLI::App* c = jobs->add_subcommand("stream-logs", "Show a job's logs, following until it ends.");
+    auto* a = Keep<StreamLogsArgs>();
+    c->add_option("JOB", a->job, "Name of the job.")->required();
+    binder_.Add(c, "--task-name", &a->task_name, "Only this task, e.g. master-replica-0.");
+    binder_.Add(c, "--polling-interval", &a->polling_interval,
+                "Seconds between polls (default 1; gcloud's default is 60).");
+    c->add_flag("--allow-multiline-logs", a->allow_multiline_logs,
+                "Print multi-line messages as single records.");
+    leaves_[c] = Leaf{[a](const Invocation& inv) { return RunStreamLogs(inv, *a); }, false};
+  }
+
+  void AddLocalTrain(CLI::App* local) {
+    CLI::App* c = local->add_subcommand(
+        "train",
+        "Run a trainer in the foreground as `python -m MODULE ARGS`, with the TF_CONFIG gcloud "
+        "sets. Everything after a literal `--` is passed to the trainer.");
+    auto* a = Keep<LocalTrainArgs>();
+    binder_.Add(c, "--module-name", &a->module_name, "Python module to run.")->required();
+    binder_.Add(c, "--package-path", &a->package_path,
+                "Package directory (default: the current directory); the trainer runs in its "
+                "parent.");
+    binder_.Add(c, "--job-dir", &a->job_dir, "Appended to the trainer's args as --job-dir DIR.");
+    c->add_flag("--distributed", a->distributed, "Not supported yet.");
+    binder_.Add(c, "--parameter-server-count", &a->parameter_server_count, "Not supported yet.");
+    binder_.Add(c, "--worker-count", &a->worker_count, "Not supported yet.");
+    binder_.Add(c, "--evaluator-count", &a->evaluator_count, "Not supported yet.");
+    binder_.Add(c, "--start-port", &a->start_port, "Not supported yet.");
+    leaves_[c] = Leaf{[a](const Invocation& inv) { return RunLocalTrain(inv, *a); }, true};
+  }
+
+  void AddBuckets(CLI::App* buckets) {
+    buckets->require_subcommand(1);
+    CLI::App* create = buckets->add_subcommand("create", "Create a bucket.");
+    auto* name = Keep<std::string>();
+    create->add_option("BUCKET", *name, "gs://BUCKET")->required();
+    leaves_[create] =
+        Leaf{[name](const Invocation& inv) { return RunBucketsCreate(inv, *name); }, false};
+    CLI::App* list = buckets->add_subcommand("list", "List the project's buckets.");
+    leaves_[list] = Leaf{[](const Invocation& inv) { return RunBucketsList(inv); }, false};
+  }
+
+  void AddCopy(CLI::App* parent) {
+    CLI::App* c = parent->add_subcommand(
+        "cp", "Copy a file to or from a bucket: cp LOCAL gs://B/O or cp gs://B/O LOCAL.");
+    auto* src = Keep<std::string>();
+    auto* dst = Keep<std::string>();
+    c->add_option("SOURCE", *src, "Local file or gs:// object.")->required();
+    c->add_option("DESTINATION", *dst, "gs:// object or local path.")->required();
+    leaves_[c] =
+        Leaf{[src, dst](const Invocation& inv) { return RunCopy(inv, *src, *dst); }, false};
+  }
+
+  void AddAdmin(CLI::App* admin, const char* name, const char* help, AdminAction action) {
+    CLI::App* c = admin->add_subcommand(name, help);
+    leaves_[c] = Leaf{[action](const Invocation& inv) { return RunAdmin(inv, action); }, false};
+  }
+
+  GlobalFlags* globals_;
+  Binder binder_;
+  std::vector<std::shared_ptr<void>> keep_;
+  std::map<CLI::App*, Leaf> leaves_;
+};
+
+// The chain of parsed subcommands below root, outermost first.
+std::vector<CLI::App*> ParsedChain(CLI::App* root) {
+  std::vector<CLI::App*> chain;
+  CLI::App* cur = root;
+  while (true) {
+    auto subs = cur->get_subcommands();
+    if (subs.empty()) break;
+    cur = subs.front();
+    chain.push_back(cur);
+  }
+  return chain;
+}
+
+std::vector<const CLI::App*> AllSubcommands(const CLI::App* app) {
+  std::function<bool(const CLI::App*)> all = [](const CLI::App*) { return true; };
+  return app->get_subcommands(all);
+}
+
+std::string JoinNames(CLI::App* root, const std::vector<CLI::App*>& chain, char sep) {
+  std::string out = root->get_name();
+  for (CLI::App* a : chain) out += std::string(1, sep) + a->get_name();
+  return out;
+}
+
+}  // namespace
+
+int RunCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err,
+           bool err_is_tty) {
+  // Split at the first literal `--`: what follows is the trainer's (gcloud's USER_ARGS).
+  std::vector<std::string> cli_args;
+  Invocation inv;
+  inv.out = &out;
+  inv.err = &err;
+  inv.err_is_tty = err_is_tty;
+  for (size_t i = 1; i < argv.size(); ++i) {
+    if (!inv.has_user_args && argv[i] == "--") {
+      inv.has_user_args = true;
+      continue;
+    }
+    (inv.has_user_args ? inv.user_args : cli_args).push_back(argv[i]);
+  }
+
+  CLI::App app("Trainyard: AI Platform Training's job service, self-hosted.", "trainyard");
+  app.fallthrough();
+  app.set_version_flag("--version", std::string("trainyard ") + TRAINYARD_VERSION);
+  app.add_option("--endpoint", inv.globals.endpoint,
+                 "Daemon URL (default: $TRAINYARD_ENDPOINT, else http://127.0.0.1:8470).");
+  app.add_option("--project", inv.globals.project,
+                 "Project (default: $TRAINYARD_PROJECT, else `default`).");
+  app.add_flag("-q,--quiet", inv.globals.quiet, "Accepted for gcloud compatibility; no prompts.");
+  app.footer(
+      "Environment: TRAINYARD_ENDPOINT, TRAINYARD_PROJECT, TRAINYARD_TOKEN, TRAINYARD_REGION, "
+      "TRAINYARD_PYTHON. See docs/cli.md.");
+  CommandTree tree(&inv.globals);
+  tree.Build(&app);
+
+  std::vector<std::string> reversed(cli_args.rbegin(), cli_args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
+      return app.exit(e, out, err);
+    }
+    std::vector<CLI::App*> chain = ParsedChain(&app);
+    inv.command_path = JoinNames(&app, chain, '.');
+    CLI::App* last = chain.empty() ? &app : chain.back();
+    std::string message = e.what();
+    if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr && tree.Find(last) == nullptr &&
+        message.find("subcommand") != std::string::npos) {
+      message = "Command name argument expected.";
+    }
+    err << "ERROR: (" << inv.command_path << ") " << message << "\n";
+    if (tree.Find(last) == nullptr) {
+      err << "\nAvailable commands for " << JoinNames(&app, chain, ' ') << ":\n\n";
+      for (const CLI::App* sub : AllSubcommands(last)) {
+        err << "      " << sub->get_name() << "\n";
+      }
+      err << "\n";
+    }
+    err << "For detailed information on this command and its flags, run:\n  "
+        << JoinNames(&app, chain, ' ') << " --help\n";
+    return kExitUsage;
+  }
+
+  tree.Finalize();
+  std::vector<CLI::App*> chain = ParsedChain(&app);
+  inv.command_path = JoinNames(&app, chain, '.');
+  // The user prefix is root plus "ai-platform" when the user went through it.
+  inv.user_prefix = "trainyard";
+  if (!chain.empty() && chain.front()->get_name() == "ai-platform") {
+    inv.user_prefix += " ai-platform";
+  }
+  const Leaf* leaf = chain.empty() ? nullptr : tree.Find(chain.back());
+  if (leaf == nullptr) {
+    err << "ERROR: (" << inv.command_path << ") Command name argument expected.\n";
+    return kExitUsage;
+  }
+  if (inv.has_user_args && !leaf->accepts_user_args) {
+    std::string extra;
+    for (const auto& a : inv.user_args) extra += " " + a;
+    err << "ERROR: (" << inv.command_path << ") unrecognized arguments: --" << extra << "\n";
+    return kExitUsage;
+  }
+  return leaf->run(inv);
+}
+
+}  // namespace trainyard::cli

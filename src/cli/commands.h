@@ -1,0 +1,106 @@
+// The `trainyard` command handlers. cli_app.cc parses the command line with CLI11 into these
+// argument structs (unset optional = flag not given) and calls the matching Run* function.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli_context.h"
+
+namespace trainyard::cli {
+
+// Runs the command line (argv[0] is ignored); returns the process exit status.
+int RunCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err,
+           bool err_is_tty);
+
+struct SubmitTrainingArgs {
+  std::string job;
+  std::optional<std::string> package_path;
+  std::optional<std::string> packages;  // comma-separated
+  std::optional<std::string> module_name;
+  std::optional<std::string> region;
+  std::optional<std::string> config;
+  std::optional<std::string> staging_bucket;
+  std::optional<std::string> job_dir;
+  std::optional<std::string> scale_tier;
+  std::optional<std::string> master_machine_type;
+  std::optional<std::string> worker_machine_type;
+  std::optional<std::string> worker_count;
+  std::optional<std::string> parameter_server_machine_type;
+  std::optional<std::string> parameter_server_count;
+  std::optional<std::string> master_accelerator;
+  std::optional<std::string> worker_accelerator;
+  std::optional<std::string> parameter_server_accelerator;
+  std::optional<std::string> master_image_uri;
+  std::optional<std::string> worker_image_uri;
+  std::optional<std::string> parameter_server_image_uri;
+  std::optional<std::string> use_chief_in_tf_config;
+  std::optional<std::string> runtime_version;
+  std::optional<std::string> python_version;
+  std::optional<std::string> labels;
+  std::optional<std::string> service_account;
+  bool enable_web_access = false;
+  bool stream_logs = false;
+  bool async = false;
+  std::optional<std::string> polling_interval;
+  std::optional<std::string> format;
+};
+int RunSubmitTraining(const Invocation& inv, const SubmitTrainingArgs& args);
+
+struct DescribeArgs {
+  std::string job;
+  bool summarize = false;
+  std::optional<std::string> format;
+};
+int RunDescribe(const Invocation& inv, const DescribeArgs& args);
+
+struct ListArgs {
+  std::optional<std::string> filter;
+  std::optional<std::string> limit;
+  std::optional<std::string> page_size;
+  std::optional<std::string> sort_by;
+  std::optional<std::string> format;
+};
+int RunList(const Invocation& inv, const ListArgs& args);
+
+int RunCancel(const Invocation& inv, const std::string& job);
+
+struct UpdateArgs {
+  std::string job;
+  std::optional<std::string> update_labels;
+  std::optional<std::string> remove_labels;
+  bool clear_labels = false;
+};
+int RunUpdate(const Invocation& inv, const UpdateArgs& args);
+
+struct StreamLogsArgs {
+  std::string job;
+  std::optional<std::string> task_name;
+  std::optional<std::string> polling_interval;
+  bool allow_multiline_logs = false;
+};
+int RunStreamLogs(const Invocation& inv, const StreamLogsArgs& args);
+
+struct LocalTrainArgs {
+  std::optional<std::string> module_name;
+  std::optional<std::string> package_path;
+  std::optional<std::string> job_dir;
+  bool distributed = false;
+  std::optional<std::string> parameter_server_count;
+  std::optional<std::string> worker_count;
+  std::optional<std::string> evaluator_count;
+  std::optional<std::string> start_port;
+};
+int RunLocalTrain(const Invocation& inv, const LocalTrainArgs& args);
+// The TF_CONFIG `local train` sets (gcloud's non-distributed shape, key order kept).
+std::string LocalTrainTfConfig(const std::string& module, const std::vector<std::string>& args);
+
+int RunBucketsCreate(const Invocation& inv, const std::string& bucket_uri);
+int RunBucketsList(const Invocation& inv);
+int RunCopy(const Invocation& inv, const std::string& source, const std::string& destination);
+
+enum class AdminAction { kPause, kResume, kStatus };
+int RunAdmin(const Invocation& inv, AdminAction action);
+
+}  // namespace trainyard::cli

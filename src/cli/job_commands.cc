@@ -1,0 +1,652 @@
+// jobs submit training / describe / list / cancel / update / stream-logs.
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <thread>
+
+#include "commands.h"
+#include "formats.h"
+#include "job_builder.h"
+#include "log_format.h"
+#include "packaging.h"
+#include "printers.h"
+#include "time_format.h"
+#include "trainyard/core/util.h"
+#include "trainyard/model/job_json.h"
+
+namespace trainyard::cli {
+
+using json = nlohmann::json;
+
+namespace {
+
+constexpr int kLogPageSize = 1000;
+constexpr int kMaxListPageSize = 100;
+
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void OnInterrupt(int /*sig*/) { g_interrupted.store(true); }
+
+// Installs a SIGINT handler for the lifetime of the object (submit --stream-logs).
+class InterruptScope {
+ public:
+  InterruptScope() {
+    g_interrupted.store(false);
+    struct sigaction sa {};
+    sa.sa_handler = OnInterrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_);
+  }
+  ~InterruptScope() { sigaction(SIGINT, &old_, nullptr); }
+  InterruptScope(const InterruptScope&) = delete;
+  InterruptScope& operator=(const InterruptScope&) = delete;
+
+ private:
+  struct sigaction old_ {};
+};
+
+Result<int64_t> ParseInt(std::string_view flag, std::string_view text) {
+  int64_t v = 0;
+  auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (r.ec != std::errc() || r.ptr != text.data() + text.size()) {
+    return InvalidArgument("argument " + std::string(flag) + ": invalid int value: '" +
+                           std::string(text) + "'");
+  }
+  return v;
+}
+
+Result<double> ParsePollingInterval(const std::optional<std::string>& text) {
+  if (!text) return 1.0;
+  char* end = nullptr;
+  double v = std::strtod(text->c_str(), &end);
+  if (end == text->c_str() || *end != '\0' || !(v > 0)) {
+    return InvalidArgument("argument --polling-interval: Value must be a positive number of "
+                           "seconds; received: " +
+                           *text);
+  }
+  return v;
+}
+
+json ParseJson(const std::string& text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return j.is_discarded() ? json::object() : j;
+}
+
+std::string StringField(const json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key)) return "";
+  const json& v = j[key];
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number()) return v.dump();
+  return "";
+}
+
+std::string FollowUpMessage(const Invocation& inv, const std::string& job) {
+  std::string p = inv.user_prefix;
+  std::string proj = inv.ProjectHint();
+  return "Your job is still active. You may view the status of your job with the command\n\n"
+         "  $ " + p + " jobs describe " + job + proj +
+         "\n\nor continue streaming the logs with the command\n\n"
+         "  $ " + p + " jobs stream-logs " + job + proj + "\n";
+}
+
+// submit's default display: yaml(jobId, state, startTime.date(tz=LOCAL), endTime.date(...)).
+Result<std::string> RenderSubmitted(const std::string& job_json, const OutputFormat& format) {
+  if (format.kind != FormatKind::kDefault && format.kind != FormatKind::kYaml) {
+    return RenderResource(job_json, format);
+  }
+  json j = ParseJson(job_json);
+  nlohmann::ordered_json view = nlohmann::ordered_json::object();
+  view["jobId"] = StringField(j, "jobId");
+  view["state"] = StringField(j, "state");
+  std::string start = StringField(j, "startTime");
+  std::string end = StringField(j, "endTime");
+  if (!start.empty()) view["startTime"] = LocalDateTime(start);
+  if (!end.empty()) view["endTime"] = LocalDateTime(end);
+  YamlOptions o;
+  o.sort_keys = false;
+  return JsonToYaml(view.dump(), o);
+}
+
+struct StreamOptions {
+  std::string job;
+  std::string task_name;
+  double interval_s = 1;
+  bool allow_multiline = false;
+  std::ostream* log_out = nullptr;
+  bool handle_interrupt = false;
+};
+
+// Follows a job's logs until the job has an endTime and every entry written before it has
+// been printed (the job is fetched before each drain, so a drain after seeing endTime is final).
+// CANCELLED when interrupted (handle_interrupt only).
+Status StreamJobLogs(const Invocation& inv, client::Client& c, const StreamOptions& o) {
+  std::string cursor;
+  std::string last_state;
+  while (true) {
+    TRAINYARD_ASSIGN_OR_RETURN(std::string job_text, c.GetJob(o.job));
+    json job = ParseJson(job_text);
+    std::string state = StringField(job, "state");
+    bool ended = !StringField(job, "endTime").empty();
+    if (inv.err_is_tty && state != last_state) {
+      std::string position = StringField(job, "jobPosition");
+      inv.Err() << "Job [" << o.job << "] is " << state;
+      if (state == "QUEUED" && !position.empty() && position != "0") {
+        inv.Err() << " (position " << position << " in the queue)";
+      }
+      inv.Err() << (ended ? ".\n" : "...\n");
+      last_state = state;
+    }
+    while (true) {
+      TRAINYARD_ASSIGN_OR_RETURN(client::LogPage page,
+                                 c.ListJobLogs(o.job, cursor, o.task_name, kLogPageSize));
+      for (const auto& e : page.entries) {
+        for (const auto& line : FormatLogEntry(e, o.allow_multiline)) *o.log_out << line;
+      }
+      o.log_out->flush();
+      std::string next = page.next_after_insert_id;
+      if (next.empty() && !page.entries.empty()) next = page.entries.back().insert_id;
+      bool advanced = !next.empty() && next != cursor;
+      if (!next.empty()) cursor = next;
+      if (page.entries.size() < static_cast<size_t>(kLogPageSize) || !advanced) break;
+      if (o.handle_interrupt && g_interrupted.load()) break;
+    }
+    if (ended) return Status::Ok();
+    auto deadline = std::chrono::steady_clock::now() +
+                    std::chrono::microseconds(static_cast<int64_t>(o.interval_s * 1e6));
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (o.handle_interrupt && g_interrupted.load()) {
+        return Status(StatusCode::kCancelled, "interrupted");
+      }
+      auto left = deadline - std::chrono::steady_clock::now();
+      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+          left, std::chrono::milliseconds(50)));
+    }
+    if (o.handle_interrupt && g_interrupted.load()) {
+      return Status(StatusCode::kCancelled, "interrupted");
+    }
+  }
+}
+
+// Splits --packages into gs:// URIs and local files, keeping their order.
+void SplitPackages(const std::optional<std::string>& packages, std::vector<std::string>* remote,
+                   std::vector<std::string>* local) {
+  if (!packages) return;
+  for (const auto& p : SplitCommaList(*packages)) (IsGcsUri(p) ? remote : local)->push_back(p);
+}
+
+std::string FlagError(const std::string& flag, const Status& s) {
+  const std::string& m = s.message();
+  if (m.rfind("argument ", 0) == 0 || m.rfind("The ", 0) == 0) return m;
+  return "argument " + flag + ": " + m;
+}
+
+// Parses the replica flags of one kind into ReplicaFlags.
+Status ParseReplica(const std::optional<std::string>& type, const std::optional<std::string>& count,
+                    const std::optional<std::string>& accelerator,
+                    const std::optional<std::string>& image, const std::string& name,
+                    ReplicaFlags* r) {
+  r->machine_type = type;
+  r->image_uri = image;
+  if (count) {
+    TRAINYARD_ASSIGN_OR_RETURN(int64_t n, ParseInt("--" + name + "-count", *count));
+    r->count = n;
+  }
+  if (accelerator) {
+    auto acc = ParseAcceleratorFlag(*accelerator);
+    if (!acc.ok()) return InvalidArgument(FlagError("--" + name + "-accelerator", acc.status()));
+    r->accelerator = *acc;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+// --- jobs submit training ----------------------------------------------------------------
+
+int RunSubmitTraining(const Invocation& inv, const SubmitTrainingArgs& a) {
+  TrainingFlags f;
+  f.job_id = a.job;
+  f.module_name = a.module_name;
+  f.region = a.region;
+  f.job_dir = a.job_dir;
+  f.runtime_version = a.runtime_version;
+  f.python_version = a.python_version;
+  f.service_account = a.service_account;
+  f.enable_web_access = a.enable_web_access;
+  const char* env_region = std::getenv("TRAINYARD_REGION");
+  if (env_region != nullptr && *env_region != '\0') f.default_region = env_region;
+  if (inv.has_user_args) f.args = inv.user_args;
+  if (a.scale_tier) {
+    auto tier = NormalizeScaleTier(*a.scale_tier);
+    if (!tier.ok()) return inv.Fail(FlagError("--scale-tier", tier.status()));
+    f.scale_tier = *tier;
+  }
+  if (a.labels) {
+    auto labels = ParseLabelsFlag(*a.labels);
+    if (!labels.ok()) return inv.Fail(FlagError("--labels", labels.status()));
+    f.labels = *labels;
+  }
+  if (a.use_chief_in_tf_config) {
+    auto b = ParseBoolValue(*a.use_chief_in_tf_config);
+    if (!b.ok()) return inv.Fail(FlagError("--use-chief-in-tf-config", b.status()));
+    f.use_chief_in_tf_config = *b;
+  }
+  static const std::optional<std::string> kNoCount;
+  Status replica = ParseReplica(a.master_machine_type, kNoCount, a.master_accelerator,
+                                a.master_image_uri, "master", &f.master);
+  if (replica.ok()) {
+    replica = ParseReplica(a.worker_machine_type, a.worker_count, a.worker_accelerator,
+                           a.worker_image_uri, "worker", &f.worker);
+  }
+  if (replica.ok()) {
+    replica = ParseReplica(a.parameter_server_machine_type, a.parameter_server_count,
+                           a.parameter_server_accelerator, a.parameter_server_image_uri,
+                           "parameter-server", &f.parameter_server);
+  }
+  if (!replica.ok()) return inv.Fail(replica.message());
+  auto interval = ParsePollingInterval(a.polling_interval);
+  if (!interval.ok()) return inv.Fail(interval.status().message());
+  auto format = ParseOutputFormat(a.format.value_or(""));
+  if (!format.ok()) return inv.Fail(format.status().message());
+  if (a.async) {
+    inv.Warn(
+        "The --async flag is deprecated, as the default behavior is to submit the job "
+        "asynchronously; it can be omitted. For synchronous behavior, please pass "
+        "--stream-logs.");
+  }
+
+  std::string config_json;
+  if (a.config) {
+    auto text = ReadFile(*a.config);
+    if (!text.ok()) return inv.Fail("Unable to read file [" + *a.config + "]: " + text.status().message());
+    auto parsed = model::ConfigFileToJobJson(*text);
+    if (!parsed.ok()) {
+      return inv.Fail("Invalid --config file [" + *a.config + "]: " + parsed.status().message());
+    }
+    config_json = *parsed;
+  }
+
+  std::vector<std::string> remote, local;
+  SplitPackages(a.packages, &remote, &local);
+  bool package_flags = a.packages.has_value() || a.package_path.has_value();
+  // Check everything that does not depend on the upload before building and uploading.
+  {
+    TrainingFlags probe = f;
+    if (package_flags) probe.package_uris = std::vector<std::string>{"gs://probe/probe"};
+    auto built = BuildTrainingJobJson(config_json, probe);
+    if (!built.ok()) return inv.Fail(built.status().message());
+  }
+
+  auto c = inv.MakeClient();
+  if (package_flags) {
+    std::vector<std::string> uris = remote;
+    TempDir tmp;
+    if (!tmp.ok()) return inv.Fail("cannot create a temporary directory");
+    if (a.package_path) {
+      auto built = BuildPackages(*a.package_path, RuntimePython(), tmp.path() + "/output",
+                                 tmp.path() + "/work");
+      if (!built.ok()) return inv.Fail(built.status().message());
+      local.insert(local.end(), built->begin(), built->end());
+    }
+    if (!local.empty()) {
+      auto staging = GetStagingLocation(a.job, a.staging_bucket.value_or(""),
+                                        a.job_dir.value_or(""));
+      if (!staging.ok()) return inv.Fail(staging.status().message());
+      if (!staging->has_value()) {
+        return inv.Fail(
+            "If local packages are provided, the `--staging-bucket` or `--job-dir` flag must "
+            "be given.");
+      }
+      Status dup = CheckDuplicateBasenames(local);
+      if (!dup.ok()) return inv.Fail(dup.message());
+      std::vector<std::string> contents;
+      std::string all;
+      for (const auto& path : local) {
+        auto data = ReadFile(path);
+        if (!data.ok()) return inv.Fail("Unable to read file [" + path + "]: " + data.status().message());
+        all += *data;
+        contents.push_back(std::move(*data));
+      }
+      std::string digest = Sha256Hex(all);
+      const StagingLocation& loc = **staging;
+      for (size_t i = 0; i < local.size(); ++i) {
+        std::string object = StagingObjectName(loc, digest, Basename(local[i]));
+        auto up = c->UploadObject(loc.bucket, object, contents[i]);
+        if (!up.ok()) {
+          if (up.status().code() == StatusCode::kNotFound) {
+            return inv.Fail(up.status().ToString() + "\nCreate the bucket with: " +
+                            inv.user_prefix + " buckets create gs://" + loc.bucket +
+                            inv.ProjectHint());
+          }
+          return inv.Fail(up.status());
+        }
+        uris.push_back("gs://" + loc.bucket + "/" + object);
+      }
+    }
+    f.package_uris = uris;
+  }
+
+  auto body = BuildTrainingJobJson(config_json, f);
+  if (!body.ok()) return inv.Fail(body.status().message());
+  auto created = c->CreateJob(*body);
+  if (!created.ok()) return inv.Fail(created.status());
+  std::string job_id = StringField(ParseJson(*created), "jobId");
+  if (job_id.empty()) job_id = a.job;
+
+  inv.Err() << "Job [" << job_id << "] submitted successfully.\n";
+  if (!a.stream_logs) {
+    inv.Err() << FollowUpMessage(inv, job_id);
+    auto out = RenderSubmitted(*created, *format);
+    if (!out.ok()) return inv.Fail(out.status());
+    inv.Out() << *out;
+    return kExitOk;
+  }
+
+  StreamOptions so;
+  so.job = job_id;
+  so.interval_s = *interval;
+  so.log_out = inv.err;
+  so.handle_interrupt = true;
+  Status streamed;
+  {
+    InterruptScope scope;
+    streamed = StreamJobLogs(inv, *c, so);
+  }
+  if (streamed.code() == StatusCode::kCancelled) {
+    inv.Err() << "Received keyboard interrupt.\n\n" << FollowUpMessage(inv, job_id);
+  } else if (!streamed.ok()) {
+    if (client::IsConnectionError(streamed)) return inv.Fail(streamed);
+    inv.Err() << "Polling logs failed:\n" << streamed.ToString() << "\n\n"
+              << FollowUpMessage(inv, job_id);
+  }
+  auto final_job = c->GetJob(job_id);
+  if (!final_job.ok()) return inv.Fail(final_job.status());
+  auto out = RenderSubmitted(*final_job, *format);
+  if (!out.ok()) return inv.Fail(out.status());
+  inv.Out() << *out;
+  return StringField(ParseJson(*final_job), "state") == "SUCCEEDED" ? kExitOk : kExitError;
+}
+
+// --- jobs describe -------------------------------------------------------------------------
+
+namespace {
+
+std::string SummaryCell(const json& obj, const char* key) {
+  if (!obj.is_object() || !obj.contains(key)) return "";
+  const json& v = obj[key];
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_float()) return FormatGcloudFloat(v.get<double>());
+  if (v.is_number()) return v.dump();
+  if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
+  return "";
+}
+
+std::string JobSummary(const json& job) {
+  std::string out = FormatBoxTable(
+      "Job Overview", {"JOB_ID", "CREATE_TIME", "START_TIME", "END_TIME", "STATE"},
+      {{SummaryCell(job, "jobId"), SummaryCell(job, "createTime"), SummaryCell(job, "startTime"),
+        SummaryCell(job, "endTime"), SummaryCell(job, "state")}});
+
+  const json ti = job.contains("trainingInput") ? job["trainingInput"] : json::object();
+  struct Col {
+    const char* key;
+    const char* label;
+    bool optional;
+  };
+  static const Col kInputCols[] = {
+      {"runtimeVersion", "RUNTIME_VERSION", true},
+      {"region", "REGION", false},
+      {"scaleTier", "SCALE_TIER", true},
+      {"pythonModule", "PYTHON_MODULE", false},
+      {"parameterServerType", "PARAMETER_SERVER_TYPE", true},
+      {"parameterServerCount", "PARAMETER_SERVER_COUNT", true},
+      {"masterType", "MASTER_TYPE", true},
+      {"workerType", "WORKER_TYPE", true},
+      {"workerCount", "WORKER_COUNT", true},
+      {"jobDir", "JOB_DIR", true},
+  };
+  std::vector<std::string> headers, row;
+  for (const auto& col : kInputCols) {
+    if (col.optional && (!ti.is_object() || !ti.contains(col.key))) continue;
+    headers.push_back(col.label);
+    row.push_back(SummaryCell(ti, col.key));
+  }
+  out += FormatBoxTable("Training Input Summary", headers, {row});
+
+  if (job.contains("trainingOutput") && job["trainingOutput"].is_object()) {
+    const json& to = job["trainingOutput"];
+    std::vector<std::string> oh, orow;
+    if (to.contains("completedTrialCount")) {
+      oh.push_back("TRIALS");
+      orow.push_back(SummaryCell(to, "completedTrialCount"));
+    }
+    oh.push_back("ML_UNITS");
+    orow.push_back(SummaryCell(to, "consumedMLUnits"));
+    out += FormatBoxTable("Training Output Summary", oh, {orow});
+
+    if (to.contains("trials") && to["trials"].is_array() && !to["trials"].empty()) {
+      bool minimize = ti.is_object() && ti.contains("hyperparameters") &&
+                      ti["hyperparameters"].is_object() &&
+                      SummaryCell(ti["hyperparameters"], "goal") == "MINIMIZE";
+      std::vector<json> trials(to["trials"].begin(), to["trials"].end());
+      auto objective = [](const json& t, double* v) {
+        if (!t.contains("finalMetric") || !t["finalMetric"].is_object()) return false;
+        const json& m = t["finalMetric"];
+        if (!m.contains("objectiveValue") || !m["objectiveValue"].is_number()) return false;
+        *v = m["objectiveValue"].get<double>();
+        return true;
+      };
+      auto trial_num = [](const json& t) {
+        std::string id = SummaryCell(t, "trialId");
+        char* end = nullptr;
+        long long n = std::strtoll(id.c_str(), &end, 10);
+        return (end != id.c_str()) ? n : 0LL;
+      };
+      // Best first for the job's goal; trials without an objective last, by trial id.
+      std::stable_sort(trials.begin(), trials.end(), [&](const json& x, const json& y) {
+        double vx = 0, vy = 0;
+        bool hx = objective(x, &vx), hy = objective(y, &vy);
+        if (hx != hy) return hx;
+        if (hx && vx != vy) return minimize ? vx < vy : vx > vy;
+        return trial_num(x) < trial_num(y);
+      });
+      std::vector<std::vector<std::string>> rows;
+      for (const auto& t : trials) {
+        std::string hp;
+        if (t.contains("hyperparameters") && t["hyperparameters"].is_object()) {
+          for (auto it = t["hyperparameters"].begin(); it != t["hyperparameters"].end(); ++it) {
+            if (!hp.empty()) hp += "\n";
+            hp += it.key() + "=" + (it->is_string() ? it->get<std::string>() : it->dump());
+          }
+        }
+        const json metric = t.contains("finalMetric") ? t["finalMetric"] : json::object();
+        rows.push_back({SummaryCell(t, "trialId"), SummaryCell(metric, "objectiveValue"),
+                        SummaryCell(metric, "trainingStep"), hp, SummaryCell(t, "state")});
+      }
+      out += FormatBoxTable("Training Output Trials",
+                            {"TRIAL_ID", "OBJECTIVE_VALUE", "TRAINING_STEP", "HYPERPARAMETERS",
+                             "STATE"},
+                            rows);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int RunDescribe(const Invocation& inv, const DescribeArgs& a) {
+  auto format = ParseOutputFormat(a.format.value_or(""));
+  if (!format.ok()) return inv.Fail(format.status().message());
+  auto c = inv.MakeClient();
+  auto job = c->GetJob(a.job);
+  if (!job.ok()) return inv.Fail(job.status());
+  if (a.summarize) {
+    if (a.format) inv.Warn("--format is ignored when --summarize is present");
+    inv.Out() << JobSummary(ParseJson(*job));
+  } else {
+    auto out = RenderResource(*job, *format);
+    if (!out.ok()) return inv.Fail(out.status());
+    inv.Out() << *out;
+  }
+  inv.Out().flush();
+  std::string id = StringField(ParseJson(*job), "jobId");
+  if (id.empty()) id = a.job;
+  inv.Err() << "\nView logs with:\n  " << inv.user_prefix << " jobs stream-logs " << id
+            << inv.ProjectHint() << "\n";
+  return kExitOk;
+}
+
+// --- jobs list -----------------------------------------------------------------------------
+
+int RunList(const Invocation& inv, const ListArgs& a) {
+  auto format = ParseOutputFormat(a.format.value_or(""));
+  if (!format.ok()) return inv.Fail(format.status().message());
+  int64_t limit = -1;
+  if (a.limit) {
+    auto v = ParseInt("--limit", *a.limit);
+    if (!v.ok()) return inv.Fail(v.status().message());
+    if (*v < 1) return inv.Fail("argument --limit: Value must be greater than or equal to 1; received: " + *a.limit);
+    limit = *v;
+  }
+  int page_size = kMaxListPageSize;
+  if (a.page_size) {
+    auto v = ParseInt("--page-size", *a.page_size);
+    if (!v.ok()) return inv.Fail(v.status().message());
+    if (*v < 1) return inv.Fail("argument --page-size: Value must be greater than or equal to 1; received: " + *a.page_size);
+    page_size = static_cast<int>(std::min<int64_t>(*v, kMaxListPageSize));
+  } else if (limit > 0 && limit < kMaxListPageSize) {
+    page_size = static_cast<int>(limit);
+  }
+  std::vector<std::string> sort_keys;
+  if (a.sort_by) sort_keys = SplitCommaList(*a.sort_by);
+
+  auto c = inv.MakeClient();
+  std::vector<std::string> jobs;
+  std::string token;
+  do {
+    auto page = c->ListJobs(a.filter.value_or(""), page_size, token);
+    if (!page.ok()) return inv.Fail(page.status());
+    jobs.insert(jobs.end(), page->jobs.begin(), page->jobs.end());
+    token = page->next_page_token;
+  } while (!token.empty() && (limit < 0 || !sort_keys.empty() ||
+                              static_cast<int64_t>(jobs.size()) < limit));
+
+  if (!sort_keys.empty()) {
+    for (auto it = sort_keys.rbegin(); it != sort_keys.rend(); ++it) {
+      std::string key = *it;
+      bool reverse = !key.empty() && key[0] == '~';
+      if (reverse) key = key.substr(1);
+      std::stable_sort(jobs.begin(), jobs.end(), [&](const std::string& x, const std::string& y) {
+        std::string vx = FieldText(x, key), vy = FieldText(y, key);
+        return reverse ? vy < vx : vx < vy;
+      });
+    }
+  }
+  if (limit >= 0 && static_cast<int64_t>(jobs.size()) > limit) jobs.resize(static_cast<size_t>(limit));
+
+  switch (format->kind) {
+    case FormatKind::kJson: {
+      std::string arr = "[";
+      for (size_t i = 0; i < jobs.size(); ++i) arr += (i ? "," : "") + jobs[i];
+      arr += "]";
+      auto out = JsonToPrettyJson(arr);
+      if (!out.ok()) return inv.Fail(out.status());
+      inv.Out() << *out;
+      break;
+    }
+    case FormatKind::kYaml:
+      for (const auto& j : jobs) {
+        auto out = JsonToYaml(j);
+        if (!out.ok()) return inv.Fail(out.status());
+        inv.Out() << "---\n" << *out;
+      }
+      break;
+    case FormatKind::kValue:
+      for (const auto& j : jobs) inv.Out() << ValueLine(j, format->fields);
+      break;
+    case FormatKind::kDefault:
+    case FormatKind::kTable: {
+      std::vector<std::vector<std::string>> rows;
+      for (const auto& j : jobs) {
+        rows.push_back({FieldText(j, "jobId.basename()"), FieldText(j, "state"),
+                        FieldText(j, "createTime.date()")});
+      }
+      inv.Out() << FormatTable({"JOB_ID", "STATUS", "CREATED"}, rows);
+      break;
+    }
+  }
+  if (jobs.empty()) inv.Err() << "Listed 0 items.\n";
+  return kExitOk;
+}
+
+// --- jobs cancel / update --------------------------------------------------------------------
+
+int RunCancel(const Invocation& inv, const std::string& job) {
+  auto c = inv.MakeClient();
+  Status s = c->CancelJob(job);
+  if (!s.ok()) return inv.Fail(s);
+  return kExitOk;
+}
+
+int RunUpdate(const Invocation& inv, const UpdateArgs& a) {
+  if (!a.update_labels && !a.remove_labels && !a.clear_labels) {
+    return inv.Fail(
+        "At least one of --update-labels, --remove-labels, or --clear-labels must be "
+        "specified.");
+  }
+  std::map<std::string, std::string> updates;
+  if (a.update_labels) {
+    auto parsed = ParseLabelsFlag(*a.update_labels);
+    if (!parsed.ok()) return inv.Fail(FlagError("--update-labels", parsed.status()));
+    updates = *parsed;
+  }
+  std::vector<std::string> removals;
+  if (a.remove_labels) removals = SplitCommaList(*a.remove_labels);
+
+  auto c = inv.MakeClient();
+  auto job = c->GetJob(a.job);
+  if (!job.ok()) return inv.Fail(job.status());
+  json j = ParseJson(*job);
+  std::map<std::string, std::string> old_labels;
+  if (j.contains("labels") && j["labels"].is_object()) {
+    for (auto it = j["labels"].begin(); it != j["labels"].end(); ++it) {
+      if (it->is_string()) old_labels[it.key()] = it->get<std::string>();
+    }
+  }
+  std::map<std::string, std::string> labels = a.clear_labels ? std::map<std::string, std::string>{}
+                                                             : old_labels;
+  for (const auto& k : removals) labels.erase(k);
+  for (const auto& [k, v] : updates) labels[k] = v;
+  if (labels == old_labels) {
+    inv.Err() << "No update to perform.\n";
+    return kExitOk;
+  }
+  auto patched = c->PatchJobLabels(a.job, json(labels).dump(), StringField(j, "etag"));
+  if (!patched.ok()) return inv.Fail(patched.status());
+  inv.Err() << "Updated job [" << a.job << "].\n";
+  return kExitOk;
+}
+
+// --- jobs stream-logs ------------------------------------------------------------------------
+
+int RunStreamLogs(const Invocation& inv, const StreamLogsArgs& a) {
+  auto interval = ParsePollingInterval(a.polling_interval);
+  if (!interval.ok()) return inv.Fail(interval.status().message());
+  auto c = inv.MakeClient();
+  StreamOptions so;
+  so.job = a.job;
+  so.task_name = a.task_name.value_or("");
+  so.interval_s = *interval;
+  so.allow_multiline = a.allow_multiline_logs;
+  so.log_out = inv.out;
+  Status s = StreamJobLogs(inv, *c, so);
+  if (!s.ok()) return inv.Fail(s);
+  return kExitOk;
+}
+
+}  // namespace trainyard::cli

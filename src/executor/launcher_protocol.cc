@@ -1,0 +1,309 @@
+#include "trainyard/executor/launcher_protocol.h"
+
+#include <charconv>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <tuple>
+
+#include "protocol_private.h"
+#include "trainyard/core/util.h"
+
+namespace trainyard::executor {
+
+using nlohmann::json;
+
+bool ReplicaKey::operator<(const ReplicaKey& o) const {
+  return std::tie(project, job_id, trial_id, task_type, index) <
+         std::tie(o.project, o.job_id, o.trial_id, o.task_type, o.index);
+}
+
+bool ReplicaKey::operator==(const ReplicaKey& o) const {
+  return std::tie(project, job_id, trial_id, task_type, index) ==
+         std::tie(o.project, o.job_id, o.trial_id, o.task_type, o.index);
+}
+
+namespace {
+
+std::string Dump(const json& j) {
+  // Trainer output is arbitrary bytes: never throw on invalid UTF-8.
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+template <typename T>
+void Get(const json& j, const char* name, T* out) {
+  auto it = j.find(name);
+  if (it != j.end() && !it->is_null()) *out = it->get<T>();
+}
+
+}  // namespace
+
+std::string SpecToJson(const ReplicaSpec& spec) {
+  json j = {
+      {"key",
+       {{"project", spec.key.project},
+        {"jobId", spec.key.job_id},
+        {"trialId", spec.key.trial_id},
+        {"taskType", spec.key.task_type},
+        {"index", spec.key.index}}},
+      {"workDir", spec.work_dir},
+      {"python", spec.python},
+      {"packages", spec.packages},
+      {"packageUris", spec.package_uris},
+      {"pythonModule", spec.python_module},
+      {"args", spec.args},
+      {"env", spec.env},
+      {"envCacheDir", spec.env_cache_dir},
+      {"pipIndexUrl", spec.pip_index_url},
+      {"pipFindLinks", spec.pip_find_links},
+      {"cwd", spec.cwd},
+  };
+  return Dump(j);
+}
+
+Result<ReplicaSpec> SpecFromJson(std::string_view text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return InvalidArgument("spec is not a JSON object");
+  ReplicaSpec spec;
+  try {
+    if (auto it = j.find("key"); it != j.end()) {
+      const json& k = *it;
+      Get(k, "project", &spec.key.project);
+      Get(k, "jobId", &spec.key.job_id);
+      Get(k, "trialId", &spec.key.trial_id);
+      Get(k, "taskType", &spec.key.task_type);
+      Get(k, "index", &spec.key.index);
+    }
+    Get(j, "workDir", &spec.work_dir);
+    Get(j, "python", &spec.python);
+    Get(j, "packages", &spec.packages);
+    Get(j, "packageUris", &spec.package_uris);
+    Get(j, "pythonModule", &spec.python_module);
+    Get(j, "args", &spec.args);
+    Get(j, "env", &spec.env);
+    Get(j, "envCacheDir", &spec.env_cache_dir);
+    Get(j, "pipIndexUrl", &spec.pip_index_url);
+    Get(j, "pipFindLinks", &spec.pip_find_links);
+    Get(j, "cwd", &spec.cwd);
+  } catch (const json::exception& e) {
+    return InvalidArgument(std::string("invalid spec: ") + e.what());
+  }
+  return spec;
+}
+
+std::string ExitToJson(const ReplicaExit& exit) {
+  json j = {{"exitCode", exit.exit_code},   {"signal", exit.signal},
+            {"phase", exit.phase},          {"message", exit.message},
+            {"errorTail", exit.error_tail}};
+  return Dump(j);
+}
+
+Result<ReplicaExit> ExitFromJson(std::string_view text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return InvalidArgument("exit status is not a JSON object");
+  ReplicaExit exit;
+  try {
+    Get(j, "exitCode", &exit.exit_code);
+    Get(j, "signal", &exit.signal);
+    Get(j, "phase", &exit.phase);
+    Get(j, "message", &exit.message);
+    Get(j, "errorTail", &exit.error_tail);
+  } catch (const json::exception& e) {
+    return InvalidArgument(std::string("invalid exit status: ") + e.what());
+  }
+  return exit;
+}
+
+void AppendLogRecordPrefix(std::string* out, Timestamp ts, model::Severity severity,
+                           bool service) {
+  char num[24];
+  auto res = std::to_chars(num, num + sizeof num, ts);
+  out->append(num, res.ptr);
+  out->push_back('\t');
+  out->append(model::SeverityName(severity));
+  out->append(service ? "\tS\t" : "\tR\t");
+}
+
+void AppendLogRecord(std::string* out, Timestamp ts, model::Severity severity, bool service,
+                     std::string_view message) {
+  AppendLogRecordPrefix(out, ts, severity, service);
+  AppendEscapedLogMessage(out, message);
+}
+
+void AppendEscapedLogMessage(std::string* out, std::string_view message) {
+  size_t start = 0;
+  const size_t n = message.size();
+  for (size_t i = 0; i < n; ++i) {
+    char esc;
+    switch (message[i]) {
+      case '\\': esc = '\\'; break;
+      case '\n': esc = 'n'; break;
+      case '\t': esc = 't'; break;
+      case '\r': esc = 'r'; break;
+      default: continue;
+    }
+    out->append(message.data() + start, i - start);
+    out->push_back('\\');
+    out->push_back(esc);
+    start = i + 1;
+  }
+  out->append(message.data() + start, n - start);
+}
+
+std::string FormatLogRecord(Timestamp ts, model::Severity severity, bool service,
+                            std::string_view message) {
+  std::string out;
+  out.reserve(message.size() + 32);
+  AppendLogRecord(&out, ts, severity, service, message);
+  return out;
+}
+
+Result<LogRecord> ParseLogRecord(std::string_view line) {
+  size_t t1 = line.find('\t');
+  if (t1 == std::string_view::npos) return InvalidArgument("log record has no timestamp");
+  size_t t2 = line.find('\t', t1 + 1);
+  if (t2 == std::string_view::npos) return InvalidArgument("log record has no severity");
+  size_t t3 = line.find('\t', t2 + 1);
+  if (t3 == std::string_view::npos) return InvalidArgument("log record has no source");
+  LogRecord rec;
+  auto [p, ec] = std::from_chars(line.data(), line.data() + t1, rec.ts);
+  if (ec != std::errc() || p != line.data() + t1) {
+    return InvalidArgument("invalid log record timestamp");
+  }
+  auto sev = model::ParseSeverity(line.substr(t1 + 1, t2 - t1 - 1));
+  if (!sev) return InvalidArgument("invalid log record severity");
+  rec.severity = *sev;
+  std::string_view source = line.substr(t2 + 1, t3 - t2 - 1);
+  if (source == "S") {
+    rec.service = true;
+  } else if (source != "R") {
+    return InvalidArgument("invalid log record source");
+  }
+  std::string_view msg = line.substr(t3 + 1);
+  rec.message.reserve(msg.size());
+  for (size_t i = 0; i < msg.size(); ++i) {
+    char c = msg[i];
+    if (c != '\\' || i + 1 == msg.size()) {
+      rec.message.push_back(c);
+      continue;
+    }
+    char e = msg[++i];
+    switch (e) {
+      case '\\': rec.message.push_back('\\'); break;
+      case 'n': rec.message.push_back('\n'); break;
+      case 't': rec.message.push_back('\t'); break;
+      case 'r': rec.message.push_back('\r'); break;
+      default:  // not produced by the writer; kept verbatim
+        rec.message.push_back('\\');
+        rec.message.push_back(e);
+    }
+  }
+  return rec;
+}
+
+namespace {
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// "I1121 12:34:56..." (glog, absl C++ and absl-py).
+bool HasGlogPrefix(std::string_view s) {
+  return s.size() >= 14 && IsDigit(s[1]) && IsDigit(s[2]) && IsDigit(s[3]) && IsDigit(s[4]) &&
+         s[5] == ' ' && IsDigit(s[6]) && IsDigit(s[7]) && s[8] == ':' && IsDigit(s[9]) &&
+         IsDigit(s[10]) && s[11] == ':';
+}
+
+std::optional<model::Severity> GlogSeverity(char c) {
+  switch (c) {
+    case 'I': return model::Severity::kInfo;
+    case 'W': return model::Severity::kWarning;
+    case 'E': return model::Severity::kError;
+    case 'F': return model::Severity::kCritical;
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
+model::Severity ClassifyLine(std::string_view line, bool is_stderr) {
+  const model::Severity fallback = is_stderr ? model::Severity::kError : model::Severity::kInfo;
+  if (line.size() < 2) return fallback;
+  switch (line[0]) {
+    case 'D':
+      if (StartsWith(line, "DEBUG:")) return model::Severity::kDebug;
+      break;
+    case 'I':
+      if (StartsWith(line, "INFO:")) return model::Severity::kInfo;
+      if (HasGlogPrefix(line)) return model::Severity::kInfo;
+      break;
+    case 'W':
+      if (StartsWith(line, "WARNING:")) return model::Severity::kWarning;
+      if (HasGlogPrefix(line)) return model::Severity::kWarning;
+      break;
+    case 'E':
+      if (StartsWith(line, "ERROR:")) return model::Severity::kError;
+      if (HasGlogPrefix(line)) return model::Severity::kError;
+      break;
+    case 'C':
+      if (StartsWith(line, "CRITICAL:")) return model::Severity::kCritical;
+      break;
+    case 'F':
+      if (HasGlogPrefix(line)) return model::Severity::kCritical;
+      break;
+    default:
+      // TensorFlow's C++ logging: "2023-01-02 12:34:56.123456: W tensorflow/...".
+      if (IsDigit(line[0]) && line.size() >= 30 && line[4] == '-' && line[7] == '-' &&
+          line[10] == ' ' && line[13] == ':' && line[26] == ':' && line[27] == ' ' &&
+          line[29] == ' ') {
+        if (auto s = GlogSeverity(line[28])) return *s;
+      }
+      break;
+  }
+  return fallback;
+}
+
+std::string SanitizeUtf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  size_t i = 0;
+  while (i < n) {
+    unsigned char c = p[i];
+    if (c < 0x80) {
+      out.push_back(static_cast<char>(c));
+      ++i;
+      continue;
+    }
+    size_t len = 0;
+    uint32_t cp = 0;
+    if ((c & 0xE0) == 0xC0) {
+      len = 2;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4;
+      cp = c & 0x07;
+    }
+    bool ok = len != 0 && i + len <= n;
+    for (size_t k = 1; ok && k < len; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80) ok = false;
+      cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    if (ok) {
+      // Reject overlong forms, surrogates and values past U+10FFFF.
+      ok = !((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+             (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF);
+    }
+    if (ok) {
+      out.append(s.data() + i, len);
+      i += len;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
+}  // namespace trainyard::executor

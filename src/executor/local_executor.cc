@@ -1,0 +1,471 @@
+// The local-process executor: one trainyard-launcher per replica, started in its own session,
+// watched by one monitor thread that tails the replicas' log files and notices their exits.
+//
+// Threads: callers (Launch, Kill, Recover, RunningCount) touch the replica table under mu_; the
+// monitor thread owns each replica's tailing state and is the only caller of the listener, which
+// is what keeps one replica's events in order.
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "proc_util.h"
+#include "protocol_private.h"
+#include "trainyard/core/log.h"
+#include "trainyard/core/util.h"
+#include "trainyard/executor/executor.h"
+#include "trainyard/executor/launcher_protocol.h"
+
+extern char** environ;
+
+namespace trainyard::executor {
+namespace {
+
+constexpr const char* kLog = "exec";
+// After the grace period the executor SIGKILLs the trainer's processes itself and gives the
+// launcher this long to write exit.json before the launcher is SIGKILLed too.
+constexpr Duration kLauncherReportGrace = 5 * kMicrosPerSecond;
+// The most of a log file read (and delivered) per replica per poll.
+constexpr size_t kMaxReadPerPoll = 4 << 20;
+
+std::string Join(const std::string& dir, const char* file) { return dir + "/" + file; }
+
+struct Replica {
+  // Immutable after creation.
+  ReplicaKey key;
+  std::string work_dir;
+  pid_t pid = 0;             // 0: no launcher is known (recovered dir without launcher.pid)
+  uint64_t start_time = 0;   // 0: unknown
+  bool is_child = false;     // started by this process (waitpid works)
+
+  // Guarded by LocalExecutor::mu_.
+  bool kill_requested = false;
+  int64_t kill_deadline = 0;           // monotonic; SIGKILL the trainer's processes
+  int64_t launcher_kill_deadline = 0;  // monotonic; SIGKILL the launcher as well
+  bool trainer_swept = false;
+
+  // Monitor thread only.
+  bool exited = false;
+  int log_fd = -1;
+  uint64_t offset = 0;
+  bool running_reported = false;
+};
+
+class LocalExecutor final : public Executor {
+ public:
+  LocalExecutor(LocalExecutorOptions options, ExecutorListener* listener)
+      : options_(std::move(options)), listener_(listener) {
+    if (options_.log_poll_interval <= 0) options_.log_poll_interval = 20 * 1000;
+    monitor_ = std::thread([this] { MonitorLoop(); });
+  }
+
+  ~LocalExecutor() override { Shutdown(); }
+
+  Status Launch(const ReplicaSpec& spec) override;
+  void Kill(const ReplicaKey& key, Duration grace) override;
+  std::vector<ReplicaKey> Recover(const std::vector<std::string>& work_dirs) override;
+  int RunningCount() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return static_cast<int>(replicas_.size());
+  }
+  void Shutdown() override;
+
+ private:
+  void MonitorLoop();
+  // One monitoring step for one replica; returns true when its exit was reported.
+  bool Poll(Replica& r);
+  bool LauncherGone(Replica& r);
+  void EnforceKillDeadlines(Replica& r);
+  void TailLog(Replica& r, bool to_end);
+  void ReportExit(Replica& r);
+  // SIGKILLs every process of the replica's session and every descendant of its launcher;
+  // the launcher itself only when include_launcher.
+  void Sweep(const Replica& r, bool include_launcher);
+
+  LocalExecutorOptions options_;
+  ExecutorListener* const listener_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<ReplicaKey, std::shared_ptr<Replica>> replicas_;  // guarded by mu_
+  bool stop_ = false;                                         // guarded by mu_
+  std::thread monitor_;
+};
+
+Status LocalExecutor::Launch(const ReplicaSpec& spec) {
+  if (spec.work_dir.empty()) return InvalidArgument("replica work_dir is empty");
+  if (options_.launcher_path.empty()) return FailedPrecondition("launcher_path is not set");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return FailedPrecondition("executor is shut down");
+    if (replicas_.count(spec.key) != 0) {
+      return AlreadyExists("replica " + spec.key.TaskName() + " of job " + spec.key.job_id +
+                           " is already running");
+    }
+  }
+  TRAINYARD_RETURN_IF_ERROR(MakeDirs(spec.work_dir));
+  // A work dir may be reused for a new attempt: clear the previous launcher's files.
+  for (const char* f : {kPidFile, kRunningFile, kLogFile, kLogOffsetFile, kExitFile, kKillFile,
+                        kLauncherErrFile}) {
+    TRAINYARD_RETURN_IF_ERROR(RemoveTree(Join(spec.work_dir, f)));
+  }
+  TRAINYARD_RETURN_IF_ERROR(WriteFileAtomic(Join(spec.work_dir, kSpecFile), SpecToJson(spec)));
+
+  const std::string err_path = Join(spec.work_dir, kLauncherErrFile);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  // Own session: the launcher survives the daemon and its session id names every process of
+  // the replica. SIGTERM/SIGINT stay blocked until the launcher reads them from its signalfd,
+  // so a Kill right after Launch is not lost.
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
+                                      POSIX_SPAWN_SETSIGDEF);
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGINT);
+  posix_spawnattr_setsigmask(&attr, &mask);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  for (int s : {SIGTERM, SIGINT, SIGCHLD, SIGPIPE, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM}) {
+    sigaddset(&defaults, s);
+  }
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  std::string arg_work_dir = spec.work_dir;
+  std::string flag = "--work-dir";
+  std::string path = options_.launcher_path;
+  char* argv[] = {path.data(), flag.data(), arg_work_dir.data(), nullptr};
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, path.c_str(), &fa, &attr, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) {
+    return Internal("cannot start " + options_.launcher_path + ": " + std::strerror(rc));
+  }
+
+  auto r = std::make_shared<Replica>();
+  r->key = spec.key;
+  r->work_dir = spec.work_dir;
+  r->pid = pid;
+  r->is_child = true;
+  if (auto st = ReadProcStat(pid)) r->start_time = st->start_time;
+  // The launcher writes the same file first thing; writing it here too closes the window in
+  // which a daemon crash would leave a running launcher that Recover cannot find.
+  if (r->start_time != 0) {
+    Status s = WriteFileReplace(Join(spec.work_dir, kPidFile), FormatPidFile(pid, r->start_time));
+    if (!s.ok()) TY_LOG_WARN(kLog, "{}", s.ToString());
+  }
+  TY_LOG_INFO(kLog, "launched {} of job {} (launcher pid {})", spec.key.TaskName(),
+              spec.key.job_id, pid);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    replicas_[spec.key] = std::move(r);
+  }
+  cv_.notify_all();
+  return Status::Ok();
+}
+
+void LocalExecutor::Kill(const ReplicaKey& key, Duration grace) {
+  std::shared_ptr<Replica> r;
+  const int64_t now = MonotonicMicros();
+  if (grace < 0) grace = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = replicas_.find(key);
+    if (it == replicas_.end()) return;
+    r = it->second;
+    if (r->kill_requested && r->kill_deadline <= now + grace) return;  // an earlier kill stands
+    r->kill_requested = true;
+    r->kill_deadline = now + grace;
+    r->launcher_kill_deadline = now + grace + kLauncherReportGrace;
+  }
+  Status s = WriteFileReplace(Join(r->work_dir, kKillFile), std::to_string(grace) + "\n");
+  if (!s.ok()) TY_LOG_WARN(kLog, "{}", s.ToString());
+  if (r->pid > 0 && ProcessAlive(r->pid, r->start_time)) ::kill(r->pid, SIGTERM);
+  TY_LOG_INFO(kLog, "killing {} of job {} (grace {})", key.TaskName(), key.job_id,
+              FormatDuration(grace));
+  cv_.notify_all();
+}
+
+std::vector<ReplicaKey> LocalExecutor::Recover(const std::vector<std::string>& work_dirs) {
+  std::vector<ReplicaKey> attached;
+  for (const std::string& dir : work_dirs) {
+    auto text = ReadFile(Join(dir, kSpecFile));
+    if (!text.ok()) {
+      TY_LOG_WARN(kLog, "cannot recover {}: {}", dir, text.status().ToString());
+      continue;
+    }
+    auto spec = SpecFromJson(*text);
+    if (!spec.ok()) {
+      TY_LOG_WARN(kLog, "cannot recover {}: {}", dir, spec.status().ToString());
+      continue;
+    }
+    auto r = std::make_shared<Replica>();
+    r->key = spec->key;
+    r->work_dir = dir;
+    if (auto pid_text = ReadFile(Join(dir, kPidFile)); pid_text.ok()) {
+      pid_t pid = 0;
+      uint64_t start = 0;
+      if (ParsePidFile(*pid_text, &pid, &start)) {
+        r->pid = pid;
+        r->start_time = start;
+      }
+    }
+    if (auto off = ReadFile(Join(dir, kLogOffsetFile)); off.ok()) {
+      std::string_view v = *off;
+      while (!v.empty() && v.back() == '\n') v.remove_suffix(1);
+      uint64_t o = 0;
+      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), o);
+      if (ec == std::errc() && p == v.data() + v.size()) r->offset = o;
+    }
+    const bool alive = r->pid > 0 && ProcessAlive(r->pid, r->start_time);
+    if (!alive) r->exited = true;
+    const int64_t now = MonotonicMicros();
+    if (auto kill_text = ReadFile(Join(dir, kKillFile)); kill_text.ok()) {
+      // A kill was requested before the restart: it still counts, and its deadlines restart.
+      Duration grace = 0;
+      std::string_view v = *kill_text;
+      while (!v.empty() && v.back() == '\n') v.remove_suffix(1);
+      std::from_chars(v.data(), v.data() + v.size(), grace);
+      r->kill_requested = true;
+      r->kill_deadline = now + std::max<Duration>(grace, 0);
+      r->launcher_kill_deadline = r->kill_deadline + kLauncherReportGrace;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (replicas_.count(r->key) != 0) {
+        attached.push_back(r->key);
+        continue;
+      }
+      replicas_[r->key] = r;
+    }
+    if (alive) {
+      attached.push_back(r->key);
+      TY_LOG_INFO(kLog, "re-attached to {} of job {} (launcher pid {})", r->key.TaskName(),
+                  r->key.job_id, r->pid);
+    } else {
+      TY_LOG_INFO(kLog, "{} of job {} ended while the daemon was down", r->key.TaskName(),
+                  r->key.job_id);
+    }
+  }
+  cv_.notify_all();
+  return attached;
+}
+
+void LocalExecutor::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (monitor_.joinable()) monitor_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [key, r] : replicas_) {
+    if (r->log_fd >= 0) {
+      ::close(r->log_fd);
+      r->log_fd = -1;
+    }
+  }
+  replicas_.clear();
+}
+
+void LocalExecutor::MonitorLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    std::vector<std::shared_ptr<Replica>> snapshot;
+    snapshot.reserve(replicas_.size());
+    for (auto& [key, r] : replicas_) snapshot.push_back(r);
+    lock.unlock();
+    for (auto& r : snapshot) {
+      if (Poll(*r)) {
+        std::lock_guard<std::mutex> l(mu_);
+        auto it = replicas_.find(r->key);
+        if (it != replicas_.end() && it->second == r) replicas_.erase(it);
+      }
+    }
+    lock.lock();
+    if (stop_) break;
+    cv_.wait_for(lock, std::chrono::microseconds(options_.log_poll_interval));
+  }
+}
+
+bool LocalExecutor::Poll(Replica& r) {
+  // Whether the launcher is gone is decided first: everything it wrote is then on disk.
+  const bool gone = LauncherGone(r);
+  if (!gone) EnforceKillDeadlines(r);
+  if (!r.running_reported && FileExists(Join(r.work_dir, kRunningFile))) {
+    r.running_reported = true;
+    listener_->OnReplicaRunning(r.key);
+  }
+  TailLog(r, gone);
+  if (!gone) return false;
+  ReportExit(r);
+  return true;
+}
+
+bool LocalExecutor::LauncherGone(Replica& r) {
+  if (r.exited) return true;
+  auto st = r.pid > 0 ? ReadProcStat(r.pid) : std::nullopt;
+  if (!st || (r.start_time != 0 && st->start_time != r.start_time)) {
+    r.exited = true;  // reaped by someone else, or the pid now names another process
+    return true;
+  }
+  // Reap it when it is our child (also after a re-attach within the same process).
+  int status = 0;
+  pid_t w = ::waitpid(r.pid, &status, WNOHANG);
+  if (w == r.pid) {
+    r.exited = true;
+  } else if (w < 0 && (st->state == 'Z' || st->state == 'X')) {
+    r.exited = true;  // not our child and already dead
+  }
+  return r.exited;
+}
+
+void LocalExecutor::EnforceKillDeadlines(Replica& r) {
+  bool sweep_trainer = false;
+  bool sweep_launcher = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!r.kill_requested) return;
+    const int64_t now = MonotonicMicros();
+    if (now >= r.launcher_kill_deadline) {
+      sweep_launcher = true;
+    } else if (now >= r.kill_deadline && !r.trainer_swept) {
+      sweep_trainer = true;
+      r.trainer_swept = true;
+    }
+  }
+  if (sweep_launcher) {
+    TY_LOG_WARN(kLog, "launcher of {} of job {} outlived its grace period; killing it",
+                r.key.TaskName(), r.key.job_id);
+    Sweep(r, /*include_launcher=*/true);
+  } else if (sweep_trainer) {
+    Sweep(r, /*include_launcher=*/false);
+  }
+}
+
+void LocalExecutor::Sweep(const Replica& r, bool include_launcher) {
+  if (r.pid <= 0) return;
+  const bool launcher_alive = ProcessAlive(r.pid, r.start_time);
+  std::vector<ProcStat> procs = ListProcesses();
+  std::vector<pid_t> targets;
+  for (const ProcStat& p : procs) {
+    if (p.session == r.pid && p.pid != r.pid && p.state != 'Z') targets.push_back(p.pid);
+  }
+  if (launcher_alive) {
+    for (const ProcStat& p : Descendants(r.pid, procs)) {
+      if (p.state != 'Z') targets.push_back(p.pid);
+    }
+  }
+  for (pid_t p : targets) ::kill(p, SIGKILL);
+  if (include_launcher && launcher_alive) ::kill(r.pid, SIGKILL);
+}
+
+void LocalExecutor::TailLog(Replica& r, bool to_end) {
+  if (r.log_fd < 0) {
+    r.log_fd = ::open(Join(r.work_dir, kLogFile).c_str(), O_RDONLY | O_CLOEXEC);
+    if (r.log_fd < 0) return;
+  }
+  std::string buf;
+  bool delivered = false;
+  while (true) {
+    struct stat st;
+    if (::fstat(r.log_fd, &st) != 0) return;
+    const uint64_t size = static_cast<uint64_t>(st.st_size);
+    if (size <= r.offset) break;
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(size - r.offset, kMaxReadPerPoll));
+    buf.resize(want);
+    ssize_t n = ::pread(r.log_fd, buf.data(), want, static_cast<off_t>(r.offset));
+    if (n <= 0) break;
+    buf.resize(static_cast<size_t>(n));
+    size_t last_nl = buf.rfind('\n');
+    if (last_nl == std::string::npos) break;  // a record still being written
+    std::vector<model::LogEntry> entries;
+    size_t pos = 0;
+    while (pos <= last_nl) {
+      size_t nl = buf.find('\n', pos);
+      std::string_view line(buf.data() + pos, nl - pos);
+      pos = nl + 1;
+      auto rec = ParseLogRecord(line);
+      if (!rec.ok()) {
+        TY_LOG_WARN(kLog, "skipping a malformed record in {}/log: {}", r.work_dir,
+                    rec.status().ToString());
+        continue;
+      }
+      model::LogEntry e;
+      e.project = r.key.project;
+      e.job_id = r.key.job_id;
+      e.trial_id = r.key.trial_id;
+      e.timestamp = rec->ts;
+      e.severity = rec->severity;
+      e.task_name = rec->service ? "service" : r.key.TaskName();
+      e.message = SanitizeUtf8(rec->message);
+      entries.push_back(std::move(e));
+    }
+    r.offset += last_nl + 1;
+    if (!entries.empty()) listener_->OnReplicaLogs(std::move(entries));
+    delivered = true;
+    if (!to_end) break;  // the rest on the next poll; keeps one replica from starving others
+  }
+  if (delivered) {
+    Status s = WriteFileReplace(Join(r.work_dir, kLogOffsetFile), std::to_string(r.offset) + "\n");
+    if (!s.ok()) TY_LOG_WARN(kLog, "{}", s.ToString());
+  }
+}
+
+void LocalExecutor::ReportExit(Replica& r) {
+  if (r.log_fd >= 0) {
+    ::close(r.log_fd);
+    r.log_fd = -1;
+  }
+  ReplicaExit exit;
+  auto text = ReadFile(Join(r.work_dir, kExitFile));
+  auto parsed = text.ok() ? ExitFromJson(*text) : Result<ReplicaExit>(text.status());
+  if (parsed.ok()) {
+    exit = std::move(parsed).value();
+  } else {
+    exit.phase = "launch";
+    exit.exit_code = -1;
+    exit.message = "the launcher exited without reporting";
+    if (auto err = ReadFile(Join(r.work_dir, kLauncherErrFile)); err.ok() && !err->empty()) {
+      std::string_view tail = *err;
+      if (tail.size() > 2000) tail = tail.substr(tail.size() - 2000);
+      while (!tail.empty() && tail.back() == '\n') tail.remove_suffix(1);
+      exit.message += ": " + SanitizeUtf8(tail);
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    exit.killed_by_request = r.kill_requested;
+  }
+  TY_LOG_INFO(kLog, "{} of job {} exited (phase {}, code {}, signal {})", r.key.TaskName(),
+              r.key.job_id, exit.phase, exit.exit_code, exit.signal);
+  listener_->OnReplicaExit(r.key, exit);
+}
+
+}  // namespace
+
+std::unique_ptr<Executor> NewLocalExecutor(const LocalExecutorOptions& options,
+                                           ExecutorListener* listener) {
+  return std::make_unique<LocalExecutor>(options, listener);
+}
+
+}  // namespace trainyard::executor

@@ -1,0 +1,778 @@
+// The launcher is single-threaded: one poll loop over a signalfd (SIGTERM, SIGINT, SIGCHLD,
+// SIGHUP) and the two output pipes of the child it is running (python -c, venv, pip, or the
+// trainer). Each child runs in its own process group; the launcher is a child subreaper, so
+// every descendant that outlives its parent becomes the launcher's child and is killed and
+// reaped before exit.json is written.
+
+#include "launcher.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "output.h"
+#include "proc_util.h"
+#include "protocol_private.h"
+#include "trainyard/core/time.h"
+#include "trainyard/core/util.h"
+#include "trainyard/executor/executor.h"
+#include "trainyard/executor/launcher_protocol.h"
+
+extern char** environ;
+
+namespace trainyard::launcher {
+namespace {
+
+using executor::ReplicaExit;
+using executor::ReplicaSpec;
+using model::Severity;
+
+constexpr size_t kReadBuffer = 1 << 20;
+constexpr int kPipeSize = 1 << 20;
+// Reads smaller than this are followed by a short pause (see RunChild).
+constexpr size_t kTrickleBytes = 64 * 1024;
+constexpr useconds_t kTrickleDelayMicros = 1000;
+// How long the final cleanup may take to kill and reap leftover descendants.
+constexpr Duration kCleanupTimeout = 5 * kMicrosPerSecond;
+// After the cleanup, how long to wait for the output pipes to reach EOF.
+constexpr Duration kDrainTimeout = 1 * kMicrosPerSecond;
+// Lines of pip output kept for the install failure message.
+constexpr size_t kInstallTailLines = 20;
+
+std::string Join(const std::string& dir, const char* file) { return dir + "/" + file; }
+
+std::string SignalName(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+// What a child's wait status means in ReplicaExit terms.
+struct ChildStatus {
+  int exit_code = 0;  // 128 + signal when signalled (shell convention)
+  int signal = 0;
+};
+
+ChildStatus DecodeWaitStatus(int status) {
+  ChildStatus s;
+  if (WIFEXITED(status)) {
+    s.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    s.signal = WTERMSIG(status);
+    s.exit_code = 128 + s.signal;
+  }
+  return s;
+}
+
+enum class Sink { kTrainer, kInstall, kCapture };
+
+class Launcher {
+ public:
+  explicit Launcher(std::string work_dir) : work_dir_(std::move(work_dir)) {}
+  int Run();
+
+ private:
+  // Setup and outcome.
+  bool Init(std::string* error);
+  int Finish(const ReplicaExit& exit);
+  void Service(Severity severity, std::string_view message) {
+    log_.Add(NowMicros(), severity, /*service=*/true, message);
+  }
+
+  // Environment preparation; returns the interpreter to run the trainer with, or nullopt
+  // with failure_ filled.
+  std::optional<std::string> PrepareEnvironment();
+  std::optional<std::string> PythonVersion();
+  std::optional<std::string> BuildEnvironment(const std::string& hash, const std::string& dir,
+                                              const std::string& hash_input);
+  ReplicaExit InstallFailure(const std::optional<ChildStatus>& st, const std::string& what);
+
+  // Running children. RunChild returns once the child has exited (and what it wrote so far
+  // is logged); FinishChild then kills leftover descendants and drains the pipes to EOF.
+  std::optional<ChildStatus> RunChild(const std::vector<std::string>& argv,
+                                      const std::vector<std::string>& env, Sink sink,
+                                      const std::function<void()>& on_started);
+  void FinishChild();
+  enum class ReadResult { kData, kAgain, kEof };
+  ReadResult ReadPipe(int stream);
+  void OnLine(int stream, Timestamp ts, std::string_view line);
+  void HandleSignals();
+  void ReapChildren();
+  void StartTermination(int signo);
+  void Escalate();
+  void KillDescendants(int sig);
+  // Waits up to `timeout` for a signal and handles it.
+  void WaitForSignal(Duration timeout);
+  int PollTimeoutMs(int64_t now_mono) const;
+
+  const std::string work_dir_;
+  ReplicaSpec spec_;
+  LogWriter log_;
+  int sfd_ = -1;
+  std::vector<char> read_buf_;
+  std::vector<std::string> base_env_;  // the launcher's environment
+  std::string process_error_;          // why the last RunChild could not start
+  ReplicaExit failure_;                // why PrepareEnvironment failed
+
+  // The running child.
+  pid_t child_ = 0;
+  bool child_reaped_ = false;
+  int child_wait_status_ = 0;
+  Sink sink_ = Sink::kTrainer;
+  int pipe_fd_[2] = {-1, -1};  // 0: stdout, 1: stderr
+  LineAssembler assembler_[2];
+  size_t bytes_read_ = 0;
+
+  // Termination requested by a signal.
+  bool term_requested_ = false;
+  int term_signal_ = 0;
+  int64_t kill_deadline_ = 0;  // monotonic
+  bool escalated_ = false;
+
+  // Collected output.
+  StderrTail stderr_tail_;
+  std::deque<std::string> install_tail_;
+  std::vector<std::string> install_errors_;
+  std::string capture_;
+};
+
+int Launcher::Run() {
+  read_buf_.resize(kReadBuffer);
+  for (char** e = environ; *e != nullptr; ++e) base_env_.emplace_back(*e);
+  std::string error;
+  if (!Init(&error)) {
+    ReplicaExit exit;
+    exit.exit_code = 1;
+    exit.phase = "launch";
+    exit.message = error;
+    Service(Severity::kError, error);
+    return Finish(exit);
+  }
+
+  std::optional<std::string> python = PrepareEnvironment();
+  if (!python) return Finish(failure_);
+  if (term_requested_) {
+    ReplicaExit exit;
+    exit.phase = "install";
+    exit.signal = term_signal_;
+    exit.exit_code = 128 + term_signal_;
+    exit.message = "the replica was stopped before the trainer started";
+    Service(Severity::kWarning, "The replica was stopped before the trainer started.");
+    return Finish(exit);
+  }
+
+  std::vector<std::string> argv = {*python, "-m", spec_.python_module};
+  argv.insert(argv.end(), spec_.args.begin(), spec_.args.end());
+  std::map<std::string, std::string> env_map;
+  for (const std::string& kv : base_env_) {
+    size_t eq = kv.find('=');
+    if (eq != std::string::npos) env_map[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const auto& [k, v] : spec_.env) env_map[k] = v;
+  std::vector<std::string> env;
+  env.reserve(env_map.size());
+  for (const auto& [k, v] : env_map) env.push_back(k + "=" + v);
+
+  Service(Severity::kInfo, "Running module " + spec_.python_module + ".");
+  Service(Severity::kInfo, "Running command: " + executor::ShellJoin(argv));
+  auto st = RunChild(argv, env, Sink::kTrainer, [this] {
+    int fd = ::open(Join(work_dir_, executor::kRunningFile).c_str(),
+                    O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0) ::close(fd);
+  });
+  ReplicaExit exit;
+  exit.phase = "run";
+  if (!st) {
+    exit.exit_code = 1;
+    exit.phase = "launch";
+    exit.message = process_error_;
+    Service(Severity::kError, process_error_);
+    return Finish(exit);
+  }
+  exit.exit_code = st->exit_code;
+  exit.signal = st->signal;
+  if (st->exit_code == 0) {
+    Service(Severity::kInfo, "Module completed; cleaning up.");
+  } else if (st->signal != 0) {
+    Service(term_requested_ ? Severity::kWarning : Severity::kError,
+            "Module was terminated by " + SignalName(st->signal) + "; cleaning up.");
+  } else {
+    Service(Severity::kError,
+            "Module exited with status " + std::to_string(st->exit_code) + "; cleaning up.");
+  }
+  FinishChild();
+  if (st->exit_code != 0) exit.error_tail = BuildErrorTail(stderr_tail_.Lines());
+  Service(Severity::kInfo, "Clean up finished.");
+  return Finish(exit);
+}
+
+bool Launcher::Init(std::string* error) {
+  // Identity first: the executor (and a restarted daemon) find the launcher through it.
+  auto self = executor::ReadProcStat(::getpid());
+  Status s = executor::WriteFileReplace(
+      Join(work_dir_, executor::kPidFile),
+      executor::FormatPidFile(::getpid(), self ? self->start_time : 0));
+  if (!s.ok()) std::fprintf(stderr, "trainyard-launcher: %s\n", s.ToString().c_str());
+
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) std::perror("trainyard-launcher: subreaper");
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGTERM, SIGINT, SIGCHLD, SIGHUP}) sigaddset(&set, sig);
+  ::sigprocmask(SIG_BLOCK, &set, nullptr);
+  sfd_ = ::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+  ::signal(SIGPIPE, SIG_IGN);
+  if (sfd_ < 0) {
+    *error = std::string("cannot create a signalfd: ") + std::strerror(errno);
+    return false;
+  }
+  if (!log_.Open(Join(work_dir_, executor::kLogFile))) {
+    *error = "cannot open " + Join(work_dir_, executor::kLogFile) + ": " + std::strerror(errno);
+    return false;
+  }
+  auto text = ReadFile(Join(work_dir_, executor::kSpecFile));
+  if (!text.ok()) {
+    *error = text.status().message();
+    return false;
+  }
+  auto spec = executor::SpecFromJson(*text);
+  if (!spec.ok()) {
+    *error = spec.status().message();
+    return false;
+  }
+  spec_ = std::move(spec).value();
+  if (spec_.python.empty()) spec_.python = "python3";
+  if (spec_.python_module.empty()) {
+    *error = "the replica spec names no Python module";
+    return false;
+  }
+  if (spec_.env_cache_dir.empty()) spec_.env_cache_dir = Join(work_dir_, "env-cache");
+  return true;
+}
+
+int Launcher::Finish(const ReplicaExit& exit) {
+  log_.Flush();
+  Status s = WriteFileAtomic(Join(work_dir_, executor::kExitFile), executor::ExitToJson(exit));
+  if (!s.ok()) {
+    std::fprintf(stderr, "trainyard-launcher: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Environment
+
+std::optional<std::string> Launcher::PythonVersion() {
+  // Cached per interpreter file (path, inode, size, mtime): running Python costs ~20 ms.
+  std::string resolved = spec_.python;
+  if (resolved.find('/') == std::string::npos) {
+    const char* path = std::getenv("PATH");
+    for (const std::string& dir : Split(path != nullptr ? path : "/usr/bin:/bin", ':')) {
+      std::string candidate = (dir.empty() ? "." : dir) + "/" + spec_.python;
+      if (::access(candidate.c_str(), X_OK) == 0) {
+        resolved = candidate;
+        break;
+      }
+    }
+  }
+  std::string cache_file;
+  struct stat st;
+  if (::stat(resolved.c_str(), &st) == 0) {
+    std::string id = resolved + "\n" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) +
+                     "\n" + std::to_string(st.st_size) + "\n" + std::to_string(st.st_mtim.tv_sec) +
+                     "." + std::to_string(st.st_mtim.tv_nsec);
+    cache_file = spec_.env_cache_dir + "/python-" + Sha256Hex(id).substr(0, 32) + ".version";
+    if (auto cached = ReadFile(cache_file); cached.ok() && !cached->empty()) {
+      std::string v = *cached;
+      while (!v.empty() && v.back() == '\n') v.pop_back();
+      return v;
+    }
+  }
+  capture_.clear();
+  auto status =
+      RunChild({spec_.python, "-c", "import sys;print(sys.version)"}, base_env_, Sink::kCapture, {});
+  if (status) FinishChild();
+  if (!status || status->exit_code != 0) {
+    failure_.phase = "install";
+    failure_.exit_code = status ? status->exit_code : 1;
+    failure_.signal = status ? status->signal : 0;
+    failure_.message = "cannot run the Python interpreter " + spec_.python +
+                       (status ? " (exit status " + std::to_string(status->exit_code) + ")"
+                               : ": " + process_error_);
+    return std::nullopt;
+  }
+  std::string version = capture_;
+  while (!version.empty() && version.back() == '\n') version.pop_back();
+  if (!cache_file.empty()) (void)executor::WriteFileReplace(cache_file, version + "\n");
+  return version;
+}
+
+std::optional<std::string> Launcher::PrepareEnvironment() {
+  if (spec_.packages.empty()) return spec_.python;
+
+  if (Status s = MakeDirs(spec_.env_cache_dir); !s.ok()) {
+    failure_.phase = "install";
+    failure_.exit_code = 1;
+    failure_.message = s.message();
+    return std::nullopt;
+  }
+  std::optional<std::string> version = PythonVersion();
+  if (!version) return std::nullopt;
+
+  // The environment's identity: everything that changes what pip would install.
+  std::string hash_input = "trainyard-env-v1\npython=" + spec_.python + "\nversion=" + *version +
+                           "\nindex-url=" + spec_.pip_index_url + "\n";
+  for (const std::string& link : spec_.pip_find_links) hash_input += "find-links=" + link + "\n";
+  for (size_t i = 0; i < spec_.packages.size(); ++i) {
+    const std::string& path = spec_.packages[i];
+    auto sha = Sha256FileHex(path);
+    if (!sha.ok()) {
+      failure_.phase = "install";
+      failure_.exit_code = 1;
+      failure_.message = "cannot read the package " +
+                         (i < spec_.package_uris.size() ? spec_.package_uris[i] : path) + ": " +
+                         sha.status().message();
+      Service(Severity::kError, failure_.message);
+      return std::nullopt;
+    }
+    size_t slash = path.rfind('/');
+    hash_input += "package=" + path.substr(slash == std::string::npos ? 0 : slash + 1) + " " +
+                  *sha + "\n";
+  }
+  const std::string hash = Sha256Hex(hash_input);
+  const std::string dir = spec_.env_cache_dir + "/" + hash;
+  const std::string lock_path = dir + ".lock";
+
+  int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd < 0) {
+    failure_.phase = "install";
+    failure_.exit_code = 1;
+    failure_.message = "cannot open " + lock_path + ": " + std::strerror(errno);
+    return std::nullopt;
+  }
+  bool announced = false;
+  while (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR) {
+      failure_.phase = "install";
+      failure_.exit_code = 1;
+      failure_.message = "cannot lock " + lock_path + ": " + std::strerror(errno);
+      ::close(lock_fd);
+      return std::nullopt;
+    }
+    if (!announced) {
+      Service(Severity::kInfo, "Waiting for another replica to prepare environment " + hash);
+      announced = true;
+    }
+    WaitForSignal(100 * 1000);
+    if (term_requested_) {
+      ::close(lock_fd);
+      return spec_.python;  // Run() reports the stop
+    }
+  }
+  std::optional<std::string> python;
+  if (executor::FileExists(dir + "/.complete")) {
+    Service(Severity::kInfo, "Using cached environment " + hash);
+    python = dir + "/bin/python";
+  } else {
+    python = BuildEnvironment(hash, dir, hash_input);
+  }
+  ::close(lock_fd);  // releases the lock
+  return python;
+}
+
+std::optional<std::string> Launcher::BuildEnvironment(const std::string& hash,
+                                                      const std::string& dir,
+                                                      const std::string& hash_input) {
+  for (size_t i = 0; i < spec_.packages.size(); ++i) {
+    Service(Severity::kInfo, "Installing the package: " +
+                                 (i < spec_.package_uris.size() ? spec_.package_uris[i]
+                                                                : spec_.packages[i]));
+  }
+  // A leftover of an interrupted build. The venv is built in place: its bin/python path is
+  // baked into its scripts and pyvenv.cfg, so it cannot be built elsewhere and renamed.
+  (void)executor::RemoveTree(dir);
+
+  std::vector<std::string> venv = {spec_.python, "-m", "venv", "--system-site-packages",
+                                   "--without-pip", dir};
+  Service(Severity::kInfo, "Running command: " + executor::ShellJoin(venv));
+  auto st = RunChild(venv, base_env_, Sink::kInstall, {});
+  if (st) FinishChild();
+  if (!st || st->exit_code != 0 || term_requested_) {
+    (void)executor::RemoveTree(dir);
+    failure_ = InstallFailure(st, "creating the environment");
+    return std::nullopt;
+  }
+
+  std::vector<std::string> pip = {spec_.python,
+                                  "-m",
+                                  "pip",
+                                  "--python",
+                                  dir + "/bin/python",
+                                  "install",
+                                  "--no-input",
+                                  "--disable-pip-version-check",
+                                  "--no-build-isolation",
+                                  "--no-cache-dir"};
+  if (spec_.pip_index_url.empty()) {
+    pip.push_back("--no-index");
+  } else {
+    pip.push_back("--index-url");
+    pip.push_back(spec_.pip_index_url);
+  }
+  for (const std::string& link : spec_.pip_find_links) {
+    pip.push_back("--find-links");
+    pip.push_back(link);
+  }
+  pip.insert(pip.end(), spec_.packages.begin(), spec_.packages.end());
+  install_tail_.clear();
+  install_errors_.clear();
+  Service(Severity::kInfo, "Running command: " + executor::ShellJoin(pip));
+  st = RunChild(pip, base_env_, Sink::kInstall, {});
+  if (st) FinishChild();
+  if (!st || st->exit_code != 0 || term_requested_) {
+    (void)executor::RemoveTree(dir);
+    failure_ = InstallFailure(st, "installing the packages");
+    return std::nullopt;
+  }
+  Status s = executor::WriteFileReplace(dir + "/.complete", hash_input);
+  if (!s.ok()) {
+    (void)executor::RemoveTree(dir);
+    failure_.phase = "install";
+    failure_.exit_code = 1;
+    failure_.message = s.message();
+    return std::nullopt;
+  }
+  Service(Severity::kInfo, "Environment " + hash + " is ready.");
+  return dir + "/bin/python";
+}
+
+ReplicaExit Launcher::InstallFailure(const std::optional<ChildStatus>& st,
+                                     const std::string& what) {
+  ReplicaExit exit;
+  exit.phase = "install";
+  exit.exit_code = st ? st->exit_code : 1;
+  exit.signal = st ? st->signal : 0;
+  if (!st) {
+    exit.message = process_error_;
+  } else if (term_requested_) {
+    exit.message = "the replica was stopped while " + what;
+  } else {
+    std::vector<std::string> lines(install_errors_.begin(), install_errors_.end());
+    if (lines.empty()) lines.assign(install_tail_.begin(), install_tail_.end());
+    for (const std::string& l : lines) {
+      if (!exit.message.empty()) exit.message.push_back('\n');
+      exit.message += l;
+    }
+    if (exit.message.empty()) {
+      exit.message = what + " failed with status " + std::to_string(exit.exit_code);
+    }
+  }
+  Service(term_requested_ ? Severity::kWarning : Severity::kError,
+          "Failed " + what + " (status " + std::to_string(exit.exit_code) + ").");
+  return exit;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Children
+
+std::optional<ChildStatus> Launcher::RunChild(const std::vector<std::string>& argv,
+                                              const std::vector<std::string>& env, Sink sink,
+                                              const std::function<void()>& on_started) {
+  process_error_.clear();
+  int out[2];
+  int err[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) {
+    process_error_ = std::string("cannot create a pipe: ") + std::strerror(errno);
+    return std::nullopt;
+  }
+  if (::pipe2(err, O_CLOEXEC) != 0) {
+    process_error_ = std::string("cannot create a pipe: ") + std::strerror(errno);
+    ::close(out[0]);
+    ::close(out[1]);
+    return std::nullopt;
+  }
+  std::vector<char*> c_argv;
+  for (const std::string& a : argv) c_argv.push_back(const_cast<char*>(a.c_str()));
+  c_argv.push_back(nullptr);
+  std::vector<char*> c_env;
+  for (const std::string& e : env) c_env.push_back(const_cast<char*>(e.c_str()));
+  c_env.push_back(nullptr);
+  std::string cwd = spec_.cwd.empty() ? work_dir_ : spec_.cwd;
+  const pid_t parent = ::getpid();
+
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    process_error_ = std::string("cannot fork: ") + std::strerror(errno);
+    for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
+    return std::nullopt;
+  }
+  if (pid == 0) {
+    // Child: own process group, dies with the launcher, default signal state.
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::signal(SIGPIPE, SIG_DFL);
+    ::dup2(out[1], 1);
+    ::dup2(err[1], 2);
+    if (::chdir(cwd.c_str()) != 0) {
+      dprintf(2, "trainyard-launcher: cannot change to %s: %s\n", cwd.c_str(),
+              std::strerror(errno));
+      ::_exit(127);
+    }
+    ::execvpe(c_argv[0], c_argv.data(), c_env.data());
+    dprintf(2, "trainyard-launcher: cannot execute %s: %s\n", c_argv[0], std::strerror(errno));
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);  // also here: no window in which a signal to the group misses it
+  ::close(out[1]);
+  ::close(err[1]);
+  pipe_fd_[0] = out[0];
+  pipe_fd_[1] = err[0];
+  for (int fd : pipe_fd_) {
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+    ::fcntl(fd, F_SETPIPE_SZ, kPipeSize);  // fewer wake-ups for chatty trainers; best effort
+  }
+  child_ = pid;
+  child_reaped_ = false;
+  sink_ = sink;
+  if (term_requested_) ::kill(-pid, SIGTERM);
+  if (on_started) on_started();
+
+  while (!child_reaped_) {
+    struct pollfd fds[3] = {{sfd_, POLLIN, 0}, {pipe_fd_[0], POLLIN, 0}, {pipe_fd_[1], POLLIN, 0}};
+    int n = ::poll(fds, 3, PollTimeoutMs(MonotonicMicros()));
+    if (n < 0 && errno != EINTR) break;
+    if (n > 0) {
+      size_t before = bytes_read_;
+      for (int i = 0; i < 2; ++i) {
+        if (fds[i + 1].revents != 0 && ReadPipe(i) == ReadResult::kEof) {
+          ::close(pipe_fd_[i]);
+          pipe_fd_[i] = -1;
+        }
+      }
+      if (fds[0].revents != 0) HandleSignals();
+      // A trickle (an unbuffered trainer writes each line, even each print() argument, with
+      // its own write): let the pipe fill a little instead of waking up for every write.
+      // Each wake-up costs the writer too, and the wait is far below the flush delay.
+      const size_t got = bytes_read_ - before;
+      if (got > 0 && got < kTrickleBytes && !child_reaped_) ::usleep(kTrickleDelayMicros);
+    }
+    const int64_t now = MonotonicMicros();
+    if (term_requested_ && !escalated_ && now >= kill_deadline_) Escalate();
+    log_.MaybeFlush(now);
+    if (n == 0 && !child_reaped_) ReapChildren();  // belt and braces; SIGCHLD may coalesce
+  }
+  // What the child wrote before it exited.
+  for (int i = 0; i < 2; ++i) {
+    while (pipe_fd_[i] >= 0) {
+      ReadResult r = ReadPipe(i);
+      if (r == ReadResult::kAgain) break;
+      if (r == ReadResult::kEof) {
+        ::close(pipe_fd_[i]);
+        pipe_fd_[i] = -1;
+      }
+    }
+  }
+  return DecodeWaitStatus(child_wait_status_);
+}
+
+void Launcher::FinishChild() {
+  KillDescendants(SIGKILL);
+  // Every writer is gone: the pipes reach EOF unless a process outside the tree holds them.
+  const int64_t deadline = MonotonicMicros() + kDrainTimeout;
+  while ((pipe_fd_[0] >= 0 || pipe_fd_[1] >= 0) && MonotonicMicros() < deadline) {
+    struct pollfd fds[2] = {{pipe_fd_[0], POLLIN, 0}, {pipe_fd_[1], POLLIN, 0}};
+    int n = ::poll(fds, 2, 50);
+    if (n < 0 && errno != EINTR) break;
+    for (int i = 0; i < 2; ++i) {
+      while (pipe_fd_[i] >= 0 && fds[i].revents != 0) {
+        ReadResult r = ReadPipe(i);
+        if (r == ReadResult::kAgain) break;
+        if (r == ReadResult::kEof) {
+          ::close(pipe_fd_[i]);
+          pipe_fd_[i] = -1;
+        }
+      }
+    }
+  }
+  for (int i = 0; i < 2; ++i) {
+    if (pipe_fd_[i] >= 0) {
+      ::close(pipe_fd_[i]);
+      pipe_fd_[i] = -1;
+    }
+    const Timestamp ts = NowMicros();
+    assembler_[i].Finish([&](std::string_view line) { OnLine(i, ts, line); });
+  }
+  child_ = 0;
+  log_.Flush();
+}
+
+Launcher::ReadResult Launcher::ReadPipe(int stream) {
+  ssize_t n;
+  do {
+    n = ::read(pipe_fd_[stream], read_buf_.data(), read_buf_.size());
+  } while (n < 0 && errno == EINTR);
+  if (n == 0) return ReadResult::kEof;
+  if (n < 0) return errno == EAGAIN ? ReadResult::kAgain : ReadResult::kEof;
+  bytes_read_ += static_cast<size_t>(n);
+  const Timestamp ts = NowMicros();
+  assembler_[stream].Feed(std::string_view(read_buf_.data(), static_cast<size_t>(n)),
+                          [&](std::string_view line) { OnLine(stream, ts, line); });
+  return ReadResult::kData;
+}
+
+void Launcher::OnLine(int stream, Timestamp ts, std::string_view line) {
+  const bool is_stderr = stream == 1;
+  switch (sink_) {
+    case Sink::kTrainer:
+      log_.Add(ts, executor::ClassifyLine(line, is_stderr), false, line);
+      if (is_stderr) stderr_tail_.Add(line);
+      break;
+    case Sink::kInstall:
+      // pip's output belongs to the replica that ran it (several replicas may install).
+      log_.Add(ts, executor::ClassifyLine(line, is_stderr), false, line);
+      if (StartsWith(line, "ERROR:") && install_errors_.size() < kInstallTailLines) {
+        install_errors_.emplace_back(line);
+      }
+      install_tail_.emplace_back(line);
+      if (install_tail_.size() > kInstallTailLines) install_tail_.pop_front();
+      break;
+    case Sink::kCapture:
+      if (is_stderr) {
+        log_.Add(ts, Severity::kError, false, line);
+      } else {
+        capture_.append(line.data(), line.size());
+        capture_.push_back('\n');
+      }
+      break;
+  }
+}
+
+int Launcher::PollTimeoutMs(int64_t now) const {
+  int64_t next = now + kMicrosPerSecond;
+  if (int64_t f = log_.FlushDeadline(); f >= 0) next = std::min(next, f);
+  if (term_requested_ && !escalated_) next = std::min(next, kill_deadline_);
+  int64_t wait = next - now;
+  if (wait <= 0) return 0;
+  return static_cast<int>((wait + 999) / 1000);
+}
+
+void Launcher::HandleSignals() {
+  struct signalfd_siginfo info;
+  while (::read(sfd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+    switch (static_cast<int>(info.ssi_signo)) {
+      case SIGCHLD:
+        ReapChildren();
+        break;
+      case SIGTERM:
+      case SIGINT:
+        StartTermination(static_cast<int>(info.ssi_signo));
+        break;
+      default:
+        break;  // SIGHUP: the launcher has no terminal; ignored
+    }
+  }
+}
+
+void Launcher::ReapChildren() {
+  int status = 0;
+  pid_t w;
+  while ((w = ::waitpid(-1, &status, WNOHANG)) > 0) {
+    if (w == child_ && !child_reaped_) {
+      child_reaped_ = true;
+      child_wait_status_ = status;
+    }
+  }
+}
+
+void Launcher::StartTermination(int signo) {
+  if (term_requested_) return;
+  term_requested_ = true;
+  term_signal_ = SIGTERM;
+  Duration grace = executor::kDefaultKillGrace;
+  if (auto text = ReadFile(Join(work_dir_, executor::kKillFile)); text.ok()) {
+    std::string_view v = *text;
+    while (!v.empty() && v.back() == '\n') v.remove_suffix(1);
+    Duration g = 0;
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), g);
+    if (ec == std::errc() && p == v.data() + v.size() && g >= 0) grace = g;
+  }
+  kill_deadline_ = MonotonicMicros() + grace;
+  Service(Severity::kWarning, "Received " + SignalName(signo) +
+                                  "; stopping the replica (grace period " +
+                                  FormatDuration(grace) + ").");
+  if (child_ > 0 && !child_reaped_) ::kill(-child_, SIGTERM);
+}
+
+void Launcher::Escalate() {
+  escalated_ = true;
+  Service(Severity::kWarning, "The grace period is over; killing the replica's processes.");
+  if (child_ > 0 && !child_reaped_) ::kill(-child_, SIGKILL);
+  for (const executor::ProcStat& p :
+       executor::Descendants(::getpid(), executor::ListProcesses())) {
+    if (p.state != 'Z') ::kill(p.pid, SIGKILL);
+  }
+}
+
+void Launcher::KillDescendants(int sig) {
+  const int64_t deadline = MonotonicMicros() + kCleanupTimeout;
+  const pid_t self = ::getpid();
+  bool announced = false;
+  while (true) {
+    ReapChildren();
+    std::vector<executor::ProcStat> rest = executor::Descendants(self, executor::ListProcesses());
+    if (rest.empty()) return;
+    if (MonotonicMicros() >= deadline) {
+      std::fprintf(stderr, "trainyard-launcher: %zu descendant(s) survived the cleanup\n",
+                   rest.size());
+      return;
+    }
+    int live = 0;
+    for (const executor::ProcStat& p : rest) {
+      if (p.state == 'Z') continue;
+      ::kill(p.pid, sig);
+      ++live;
+    }
+    if (live > 0 && !announced) {
+      Service(Severity::kInfo,
+              "Stopping " + std::to_string(live) + " leftover process(es) of the replica.");
+      announced = true;
+    }
+    WaitForSignal(5 * 1000);
+  }
+}
+
+void Launcher::WaitForSignal(Duration timeout) {
+  struct pollfd fd = {sfd_, POLLIN, 0};
+  int n = ::poll(&fd, 1, static_cast<int>((timeout + 999) / 1000));
+  if (n > 0) HandleSignals();
+  log_.MaybeFlush(MonotonicMicros());
+}
+
+}  // namespace
+
+int RunLauncher(const std::string& work_dir) {
+  Launcher launcher(work_dir);
+  return launcher.Run();
+}
+
+}  // namespace trainyard::launcher

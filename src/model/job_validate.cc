@@ -1,0 +1,811 @@
+#include "job_validate.h"
+
+#include <charconv>
+#include <cmath>
+#include <set>
+
+#include "trainyard/core/time.h"
+
+namespace trainyard::model::internal {
+namespace {
+
+using nlohmann::json;
+
+// ---- Reading a normalised message (absent == proto3 default) -----------------------------------
+
+const json* Get(const json& obj, std::string_view key) {
+  if (!obj.is_object()) return nullptr;
+  auto it = obj.find(key);
+  return it == obj.end() ? nullptr : &*it;
+}
+
+std::string Str(const json& obj, std::string_view key) {
+  const json* v = Get(obj, key);
+  return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
+}
+
+int64_t Int(const json& obj, std::string_view key) {
+  const json* v = Get(obj, key);
+  return v != nullptr && v->is_number_integer() ? v->get<int64_t>() : 0;
+}
+
+double Dbl(const json& obj, std::string_view key) {
+  const json* v = Get(obj, key);
+  return v != nullptr && v->is_number() ? v->get<double>() : 0.0;
+}
+
+bool Bool(const json& obj, std::string_view key) {
+  const json* v = Get(obj, key);
+  return v != nullptr && v->is_boolean() && v->get<bool>();
+}
+
+size_t Len(const json& obj, std::string_view key) {
+  const json* v = Get(obj, key);
+  return v != nullptr && v->is_array() ? v->size() : 0;
+}
+
+const json& Msg(const json& obj, std::string_view key) {
+  static const json kEmpty = json::object();
+  const json* v = Get(obj, key);
+  return v != nullptr && v->is_object() ? *v : kEmpty;
+}
+
+std::string Quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+// Shortest readable text of a double for messages ("0", "1e-05", "0.5").
+std::string Num(double d) {
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, d);
+  return std::string(buf, r.ptr);
+}
+
+class Checker {
+ public:
+  explicit Checker(Violations* out) : out_(out) {}
+  void Invalid(std::string field, std::string description) {
+    out_->invalid.push_back({std::move(field), std::move(description)});
+  }
+  void Unimplemented(std::string field, std::string description) {
+    out_->unimplemented.push_back({std::move(field), std::move(description)});
+  }
+
+ private:
+  Violations* out_;
+};
+
+// ---- Machine types (compat §8.2, §8.3) ----------------------------------------------------------
+
+constexpr std::string_view kLegacyTypes[] = {"standard",
+                                             "large_model",
+                                             "complex_model_s",
+                                             "complex_model_m",
+                                             "complex_model_l",
+                                             "standard_gpu",
+                                             "complex_model_m_gpu",
+                                             "complex_model_l_gpu",
+                                             "standard_p100",
+                                             "complex_model_m_p100",
+                                             "standard_v100",
+                                             "large_model_v100",
+                                             "complex_model_m_v100",
+                                             "complex_model_l_v100"};
+
+constexpr std::string_view kComputeEngineTypes[] = {
+    "n1-standard-4",  "n1-standard-8", "n1-standard-16", "n1-standard-32", "n1-standard-64",
+    "n1-standard-96", "n1-highmem-2",  "n1-highmem-4",   "n1-highmem-8",   "n1-highmem-16",
+    "n1-highmem-32",  "n1-highmem-64", "n1-highmem-96",  "n1-highcpu-16",  "n1-highcpu-32",
+    "n1-highcpu-64",  "n1-highcpu-96", "a2-highgpu-1g",  "a2-highgpu-2g",  "a2-highgpu-4g",
+    "a2-highgpu-8g",  "a2-megagpu-16g"};
+
+constexpr std::string_view kCloudTpu = "cloud_tpu";
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// ---- Versions (compat §13.2) --------------------------------------------------------------------
+
+struct Version {
+  int major = 0;
+  int minor = 0;
+  bool operator<(const Version& o) const {
+    return major != o.major ? major < o.major : minor < o.minor;
+  }
+  bool operator<=(const Version& o) const { return !(o < *this); }
+};
+
+// "MAJOR.MINOR" with decimal parts.
+bool ParseVersion(std::string_view s, Version* v) {
+  size_t dot = s.find('.');
+  if (dot == std::string_view::npos || dot == 0 || dot + 1 == s.size()) return false;
+  auto parse = [](std::string_view p, int* out) {
+    if (p.size() > 4) return false;
+    for (char c : p) {
+      if (c < '0' || c > '9') return false;
+    }
+    auto r = std::from_chars(p.data(), p.data() + p.size(), *out);
+    return r.ec == std::errc();
+  };
+  return parse(s.substr(0, dot), &v->major) && parse(s.substr(dot + 1), &v->minor);
+}
+
+// Which runtime versions a Python version runs with. AI Platform's published pairs are
+//   2.7 with runtime <= 1.15,  3.5 with runtime 1.4-1.14,  3.7 with runtime >= 1.15;
+// Trainyard additionally accepts modern Python 3.8 and later with runtime 2.1 or later (the first
+// runtime without Python 2.7). Any other Python version is refused. Returns "" when `python` is
+// a known version and compatible with `runtime` (or `runtime` is null); otherwise the reason.
+std::string CheckPythonForRuntime(const Version& py, const Version* runtime,
+                                  const std::string& py_text, const std::string& rt_text) {
+  bool known = (py.major == 2 && py.minor == 7) || (py.major == 3 && py.minor == 5) ||
+               (py.major == 3 && py.minor >= 7);
+  if (!known) {
+    return "pythonVersion " + Quote(py_text) +
+           " is not supported; use 2.7, 3.5, 3.7 or a Python 3 release from 3.8 on";
+  }
+  if (runtime == nullptr) return "";
+  bool ok = false;
+  if (py.major == 2) {
+    ok = *runtime <= Version{1, 15};
+  } else if (py.minor == 5) {
+    ok = Version{1, 4} <= *runtime && *runtime <= Version{1, 14};
+  } else if (py.minor == 7) {
+    ok = Version{1, 15} <= *runtime;
+  } else {
+    ok = Version{2, 1} <= *runtime;
+  }
+  if (ok) return "";
+  return "The specified runtime version " + Quote(rt_text) + " with the Python version " +
+         Quote(py_text) + " is not supported or is deprecated";
+}
+
+// ---- Replicas -----------------------------------------------------------------------------------
+
+struct ReplicaKeys {
+  std::string_view name;        // "master", used in messages
+  std::string_view type_key;    // "masterType"
+  std::string_view config_key;  // "masterConfig"
+  std::string_view count_key;   // "" for the master
+};
+
+constexpr ReplicaKeys kReplicas[] = {
+    {"master", "masterType", "masterConfig", ""},
+    {"worker", "workerType", "workerConfig", "workerCount"},
+    {"parameter server", "parameterServerType", "parameterServerConfig", "parameterServerCount"},
+    {"evaluator", "evaluatorType", "evaluatorConfig", "evaluatorCount"},
+};
+
+constexpr std::string_view kNoMultiReplica = "Trainyard does not run multi-replica jobs yet";
+constexpr std::string_view kNoGpus = "Trainyard does not run GPU jobs yet";
+constexpr std::string_view kNoContainers = "Trainyard does not run custom-container jobs yet";
+constexpr std::string_view kNoTpus = "Trainyard has no Cloud TPUs";
+
+void CheckMachineTypes(const json& ti, const std::string& tier, const Capabilities& caps,
+                       Checker* c) {
+  const bool custom = tier == "CUSTOM";
+  const std::string master_type = Str(ti, "masterType");
+  if (custom && master_type.empty()) {
+    c->Invalid("trainingInput.masterType", "masterType is required when scaleTier is CUSTOM");
+  }
+  for (const ReplicaKeys& r : kReplicas) {
+    const std::string field = "trainingInput." + std::string(r.type_key);
+    const std::string type = Str(ti, r.type_key);
+    if (!r.count_key.empty()) {
+      const std::string count_field = "trainingInput." + std::string(r.count_key);
+      int64_t count = Int(ti, r.count_key);
+      if (count < 0) {
+        c->Invalid(count_field, std::string(r.count_key) + " must not be negative");
+      } else if (count > 0) {
+        if (!custom) {
+          c->Invalid(count_field,
+                     std::string(r.count_key) + " may only be set when scaleTier is CUSTOM");
+        } else if (type.empty()) {
+          c->Invalid(field, std::string(r.type_key) + " is required when " +
+                                std::string(r.count_key) + " is greater than 0");
+        }
+        if (!caps.multi_replica) {
+          c->Unimplemented(count_field, std::string(r.count_key) + " is " + std::to_string(count) +
+                                            ": " + std::string(kNoMultiReplica));
+        }
+      }
+    }
+    if (type.empty()) continue;
+    if (!custom) {
+      c->Invalid(field, std::string(r.type_key) + " may only be set when scaleTier is CUSTOM");
+      continue;
+    }
+    if (type == kCloudTpu) {
+      c->Invalid(field, "machine type cloud_tpu is not available: " + std::string(kNoTpus));
+      continue;
+    }
+    const bool legacy = IsLegacyMachineType(type);
+    if (!legacy && !IsComputeEngineMachineType(type)) {
+      c->Invalid(field, "unknown machine type " + Quote(type) +
+                            "; use a legacy machine type such as \"standard\" or "
+                            "\"complex_model_m\", or a Compute Engine machine type such as "
+                            "\"n1-standard-8\"");
+      continue;
+    }
+    if (r.count_key.empty()) {
+      // master: the reference category
+    } else if (!master_type.empty() &&
+               (IsLegacyMachineType(master_type) || IsComputeEngineMachineType(master_type))) {
+      if (legacy != IsLegacyMachineType(master_type)) {
+        c->Invalid(field, std::string(r.type_key) + " " + Quote(type) + " is a " +
+                              (legacy ? "legacy" : "Compute Engine") +
+                              " machine type but masterType " + Quote(master_type) +
+                              " is not; all replicas must use the same category");
+      }
+    }
+    if (IsGpuMachineType(type) && !caps.gpus) {
+      c->Unimplemented(field, "machine type " + Quote(type) + " has GPUs: " + std::string(kNoGpus));
+    }
+  }
+}
+
+void CheckReplicaConfigs(const json& ti, const std::string& tier, const Capabilities& caps,
+                         Checker* c) {
+  const bool custom = tier == "CUSTOM";
+  const std::string master_image = Str(Msg(ti, "masterConfig"), "imageUri");
+  const bool has_args = Len(ti, "args") > 0;
+  for (const ReplicaKeys& r : kReplicas) {
+    const json* cfg = Get(ti, r.config_key);
+    if (cfg == nullptr) continue;
+    const std::string base = "trainingInput." + std::string(r.config_key);
+    // Machine type this replica runs on: masterType under CUSTOM, the tier's legacy type else.
+    const std::string type = custom ? Str(ti, r.type_key) : std::string();
+    if (const json* acc = Get(*cfg, "acceleratorConfig")) {
+      const std::string field = base + ".acceleratorConfig";
+      if (!custom || type.empty() || !IsComputeEngineMachineType(type)) {
+        std::string what = type.empty() ? std::string(r.type_key) + " is not set"
+                                        : std::string(r.type_key) + " is " + Quote(type);
+        if (!custom) what = "scaleTier " + tier + " uses legacy machine types";
+        c->Invalid(field, "acceleratorConfig is only allowed with Compute Engine machine types (" +
+                              what + ")");
+      }
+      const std::string acc_type = Str(*acc, "type");
+      const int64_t count = Int(*acc, "count");
+      bool tpu = acc_type.rfind("TPU_", 0) == 0;
+      if (acc_type.empty() || acc_type == "ACCELERATOR_TYPE_UNSPECIFIED") {
+        c->Invalid(field + ".type", "acceleratorConfig.type is required");
+      } else if (tpu) {
+        c->Invalid(field + ".type",
+                   "accelerator type " + acc_type + " is not available: " + std::string(kNoTpus));
+      }
+      if (count <= 0) {
+        c->Invalid(field + ".count", "The count of the accelerator must be greater than 0");
+      }
+      if (!caps.gpus && !tpu) {
+        c->Unimplemented(field, "acceleratorConfig asks for GPUs: " + std::string(kNoGpus));
+      }
+    }
+    const std::string image = Str(*cfg, "imageUri");
+    const std::string effective_image = image.empty() ? master_image : image;
+    const bool has_command = Len(*cfg, "containerCommand") > 0;
+    const bool has_cargs = Len(*cfg, "containerArgs") > 0;
+    if (!caps.containers) {
+      if (!image.empty()) c->Unimplemented(base + ".imageUri", std::string(kNoContainers));
+      if (has_command) c->Unimplemented(base + ".containerCommand", std::string(kNoContainers));
+      if (has_cargs) c->Unimplemented(base + ".containerArgs", std::string(kNoContainers));
+    }
+    for (std::string_view key : {"containerCommand", "containerArgs"}) {
+      if (Len(*cfg, key) == 0) continue;
+      if (effective_image.empty()) {
+        c->Invalid(base + "." + std::string(key),
+                   std::string(key) + " is only allowed with a custom container (imageUri)");
+      }
+      if (has_args) {
+        c->Invalid("trainingInput.args", "args cannot be combined with " +
+                                             std::string(r.config_key) + "." + std::string(key) +
+                                             "; put the arguments in containerArgs");
+      }
+    }
+    if (!Str(*cfg, "tpuTfVersion").empty()) {
+      c->Invalid(base + ".tpuTfVersion",
+                 "tpuTfVersion is only for Cloud TPU workers: " + std::string(kNoTpus));
+    }
+    if (const json* disk = Get(*cfg, "diskConfig")) {
+      const std::string disk_type = Str(*disk, "bootDiskType");
+      if (!disk_type.empty() && disk_type != "pd-ssd" && disk_type != "pd-standard") {
+        c->Invalid(base + ".diskConfig.bootDiskType",
+                   "bootDiskType must be \"pd-ssd\" or \"pd-standard\", got " + Quote(disk_type));
+      }
+      if (Int(*disk, "bootDiskSizeGb") < 0) {
+        c->Invalid(base + ".diskConfig.bootDiskSizeGb", "bootDiskSizeGb must not be negative");
+      }
+    }
+  }
+}
+
+void CheckVersions(const json& ti, Checker* c) {
+  const std::string runtime = Str(ti, "runtimeVersion");
+  const std::string python = Str(ti, "pythonVersion");
+  const std::string image = Str(Msg(ti, "masterConfig"), "imageUri");
+  if (!runtime.empty() && !image.empty()) {
+    c->Invalid("trainingInput.runtimeVersion",
+               "only one of runtimeVersion and masterConfig.imageUri may be set");
+  }
+  Version rt, py;
+  bool rt_ok = false;
+  if (!runtime.empty()) {
+    rt_ok = ParseVersion(runtime, &rt);
+    if (!rt_ok) {
+      c->Invalid("trainingInput.runtimeVersion",
+                 "runtimeVersion must be MAJOR.MINOR, e.g. \"2.11\", got " + Quote(runtime));
+    }
+  }
+  if (!python.empty()) {
+    if (!ParseVersion(python, &py)) {
+      c->Invalid("trainingInput.pythonVersion",
+                 "pythonVersion must be MAJOR.MINOR, e.g. \"3.7\", got " + Quote(python));
+      return;
+    }
+    std::string why = CheckPythonForRuntime(py, rt_ok ? &rt : nullptr, python, runtime);
+    if (!why.empty()) c->Invalid("trainingInput.pythonVersion", why);
+  }
+}
+
+void CheckPackages(const json& ti, Checker* c) {
+  const bool container = !Str(Msg(ti, "masterConfig"), "imageUri").empty();
+  const size_t packages = Len(ti, "packageUris");
+  if (packages > 100) {
+    c->Invalid("trainingInput.packageUris",
+               "at most 100 packageUris are allowed, got " + std::to_string(packages));
+  }
+  if (const json* uris = Get(ti, "packageUris")) {
+    for (size_t i = 0; i < uris->size() && i < 100; ++i) {
+      if ((*uris)[i].is_string() && (*uris)[i].get_ref<const std::string&>().empty()) {
+        c->Invalid("trainingInput.packageUris[" + std::to_string(i) + "]",
+                   "package URI must not be empty");
+      }
+    }
+  }
+  if (container) return;
+  if (packages == 0) {
+    c->Invalid("trainingInput.packageUris",
+               "Non-custom jobs must have packages: packageUris is required unless "
+               "masterConfig.imageUri is set");
+  }
+  if (Str(ti, "pythonModule").empty()) {
+    c->Invalid("trainingInput.pythonModule",
+               "pythonModule is required unless masterConfig.imageUri is set");
+  }
+}
+
+void CheckScheduling(const json& ti, Checker* c) {
+  const json* s = Get(ti, "scheduling");
+  if (s == nullptr) return;
+  if (const json* wait = Get(*s, "maxWaitTime")) {
+    if (wait->get<int64_t>() < 1800 * kMicrosPerSecond) {
+      c->Invalid(
+          "trainingInput.scheduling.maxWaitTime",
+          "maxWaitTime must be at least 1800s, got " + Quote(FormatDuration(wait->get<int64_t>())));
+    }
+  }
+  if (const json* run = Get(*s, "maxRunningTime")) {
+    if (run->get<int64_t>() <= 0) {
+      c->Invalid(
+          "trainingInput.scheduling.maxRunningTime",
+          "maxRunningTime must be positive, got " + Quote(FormatDuration(run->get<int64_t>())));
+    }
+  }
+  int64_t priority = Int(*s, "priority");
+  if (priority < 0 || priority > 1000) {
+    c->Invalid("trainingInput.scheduling.priority",
+               "priority must be between 0 and 1000, got " + std::to_string(priority));
+  }
+}
+
+// "projects/{projectNumber}/global/networks/{network}".
+bool ValidNetwork(std::string_view n) {
+  constexpr std::string_view kPrefix = "projects/";
+  if (n.substr(0, kPrefix.size()) != kPrefix) return false;
+  n.remove_prefix(kPrefix.size());
+  size_t slash = n.find('/');
+  if (slash == 0 || slash == std::string_view::npos) return false;
+  for (char ch : n.substr(0, slash)) {
+    if (ch < '0' || ch > '9') return false;
+  }
+  n.remove_prefix(slash);
+  constexpr std::string_view kMid = "/global/networks/";
+  if (n.substr(0, kMid.size()) != kMid) return false;
+  n.remove_prefix(kMid.size());
+  return !n.empty() && n.find('/') == std::string_view::npos;
+}
+
+// "projects/*/locations/*/keyRings/*/cryptoKeys/*".
+bool ValidKmsKeyName(std::string_view k) {
+  constexpr std::string_view kParts[] = {"projects", "locations", "keyRings", "cryptoKeys"};
+  for (std::string_view part : kParts) {
+    if (k.substr(0, part.size() + 1) != std::string(part) + "/") return false;
+    k.remove_prefix(part.size() + 1);
+    size_t slash = k.find('/');
+    std::string_view id = k.substr(0, slash);
+    if (id.empty()) return false;
+    if (part == "cryptoKeys") return slash == std::string_view::npos;
+    if (slash == std::string_view::npos) return false;
+    k.remove_prefix(slash + 1);
+  }
+  return false;
+}
+
+void CheckEnvironment(const json& ti, Checker* c) {
+  const std::string network = Str(ti, "network");
+  if (!network.empty() && !ValidNetwork(network)) {
+    c->Invalid("trainingInput.network",
+               "network must be projects/{projectNumber}/global/networks/{network}, got " +
+                   Quote(network));
+  }
+  const std::string sa = Str(ti, "serviceAccount");
+  if (!sa.empty() && (sa.find('@') == std::string::npos || sa.front() == '@' || sa.back() == '@')) {
+    c->Invalid("trainingInput.serviceAccount",
+               "serviceAccount must be a service account email, got " + Quote(sa));
+  }
+  if (const json* enc = Get(ti, "encryptionConfig")) {
+    const std::string key = Str(*enc, "kmsKeyName");
+    if (key.empty()) {
+      c->Invalid("trainingInput.encryptionConfig.kmsKeyName",
+                 "kmsKeyName is required when encryptionConfig is set");
+    } else if (!ValidKmsKeyName(key)) {
+      c->Invalid("trainingInput.encryptionConfig.kmsKeyName",
+                 "kmsKeyName must be projects/{PROJECT_ID}/locations/{REGION}/keyRings/"
+                 "{KEY_RING_NAME}/cryptoKeys/{KEY_NAME}, got " +
+                     Quote(key));
+    }
+  }
+  if (Bool(ti, "enableWebAccess")) {
+    c->Unimplemented("trainingInput.enableWebAccess",
+                     "Trainyard does not offer interactive shells (web access) yet");
+  }
+}
+
+void CheckParameter(const json& p, const std::string& base, const std::string& algorithm,
+                    std::set<std::string>* names, Checker* c) {
+  const std::string name = Str(p, "parameterName");
+  if (name.empty()) {
+    c->Invalid(base + ".parameterName", "parameterName is required");
+  } else {
+    if (!names->insert(name).second) {
+      c->Invalid(base + ".parameterName", "parameterName " + Quote(name) + " is used twice");
+    }
+    for (char ch : name) {
+      if (ch == '=' || static_cast<unsigned char>(ch) <= ' ') {
+        c->Invalid(base + ".parameterName",
+                   "parameterName " + Quote(name) +
+                       " cannot be a command-line flag name (no spaces or '=')");
+        break;
+      }
+    }
+  }
+  const std::string type = Str(p, "type");
+  const bool has_min = Get(p, "minValue") != nullptr;
+  const bool has_max = Get(p, "maxValue") != nullptr;
+  const double min = Dbl(p, "minValue");
+  const double max = Dbl(p, "maxValue");
+  const std::string scale = Str(p, "scaleType");
+  const bool log_scale = scale == "UNIT_LOG_SCALE" || scale == "UNIT_REVERSE_LOG_SCALE";
+  const size_t n_categorical = Len(p, "categoricalValues");
+  const size_t n_discrete = Len(p, "discreteValues");
+
+  if (type.empty() || type == "PARAMETER_TYPE_UNSPECIFIED") {
+    c->Invalid(base + ".type", "type is required (DOUBLE, INTEGER, CATEGORICAL or DISCRETE)");
+    return;
+  }
+  if (algorithm == "GRID_SEARCH" && type == "DOUBLE") {
+    c->Invalid(base + ".type",
+               "GRID_SEARCH only works with INTEGER, CATEGORICAL and DISCRETE parameters");
+  }
+  if (n_categorical > 0 && type != "CATEGORICAL") {
+    c->Invalid(base + ".categoricalValues", "categoricalValues is only for CATEGORICAL parameters");
+  }
+  if (n_discrete > 0 && type != "DISCRETE") {
+    c->Invalid(base + ".discreteValues", "discreteValues is only for DISCRETE parameters");
+  }
+  if (type == "DOUBLE" || type == "INTEGER") {
+    if (!has_min)
+      c->Invalid(base + ".minValue", "minValue is required for " + type + " parameters");
+    if (!has_max)
+      c->Invalid(base + ".maxValue", "maxValue is required for " + type + " parameters");
+    if (type == "INTEGER") {
+      if (has_min && min != std::trunc(min)) {
+        c->Invalid(base + ".minValue",
+                   "minValue of an INTEGER parameter must be an integer, got " + Num(min));
+      }
+      if (has_max && max != std::trunc(max)) {
+        c->Invalid(base + ".maxValue",
+                   "maxValue of an INTEGER parameter must be an integer, got " + Num(max));
+      }
+    }
+    if (has_min && has_max && !(min < max)) {
+      c->Invalid(base + ".maxValue",
+                 "maxValue (" + Num(max) + ") must be greater than minValue (" + Num(min) + ")");
+    }
+    if (log_scale && has_min && min <= 0) {
+      c->Invalid(base + ".minValue",
+                 scale + " needs a strictly positive range; minValue is " + Num(min));
+    }
+  } else if (type == "CATEGORICAL") {
+    if (n_categorical == 0) {
+      c->Invalid(base + ".categoricalValues",
+                 "categoricalValues is required for CATEGORICAL parameters");
+    }
+    if (has_min || has_max) {
+      c->Invalid(base + (has_min ? ".minValue" : ".maxValue"),
+                 "minValue and maxValue must not be set for CATEGORICAL parameters");
+    }
+    if (!scale.empty() && scale != "NONE") {
+      c->Invalid(base + ".scaleType", "scaleType must not be set for CATEGORICAL parameters");
+    }
+    std::set<std::string> seen;
+    if (const json* values = Get(p, "categoricalValues")) {
+      for (const json& v : *values) {
+        if (v.is_string() && !seen.insert(v.get<std::string>()).second) {
+          c->Invalid(base + ".categoricalValues",
+                     "categorical value " + Quote(v.get<std::string>()) + " is listed twice");
+        }
+      }
+    }
+  } else if (type == "DISCRETE") {
+    if (n_discrete == 0) {
+      c->Invalid(base + ".discreteValues", "discreteValues is required for DISCRETE parameters");
+    } else if (n_discrete > 1000) {
+      c->Invalid(base + ".discreteValues",
+                 "at most 1000 discreteValues are allowed, got " + std::to_string(n_discrete));
+    }
+    if (const json* values = Get(p, "discreteValues")) {
+      for (size_t i = 1; i < values->size(); ++i) {
+        if (!((*values)[i - 1].get<double>() < (*values)[i].get<double>())) {
+          c->Invalid(base + ".discreteValues", "discreteValues must be strictly increasing");
+          break;
+        }
+      }
+      if (log_scale && !values->empty() && (*values)[0].get<double>() <= 0) {
+        c->Invalid(base + ".discreteValues", scale + " needs strictly positive discreteValues");
+      }
+    }
+  }
+}
+
+void CheckHyperparameters(const json& ti, const Capabilities& caps, Checker* c) {
+  const json* hp = Get(ti, "hyperparameters");
+  if (hp == nullptr) return;
+  const std::string base = "trainingInput.hyperparameters";
+  if (!caps.tuning) {
+    c->Unimplemented(base, "Trainyard does not run hyperparameter tuning jobs yet");
+  }
+  for (std::string_view key : {"maxTrials", "maxParallelTrials", "maxFailedTrials"}) {
+    if (Int(*hp, key) < 0) {
+      c->Invalid(base + "." + std::string(key), std::string(key) + " must not be negative");
+    }
+  }
+  const std::string resume = Str(*hp, "resumePreviousJobId");
+  if (!resume.empty()) {
+    std::vector<FieldViolation> v;
+    CheckJobId(resume, base + ".resumePreviousJobId", &v);
+    for (auto& e : v) c->Invalid(std::move(e.field), std::move(e.description));
+  }
+  const std::string algorithm = Str(*hp, "algorithm");
+  const json* params = Get(*hp, "params");
+  if (params == nullptr || params->empty()) {
+    c->Invalid(base + ".params", "params is required: list at least one parameter to tune");
+    return;
+  }
+  std::set<std::string> names;
+  for (size_t i = 0; i < params->size(); ++i) {
+    CheckParameter((*params)[i], base + ".params[" + std::to_string(i) + "]", algorithm, &names, c);
+  }
+}
+
+void ValidateTrainingInput(const json& ti, const Capabilities& caps, Checker* c) {
+  if (Str(ti, "region").empty()) {
+    c->Invalid("trainingInput.region", "region is required");
+  }
+  std::string tier = Str(ti, "scaleTier");
+  if (tier.empty()) tier = "BASIC";
+  if (tier == "BASIC_TPU") {
+    c->Invalid("trainingInput.scaleTier",
+               "scale tier BASIC_TPU is not available: " + std::string(kNoTpus));
+  } else if ((tier == "STANDARD_1" || tier == "PREMIUM_1") && !caps.multi_replica) {
+    c->Unimplemented("trainingInput.scaleTier", "scale tier " + tier + " runs several replicas: " +
+                                                    std::string(kNoMultiReplica));
+  } else if (tier == "BASIC_GPU" && !caps.gpus) {
+    c->Unimplemented("trainingInput.scaleTier",
+                     "scale tier BASIC_GPU runs on a GPU: " + std::string(kNoGpus));
+  }
+  CheckMachineTypes(ti, tier, caps, c);
+  CheckReplicaConfigs(ti, tier, caps, c);
+  CheckPackages(ti, c);
+  CheckVersions(ti, c);
+  CheckScheduling(ti, c);
+  CheckEnvironment(ti, c);
+  CheckHyperparameters(ti, caps, c);
+}
+
+// ---- Labels: Unicode classes by code point (approximate tables, no ICU) -------------------------
+
+// Decodes one UTF-8 code point at s[*i]; false on malformed input.
+bool NextCodePoint(std::string_view s, size_t* i, char32_t* cp) {
+  auto b = static_cast<unsigned char>(s[*i]);
+  int len = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xe ? 3 : (b >> 3) == 0x1e ? 4 : 0;
+  if (len == 0 || *i + static_cast<size_t>(len) > s.size()) return false;
+  char32_t v = len == 1 ? b : len == 2 ? (b & 0x1f) : len == 3 ? (b & 0x0f) : (b & 0x07);
+  for (int k = 1; k < len; ++k) {
+    auto cb = static_cast<unsigned char>(s[*i + static_cast<size_t>(k)]);
+    if ((cb & 0xc0) != 0x80) return false;
+    v = (v << 6) | (cb & 0x3f);
+  }
+  static constexpr char32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (v < kMin[len] || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff)) return false;
+  *i += static_cast<size_t>(len);
+  *cp = v;
+  return true;
+}
+
+struct Range {
+  char32_t lo, hi;
+};
+
+bool InRanges(char32_t c, std::initializer_list<Range> ranges) {
+  for (const Range& r : ranges) {
+    if (c >= r.lo && c <= r.hi) return true;
+  }
+  return false;
+}
+
+// \p{Ll} or \p{Lo}: ASCII a-z plus lower-case Latin-1/Latin Extended-A, Greek, Cyrillic and
+// Armenian letters, and the caseless letters of the major scripts (Hebrew, Arabic, Indic, Thai,
+// Georgian, Hangul, Kana, CJK).
+bool IsLowerOrOtherLetter(char32_t c) {
+  if (c < 0x80) return c >= 'a' && c <= 'z';
+  if (c >= 0x100 && c <= 0x17f) {  // Latin Extended-A alternates upper/lower case
+    if (c == 0x138 || c == 0x149 || c == 0x17f) return true;
+    if (c == 0x178) return false;
+    if (c <= 0x137 || (c >= 0x14a && c <= 0x177)) return (c & 1) == 1;
+    return (c & 1) == 0;
+  }
+  if (c >= 0x460 && c <= 0x481) return (c & 1) == 1;  // Cyrillic historic letters
+  return InRanges(
+      c, {{0xaa, 0xaa},     {0xb5, 0xb5},      {0xba, 0xba},     {0xdf, 0xf6},     {0xf8, 0xff},
+          {0x3ac, 0x3ce},   {0x430, 0x45f},    {0x561, 0x587},   {0x5d0, 0x5ea},   {0x5ef, 0x5f2},
+          {0x620, 0x63f},   {0x641, 0x64a},    {0x671, 0x6d3},   {0x904, 0x939},   {0x958, 0x961},
+          {0x985, 0x9b9},   {0xe01, 0xe30},    {0xe40, 0xe45},   {0x10d0, 0x10fa}, {0x1100, 0x11ff},
+          {0x3041, 0x3096}, {0x30a1, 0x30fa},  {0x3400, 0x4dbf}, {0x4e00, 0x9fff}, {0xac00, 0xd7a3},
+          {0xf900, 0xfaff}, {0x20000, 0x2fa1f}});
+}
+
+// \p{N}: ASCII digits, Latin-1 superscripts/fractions and the common script digit blocks.
+bool IsNumber(char32_t c) {
+  if (c < 0x80) return c >= '0' && c <= '9';
+  return InRanges(c, {{0xb2, 0xb3},
+                      {0xb9, 0xb9},
+                      {0xbc, 0xbe},
+                      {0x660, 0x669},
+                      {0x6f0, 0x6f9},
+                      {0x966, 0x96f},
+                      {0x9e6, 0x9ef},
+                      {0xe50, 0xe59},
+                      {0x2070, 0x2070},
+                      {0x2074, 0x2079},
+                      {0x2080, 0x2089},
+                      {0x2150, 0x2189},
+                      {0x2460, 0x249b},
+                      {0x3007, 0x3007},
+                      {0x3021, 0x3029},
+                      {0xff10, 0xff19}});
+}
+
+// Checks a label key ([\p{Ll}\p{Lo}][\p{Ll}\p{Lo}\p{N}_-]{0,62}) or value
+// ([\p{Ll}\p{Lo}\p{N}_-]{0,63}), counting code points. Returns "" or the reason.
+std::string CheckLabelText(std::string_view s, bool is_key) {
+  size_t i = 0;
+  size_t count = 0;
+  while (i < s.size()) {
+    char32_t cp = 0;
+    if (!NextCodePoint(s, &i, &cp)) return "is not valid UTF-8";
+    bool letter = IsLowerOrOtherLetter(cp);
+    if (count == 0 && is_key && !letter) return "must start with a lowercase letter";
+    if (!letter && !IsNumber(cp) && cp != '_' && cp != '-') {
+      return "may contain only lowercase letters, digits, underscores and dashes";
+    }
+    ++count;
+  }
+  if (is_key && count == 0) return "must not be empty";
+  if (count > 63) return "must be at most 63 characters long";
+  return "";
+}
+
+}  // namespace
+
+bool IsLegacyMachineType(std::string_view t) {
+  for (std::string_view x : kLegacyTypes) {
+    if (x == t) return true;
+  }
+  return false;
+}
+
+bool IsComputeEngineMachineType(std::string_view t) {
+  for (std::string_view x : kComputeEngineTypes) {
+    if (x == t) return true;
+  }
+  return false;
+}
+
+bool IsGpuMachineType(std::string_view t) {
+  if (IsLegacyMachineType(t)) {
+    return EndsWith(t, "_gpu") || EndsWith(t, "_p100") || EndsWith(t, "_v100");
+  }
+  return t.rfind("a2-", 0) == 0 && IsComputeEngineMachineType(t);
+}
+
+void CheckJobId(std::string_view job_id, const std::string& field,
+                std::vector<FieldViolation>* out) {
+  if (job_id.empty()) {
+    out->push_back({field, "jobId is required"});
+    return;
+  }
+  auto alpha = [](char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'); };
+  if (!alpha(job_id[0])) {
+    out->push_back({field, "job id " + Quote(job_id) + " must start with a letter"});
+  }
+  for (char ch : job_id) {
+    if (!alpha(ch) && !(ch >= '0' && ch <= '9') && ch != '_') {
+      out->push_back(
+          {field, "job id " + Quote(job_id) + " may contain only letters, digits and underscores"});
+      break;
+    }
+  }
+  if (job_id.size() > 128) {
+    out->push_back({field, "job id must be at most 128 characters long, got " +
+                               std::to_string(job_id.size())});
+  }
+}
+
+void CheckLabels(const std::map<std::string, std::string>& labels, const std::string& field,
+                 std::vector<FieldViolation>* out) {
+  if (labels.size() > 64) {
+    out->push_back({field, "at most 64 labels are allowed, got " + std::to_string(labels.size())});
+  }
+  for (const auto& [key, value] : labels) {
+    std::string why = CheckLabelText(key, true);
+    if (!why.empty()) out->push_back({field, "label key " + Quote(key) + " " + why});
+    why = CheckLabelText(value, false);
+    if (!why.empty()) {
+      out->push_back({field, "value " + Quote(value) + " of label " + Quote(key) + " " + why});
+    }
+  }
+}
+
+void ValidateJob(const json& job, const Capabilities& caps, Violations* out) {
+  Checker c(out);
+  CheckJobId(Str(job, "jobId"), "jobId", &out->invalid);
+  if (const json* labels = Get(job, "labels")) {
+    std::map<std::string, std::string> m;
+    for (auto it = labels->begin(); it != labels->end(); ++it) {
+      if (it->is_string()) m[it.key()] = it->get<std::string>();
+    }
+    CheckLabels(m, "labels", &out->invalid);
+  }
+  const json* ti = Get(job, "trainingInput");
+  const bool prediction = Get(job, "predictionInput") != nullptr;
+  if (ti != nullptr && prediction) {
+    c.Invalid("predictionInput", "only one of trainingInput and predictionInput may be set");
+  } else if (prediction) {
+    c.Unimplemented("predictionInput",
+                    "Trainyard runs training jobs only; batch prediction is not supported");
+  } else if (ti == nullptr) {
+    c.Invalid("trainingInput", "trainingInput is required");
+  }
+  if (ti != nullptr) ValidateTrainingInput(*ti, caps, &c);
+}
+
+Status ViolationStatus(StatusCode code, std::vector<FieldViolation> violations) {
+  std::string message;
+  for (const FieldViolation& v : violations) {
+    if (!message.empty()) message += "\n";
+    message += "Field: " + v.field + " Error: " + v.description;
+  }
+  Status s(code, std::move(message));
+  for (FieldViolation& v : violations) s.AddViolation(std::move(v.field), std::move(v.description));
+  return s;
+}
+
+}  // namespace trainyard::model::internal

@@ -1,0 +1,301 @@
+#include "trainyard/storage/bucket_store.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include "object_meta.h"
+#include "trainyard/core/util.h"
+
+namespace trainyard::storage {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Decodes %XX escapes of a file:// URI path.
+Result<std::string> PercentDecode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out.push_back(s[i]);
+      continue;
+    }
+    if (i + 2 >= s.size() || HexValue(s[i + 1]) < 0 || HexValue(s[i + 2]) < 0) {
+      return InvalidArgument("invalid percent escape in \"" + std::string(s) + "\"");
+    }
+    out.push_back(static_cast<char>(HexValue(s[i + 1]) * 16 + HexValue(s[i + 2])));
+    i += 2;
+  }
+  return out;
+}
+
+Result<Location> ParseLocalPath(std::string_view original, std::string path) {
+  if (path.find('\0') != std::string::npos) {
+    return InvalidArgument("location \"" + std::string(original) + "\" contains a NUL byte");
+  }
+  if (path.empty() || path[0] != '/') {
+    return InvalidArgument("location \"" + std::string(original) +
+                           "\" is neither a gs:// URI nor an absolute path");
+  }
+  std::string norm = fs::path(path).lexically_normal().string();
+  while (norm.size() > 1 && norm.back() == '/') norm.pop_back();
+  Location loc;
+  loc.kind = Location::Kind::kLocal;
+  loc.path = std::move(norm);
+  return loc;
+}
+
+}  // namespace
+
+Status ValidateBucketName(std::string_view name) {
+  const std::string quoted = "bucket name \"" + std::string(name) + "\"";
+  if (name.size() < 3 || name.size() > 63) {
+    return InvalidArgument(quoted + " must be 3-63 characters long");
+  }
+  for (char c : name) {
+    if (!IsLowerAlnum(c) && c != '-' && c != '_' && c != '.') {
+      return InvalidArgument(quoted +
+                             " may only contain lowercase letters, digits, '-', '_' and '.'");
+    }
+  }
+  if (!IsLowerAlnum(name.front()) || !IsLowerAlnum(name.back())) {
+    return InvalidArgument(quoted + " must start and end with a letter or digit");
+  }
+  if (name.find("..") != std::string_view::npos) {
+    return InvalidArgument(quoted + " must not contain \"..\"");
+  }
+  if (name.substr(0, 4) == "goog") {
+    return InvalidArgument(quoted + " must not start with \"goog\"");
+  }
+  return Status::Ok();
+}
+
+Status ValidateObjectName(std::string_view name) {
+  if (name.empty()) return InvalidArgument("object name is empty");
+  const std::string quoted = "object name \"" + std::string(name) + "\"";
+  if (name.size() > 1024) return InvalidArgument("object name is longer than 1024 bytes");
+  for (char c : name) {
+    if (c == '\0' || c == '\r' || c == '\n') {
+      return InvalidArgument("object name must not contain NUL, CR or LF characters");
+    }
+  }
+  if (name.front() == '/') return InvalidArgument(quoted + " must not start with '/'");
+  size_t start = 0;
+  while (start <= name.size()) {
+    size_t end = name.find('/', start);
+    if (end == std::string_view::npos) end = name.size();
+    std::string_view seg = name.substr(start, end - start);
+    if (seg.empty()) return InvalidArgument(quoted + " has an empty path segment");
+    if (seg == "." || seg == "..") {
+      return InvalidArgument(quoted + " has a \"" + std::string(seg) + "\" path segment");
+    }
+    start = end + 1;
+  }
+  return Status::Ok();
+}
+
+Result<Location> ParseLocation(std::string_view uri) {
+  if (uri.substr(0, 5) == "gs://") {
+    std::string_view rest = uri.substr(5);
+    size_t slash = rest.find('/');
+    Location loc;
+    loc.kind = Location::Kind::kBucket;
+    loc.bucket = std::string(rest.substr(0, slash));
+    if (slash != std::string_view::npos) loc.object = std::string(rest.substr(slash + 1));
+    if (Status s = ValidateBucketName(loc.bucket); !s.ok()) return s;
+    // A trailing '/' names a directory-like location ("gs://b/out/"): the same place.
+    if (!loc.object.empty() && loc.object.back() == '/') loc.object.pop_back();
+    if (!loc.object.empty()) {
+      if (Status s = ValidateObjectName(loc.object); !s.ok()) return s;
+    }
+    return loc;
+  }
+  if (uri.substr(0, 7) == "file://") {
+    std::string_view rest = uri.substr(7);
+    if (rest.substr(0, 9) == "localhost") rest.remove_prefix(9);
+    if (rest.empty() || rest.front() != '/') {
+      return InvalidArgument("file URI \"" + std::string(uri) +
+                             "\" must have an absolute path (file:///path)");
+    }
+    auto decoded = PercentDecode(rest);
+    if (!decoded.ok()) return decoded.status();
+    return ParseLocalPath(uri, std::move(decoded).value());
+  }
+  if (uri.find("://") != std::string_view::npos) {
+    return InvalidArgument("location \"" + std::string(uri) +
+                           "\" has an unsupported scheme (use gs://, file:// or an absolute path)");
+  }
+  return ParseLocalPath(uri, std::string(uri));
+}
+
+BucketStore::BucketStore(std::string root) : root_(std::move(root)) {
+  while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
+  // Best effort: every operation that needs the directory creates it again and reports errors.
+  (void)MakeDirs(TempDir());
+}
+
+std::string BucketStore::TempDir() const { return root_ + "/.tmp"; }
+
+Status BucketStore::CreateBucket(std::string_view name) {
+  auto meta = internal::CreateBucketMeta(*this, name, "");
+  return meta.ok() ? Status::Ok() : meta.status();
+}
+
+Result<BucketInfo> BucketStore::GetBucket(std::string_view name) const {
+  auto meta = internal::GetBucketMeta(*this, name);
+  if (!meta.ok()) return meta.status();
+  return meta->info;
+}
+
+Result<std::vector<BucketInfo>> BucketStore::ListBuckets() const {
+  std::vector<BucketInfo> out;
+  std::error_code ec;
+  fs::directory_iterator it(root_, ec);
+  if (ec) {
+    if (ec == std::errc::no_such_file_or_directory) return out;
+    return Internal("cannot list " + root_ + ": " + ec.message());
+  }
+  for (const auto& entry : it) {
+    std::string name = entry.path().filename().string();
+    if (!ValidateBucketName(name).ok()) continue;
+    auto meta = internal::GetBucketMeta(*this, name);
+    if (meta.ok()) out.push_back(meta->info);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const BucketInfo& a, const BucketInfo& b) { return a.name < b.name; });
+  return out;
+}
+
+bool BucketStore::BucketExists(std::string_view name) const {
+  return internal::BucketDir(*this, name).ok();
+}
+
+Result<std::string> BucketStore::LocalPath(const Location& loc) const {
+  if (loc.kind == Location::Kind::kLocal) {
+    if (loc.path.empty() || loc.path[0] != '/') {
+      return InvalidArgument("local path \"" + loc.path + "\" is not absolute");
+    }
+    return loc.path;
+  }
+  if (loc.object.empty()) return internal::BucketDir(*this, loc.bucket);
+  return internal::ObjectPath(*this, loc.bucket, loc.object);
+}
+
+Result<std::string> BucketStore::LocalPathForUri(std::string_view uri) const {
+  auto loc = ParseLocation(uri);
+  if (!loc.ok()) return loc.status();
+  return LocalPath(*loc);
+}
+
+Result<ObjectInfo> BucketStore::WriteObject(std::string_view bucket, std::string_view name,
+                                            std::string_view data) {
+  if (auto path = internal::ObjectPath(*this, bucket, name); !path.ok()) return path.status();
+  auto file = internal::UploadFile::Create(*this);
+  if (!file.ok()) return file.status();
+  TRAINYARD_RETURN_IF_ERROR(file->Append(data.data(), data.size()));
+  auto digest = file->Finish();
+  if (!digest.ok()) return digest.status();
+  auto meta = internal::CommitFile(*this, bucket, name, file->path(),
+                                   internal::GuessContentType(name), *digest, {});
+  if (!meta.ok()) return meta.status();
+  file->Release();
+  return meta->info;
+}
+
+Result<ObjectInfo> BucketStore::CommitObjectFile(std::string_view bucket, std::string_view name,
+                                                 const std::string& temp_file) {
+  auto meta = internal::CommitFile(*this, bucket, name, temp_file, internal::GuessContentType(name),
+                                   std::nullopt, {});
+  if (!meta.ok()) return meta.status();
+  return meta->info;
+}
+
+Result<ObjectInfo> BucketStore::StatObject(std::string_view bucket, std::string_view name) const {
+  auto meta = internal::StatObjectMeta(*this, bucket, name, /*want_hashes=*/false);
+  if (!meta.ok()) return meta.status();
+  return meta->info;
+}
+
+Result<std::string> BucketStore::ReadObject(std::string_view bucket, std::string_view name) const {
+  auto path = internal::ObjectPath(*this, bucket, name);
+  if (!path.ok()) return path.status();
+  struct stat st {};
+  if (::stat(path->c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return NotFound("No such object: " + std::string(bucket) + "/" + std::string(name));
+  }
+  return ReadFile(*path);
+}
+
+Status BucketStore::DeleteObject(std::string_view bucket, std::string_view name) {
+  return internal::DeleteObjectIf(*this, bucket, name, {});
+}
+
+Result<std::vector<ObjectInfo>> BucketStore::ListObjects(std::string_view bucket,
+                                                         std::string_view prefix,
+                                                         std::string_view start_after,
+                                                         int max_results) const {
+  std::vector<ObjectInfo> out;
+  Status inner;
+  Status s =
+      internal::WalkObjects(*this, bucket, prefix, start_after, /*collapse_dirs=*/false,
+                            [&](const std::string& name, bool /*is_prefix*/) {
+                              auto info = StatObject(bucket, name);
+                              if (info.ok()) out.push_back(std::move(info).value());
+                              return max_results <= 0 || static_cast<int>(out.size()) < max_results;
+                            });
+  if (!s.ok()) return s;
+  return out;
+}
+
+Status BucketStore::ValidateJobDir(std::string_view uri) {
+  const std::string where = "jobDir " + std::string(uri) + ": ";
+  auto loc = ParseLocation(uri);
+  if (!loc.ok()) return InvalidArgument(where + loc.status().message());
+  if (loc->kind == Location::Kind::kBucket && !BucketExists(loc->bucket)) {
+    return InvalidArgument(where + "bucket \"" + loc->bucket + "\" does not exist");
+  }
+  auto path = LocalPath(*loc);
+  if (!path.ok()) return InvalidArgument(where + path.status().message());
+  struct stat st {};
+  if (::stat(path->c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) return InvalidArgument(where + "exists and is not a directory");
+  } else {
+    Status made = MakeDirs(*path);
+    if (!made.ok() || ::stat(path->c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return InvalidArgument(where + "cannot create the directory" +
+                             (made.ok() ? std::string() : " (" + made.message() + ")"));
+    }
+  }
+  // Re-check containment now that the directories exist (a component may be a symlink).
+  if (auto again = LocalPath(*loc); !again.ok()) {
+    return InvalidArgument(where + again.status().message());
+  }
+  std::string probe = *path + "/.trainyard-write-check-XXXXXX";
+  int fd = ::mkstemp(probe.data());
+  if (fd < 0) {
+    int err = errno;
+    return InvalidArgument(where + "the directory is not writable (" + std::strerror(err) + ")");
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return Status::Ok();
+}
+
+}  // namespace trainyard::storage

@@ -1,0 +1,98 @@
+#include "migrations.h"
+
+#include <cstdlib>
+#include <string>
+
+namespace trainyard::store::sqlite {
+namespace {
+
+// Version 1: jobs, their state history, and job log lines.
+constexpr const char* kV1 = R"sql(
+CREATE TABLE jobs (
+  seq                   INTEGER PRIMARY KEY AUTOINCREMENT,
+  project               TEXT    NOT NULL,
+  job_id                TEXT    NOT NULL,
+  state                 INTEGER NOT NULL,
+  create_time           INTEGER NOT NULL,
+  start_time            INTEGER NOT NULL DEFAULT 0,
+  end_time              INTEGER NOT NULL DEFAULT 0,
+  etag                  TEXT    NOT NULL DEFAULT '',
+  error_message         TEXT    NOT NULL DEFAULT '',
+  labels_json           TEXT    NOT NULL DEFAULT '{}',
+  training_input_json   TEXT    NOT NULL DEFAULT '',
+  spec_json             TEXT    NOT NULL DEFAULT '{}',
+  consumed_ml_units     REAL    NOT NULL DEFAULT 0,
+  consumed_ml_units_set INTEGER NOT NULL DEFAULT 0,
+  training_output_json  TEXT    NOT NULL DEFAULT ''
+);
+CREATE UNIQUE INDEX jobs_project_job_id ON jobs (project, job_id);
+CREATE INDEX jobs_project_seq ON jobs (project, seq);
+CREATE INDEX jobs_project_state_seq ON jobs (project, state, seq);
+CREATE INDEX jobs_state ON jobs (state);
+
+CREATE TABLE job_state_history (
+  id         INTEGER PRIMARY KEY,
+  job_seq    INTEGER NOT NULL REFERENCES jobs (seq) ON DELETE CASCADE,
+  from_state INTEGER NOT NULL,
+  to_state   INTEGER NOT NULL,
+  time       INTEGER NOT NULL,
+  reason     TEXT    NOT NULL DEFAULT ''
+);
+CREATE INDEX job_state_history_job ON job_state_history (job_seq, id);
+
+CREATE TABLE logs (
+  insert_id INTEGER PRIMARY KEY AUTOINCREMENT,
+  project   TEXT    NOT NULL,
+  job_id    TEXT    NOT NULL,
+  timestamp INTEGER NOT NULL,
+  severity  INTEGER NOT NULL,
+  task_name TEXT    NOT NULL DEFAULT '',
+  trial_id  TEXT    NOT NULL DEFAULT '',
+  message   TEXT    NOT NULL DEFAULT ''
+);
+CREATE INDEX logs_job ON logs (project, job_id, insert_id);
+
+)sql";
+
+constexpr Migration kMigrations[] = {
+    {1, kV1},
+};
+
+}  // namespace
+
+std::span<const Migration> Migrations() { return kMigrations; }
+
+int LatestSchemaVersion() { return kMigrations[std::size(kMigrations) - 1].version; }
+
+Status Migrate(Connection& conn, const std::string& path) {
+  TRAINYARD_RETURN_IF_ERROR(conn.Exec("BEGIN IMMEDIATE"));
+  auto apply = [&]() -> Status {
+    TRAINYARD_ASSIGN_OR_RETURN(std::string text, conn.QueryText("PRAGMA user_version"));
+    int current = std::atoi(text.c_str());
+    if (current > LatestSchemaVersion()) {
+      return FailedPrecondition("Database " + path + " has schema version " +
+                                std::to_string(current) + ", newer than the " +
+                                std::to_string(LatestSchemaVersion()) +
+                                " this Trainyard supports; upgrade Trainyard to open it");
+    }
+    for (const Migration& m : kMigrations) {
+      if (m.version <= current) continue;
+      Status s = conn.Exec(m.sql);
+      if (!s.ok()) {
+        return Status(s.code(), "Migration " + std::to_string(m.version) + " of " + path +
+                                    " failed: " + s.message());
+      }
+      TRAINYARD_RETURN_IF_ERROR(
+          conn.Exec(("PRAGMA user_version = " + std::to_string(m.version)).c_str()));
+    }
+    return Status::Ok();
+  };
+  Status status = apply();
+  if (!status.ok()) {
+    (void)conn.Exec("ROLLBACK");
+    return status;
+  }
+  return conn.Exec("COMMIT");
+}
+
+}  // namespace trainyard::store::sqlite

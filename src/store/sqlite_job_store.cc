@@ -1,0 +1,596 @@
+// SqliteJobStore: the embedded JobStore on SQLite in WAL mode.
+//
+// Writes go through one writer connection with group commit: concurrent callers queue their
+// write operations; whichever caller finds the writer idle becomes the leader, runs every queued
+// operation inside one IMMEDIATE transaction (each under its own SAVEPOINT, so one failing
+// operation does not affect the others) and commits once. Every caller returns only after the
+// commit that contains its operation, so an OK result is durable while many writers share the
+// cost of each commit.
+//
+// Reads use a pool of separate connections: WAL lets them run concurrently with each other and
+// with the writer, so GetJob/ListJobs/ReadLogs never wait behind a commit or a log append.
+#include <algorithm>
+#include <cctype>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "job_codec.h"
+#include "migrations.h"
+#include "sqlite_db.h"
+#include "store_common.h"
+#include "trainyard/core/log.h"
+#include "trainyard/core/util.h"
+#include "trainyard/store/store_sqlite.h"
+
+namespace trainyard::store {
+namespace {
+
+using model::Job;
+using model::JobState;
+using model::LogEntry;
+using sqlite::Connection;
+using sqlite::Stmt;
+
+constexpr int kBusyTimeoutMs = 5000;
+// Most write operations one commit carries (bounds the latency a large batch adds).
+constexpr size_t kMaxBatch = 256;
+// Idle reader connections kept open.
+constexpr size_t kMaxIdleReaders = 8;
+// A jobId prefix matching at most this many jobs is listed through the (project, job_id) index
+// and sorted; a less selective prefix is checked while walking the seq-ordered index.
+constexpr int64_t kPrefixIndexMaxRows = 2000;
+// Log lines per multi-row INSERT statement.
+constexpr size_t kLogRowsPerInsert = 64;
+
+constexpr const char* kJobColumns =
+    "seq, project, job_id, state, create_time, start_time, end_time, etag, error_message, "
+    "labels_json, training_input_json, spec_json, consumed_ml_units, consumed_ml_units_set, "
+    "training_output_json";
+
+// Decodes a row selected with kJobColumns. Assigns into `job`'s existing strings so a scan can
+// reuse one Job for the rows it rejects.
+Status DecodeJob(const Stmt& row, Job* job) {
+  job->seq = row.Int(0);
+  job->project.assign(row.TextView(1));
+  job->job_id.assign(row.TextView(2));
+  int64_t state = row.Int(3);
+  if (state < 0 || state > static_cast<int64_t>(JobState::kCancelled)) {
+    return Internal("corrupt job row " + std::to_string(job->seq) + ": state " +
+                    std::to_string(state));
+  }
+  job->state = static_cast<JobState>(state);
+  job->create_time = row.Int(4);
+  job->start_time = row.Int(5);
+  job->end_time = row.Int(6);
+  job->etag.assign(row.TextView(7));
+  job->error_message.assign(row.TextView(8));
+  Status s = sqlite::DecodeLabels(row.TextView(9), &job->labels);
+  if (s.ok()) s = sqlite::DecodeSpec(row.TextView(11), &job->spec);
+  if (!s.ok()) {
+    return Internal("job row " + std::to_string(job->seq) + " (" + job->Name() +
+                    "): " + s.message());
+  }
+  job->training_input_json.assign(row.TextView(10));
+  job->consumed_ml_units = row.Double(12);
+  job->consumed_ml_units_set = row.Int(13) != 0;
+  job->training_output_json.assign(row.TextView(14));
+  job->job_position = 0;
+  return Status::Ok();
+}
+
+model::Severity DecodeSeverity(int64_t value) {
+  switch (value) {
+    case 100:
+      return model::Severity::kDebug;
+    case 200:
+      return model::Severity::kInfo;
+    case 300:
+      return model::Severity::kNotice;
+    case 400:
+      return model::Severity::kWarning;
+    case 500:
+      return model::Severity::kError;
+    case 600:
+      return model::Severity::kCritical;
+    case 700:
+      return model::Severity::kAlert;
+    case 800:
+      return model::Severity::kEmergency;
+    default:
+      return model::Severity::kDefault;
+  }
+}
+
+// The smallest string greater than every string starting with `prefix`, if one exists.
+std::optional<std::string> PrefixUpperBound(std::string prefix) {
+  while (!prefix.empty() && static_cast<unsigned char>(prefix.back()) == 0xff) prefix.pop_back();
+  if (prefix.empty()) return std::nullopt;
+  prefix.back() = static_cast<char>(static_cast<unsigned char>(prefix.back()) + 1);
+  return prefix;
+}
+
+std::string LogInsertSql(size_t rows) {
+  std::string sql =
+      "INSERT INTO logs (project, job_id, timestamp, severity, task_name, trial_id, message) "
+      "VALUES ";
+  for (size_t r = 0; r < rows; ++r) {
+    sql += r == 0 ? "(?, ?, ?, ?, ?, ?, ?)" : ", (?, ?, ?, ?, ?, ?, ?)";
+  }
+  return sql;
+}
+
+class SqliteJobStore final : public JobStore {
+ public:
+  SqliteJobStore(std::string path, std::unique_ptr<Connection> writer)
+      : path_(std::move(path)), writer_(std::move(writer)) {}
+
+  static Result<std::unique_ptr<JobStore>> Open(const SqliteOptions& options);
+
+  Result<int64_t> CreateJob(const Job& job) override {
+    const std::string labels = sqlite::EncodeLabels(job.labels);
+    const std::string spec = sqlite::EncodeSpec(job.spec);
+    int64_t seq = 0;
+    Status status = Write([&](Connection& conn) -> Status {
+      TRAINYARD_ASSIGN_OR_RETURN(
+          Stmt stmt,
+          conn.Prepare("INSERT INTO jobs (project, job_id, state, create_time, start_time, "
+                       "end_time, etag, error_message, labels_json, training_input_json, "
+                       "spec_json, consumed_ml_units, consumed_ml_units_set, "
+                       "training_output_json) "
+                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"));
+      stmt.Bind(1, job.project)
+          .Bind(2, job.job_id)
+          .Bind(3, static_cast<int64_t>(job.state))
+          .Bind(4, job.create_time)
+          .Bind(5, job.start_time)
+          .Bind(6, job.end_time)
+          .Bind(7, job.etag)
+          .Bind(8, job.error_message)
+          .Bind(9, labels)
+          .Bind(10, job.training_input_json)
+          .Bind(11, spec)
+          .Bind(12, job.consumed_ml_units)
+          .Bind(13, static_cast<int64_t>(job.consumed_ml_units_set ? 1 : 0))
+          .Bind(14, job.training_output_json);
+      Status inserted = stmt.Run();
+      if (stmt.failed_rc() == SQLITE_CONSTRAINT_UNIQUE) {
+        return internal::JobAlreadyExists(job.project, job.job_id);
+      }
+      TRAINYARD_RETURN_IF_ERROR(inserted);
+      seq = conn.last_insert_rowid();
+      return Status::Ok();
+    });
+    if (!status.ok()) return status;
+    return seq;
+  }
+
+  Result<Job> GetJob(const std::string& project, const std::string& job_id) override {
+    TRAINYARD_ASSIGN_OR_RETURN(Reader reader, AcquireReader());
+    TRAINYARD_ASSIGN_OR_RETURN(Stmt stmt,
+                               reader->Prepare(std::string("SELECT ") + kJobColumns +
+                                               " FROM jobs WHERE project = ?1 AND job_id = ?2"));
+    stmt.Bind(1, project).Bind(2, job_id);
+    TRAINYARD_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) return internal::JobNotFound(project, job_id);
+    Job job;
+    TRAINYARD_RETURN_IF_ERROR(DecodeJob(stmt, &job));
+    return job;
+  }
+
+  Status UpdateJob(const Job& job, const std::optional<StateChange>& change) override {
+    const std::string labels = sqlite::EncodeLabels(job.labels);
+    return Write([&](Connection& conn) -> Status {
+      int64_t seq = 0;
+      {
+        TRAINYARD_ASSIGN_OR_RETURN(
+            Stmt stmt, conn.Prepare("UPDATE jobs SET state = ?3, start_time = ?4, end_time = ?5, "
+                                    "error_message = ?6, labels_json = ?7, etag = ?8, "
+                                    "consumed_ml_units = ?9, consumed_ml_units_set = ?10, "
+                                    "training_output_json = ?11 "
+                                    "WHERE project = ?1 AND job_id = ?2 RETURNING seq"));
+        stmt.Bind(1, job.project)
+            .Bind(2, job.job_id)
+            .Bind(3, static_cast<int64_t>(job.state))
+            .Bind(4, job.start_time)
+            .Bind(5, job.end_time)
+            .Bind(6, job.error_message)
+            .Bind(7, labels)
+            .Bind(8, job.etag)
+            .Bind(9, job.consumed_ml_units)
+            .Bind(10, static_cast<int64_t>(job.consumed_ml_units_set ? 1 : 0))
+            .Bind(11, job.training_output_json);
+        TRAINYARD_ASSIGN_OR_RETURN(bool row, stmt.Step());
+        if (!row) return internal::JobNotFound(job.project, job.job_id);
+        seq = stmt.Int(0);
+        TRAINYARD_RETURN_IF_ERROR(stmt.Run());
+      }
+      if (!change) return Status::Ok();
+      TRAINYARD_ASSIGN_OR_RETURN(
+          Stmt history,
+          conn.Prepare("INSERT INTO job_state_history (job_seq, from_state, to_state, time, "
+                       "reason) VALUES (?1, ?2, ?3, ?4, ?5)"));
+      history.Bind(1, seq)
+          .Bind(2, static_cast<int64_t>(change->from))
+          .Bind(3, static_cast<int64_t>(change->to))
+          .Bind(4, change->time)
+          .Bind(5, change->reason);
+      return history.Run();
+    });
+  }
+
+  Result<ListJobsResponse> ListJobs(const ListJobsRequest& request) override {
+    TRAINYARD_ASSIGN_OR_RETURN(std::optional<int64_t> cursor,
+                               internal::DecodePageToken(request.page_token));
+    const size_t page_size = static_cast<size_t>(std::max(1, request.page_size));
+    std::optional<JobState> state;
+    std::optional<std::string> prefix;
+    if (request.filter != nullptr) {
+      state = request.filter->RequiredState();
+      prefix = request.filter->RequiredJobIdPrefix();
+      if (prefix && prefix->empty()) prefix.reset();
+    }
+    std::optional<std::string> upper;
+    if (prefix) upper = PrefixUpperBound(*prefix);
+
+    TRAINYARD_ASSIGN_OR_RETURN(Reader reader, AcquireReader());
+    bool by_prefix = false;
+    if (prefix) {
+      TRAINYARD_ASSIGN_OR_RETURN(int64_t n, CountPrefix(*reader, request.project, *prefix, upper));
+      by_prefix = n <= kPrefixIndexMaxRows;
+    }
+    // Bound parameters: ?1 project, ?2 seq cursor, ?3 prefix, ?4 prefix upper bound, ?5 state.
+    std::string prefix_terms;
+    if (prefix) prefix_terms = upper ? " AND job_id >= ?3 AND job_id < ?4" : " AND job_id >= ?3";
+    std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs INDEXED BY ";
+    if (by_prefix) {
+      sql += "jobs_project_job_id WHERE project = ?1" + prefix_terms + " AND seq < ?2";
+      if (state) sql += " AND state = ?5";
+    } else if (state) {
+      sql += "jobs_project_state_seq WHERE project = ?1 AND state = ?5 AND seq < ?2" + prefix_terms;
+    } else {
+      sql += "jobs_project_seq WHERE project = ?1 AND seq < ?2" + prefix_terms;
+    }
+    sql += " ORDER BY seq DESC";
+
+    TRAINYARD_ASSIGN_OR_RETURN(Stmt stmt, reader->Prepare(sql));
+    stmt.Bind(1, request.project).Bind(2, cursor.value_or(std::numeric_limits<int64_t>::max()));
+    if (prefix) stmt.Bind(3, *prefix);
+    if (upper) stmt.Bind(4, *upper);
+    if (state) stmt.Bind(5, static_cast<int64_t>(*state));
+
+    ListJobsResponse response;
+    Job job;  // reused for rejected rows
+    while (true) {
+      TRAINYARD_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      if (response.jobs.size() == page_size && request.filter == nullptr) {
+        response.next_page_token = internal::EncodePageToken(response.jobs.back().seq);
+        break;
+      }
+      TRAINYARD_RETURN_IF_ERROR(DecodeJob(stmt, &job));
+      if (request.filter != nullptr && !request.filter->Matches(job)) continue;
+      if (response.jobs.size() == page_size) {
+        response.next_page_token = internal::EncodePageToken(response.jobs.back().seq);
+        break;
+      }
+      response.jobs.push_back(std::move(job));
+      job = Job();
+    }
+    return response;
+  }
+
+  Result<std::vector<Job>> ListActiveJobs() override {
+    std::string states;
+    for (int s = 0; s <= static_cast<int>(JobState::kCancelled); ++s) {
+      if (model::IsTerminal(static_cast<JobState>(s))) continue;
+      if (!states.empty()) states += ", ";
+      states += std::to_string(s);
+    }
+    TRAINYARD_ASSIGN_OR_RETURN(Reader reader, AcquireReader());
+    TRAINYARD_ASSIGN_OR_RETURN(
+        Stmt stmt, reader->Prepare(std::string("SELECT ") + kJobColumns +
+                                   " FROM jobs WHERE state IN (" + states + ") ORDER BY seq"));
+    std::vector<Job> jobs;
+    while (true) {
+      TRAINYARD_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      Job job;
+      TRAINYARD_RETURN_IF_ERROR(DecodeJob(stmt, &job));
+      jobs.push_back(std::move(job));
+    }
+    return jobs;
+  }
+
+  Result<std::vector<StateChange>> GetStateHistory(const std::string& project,
+                                                   const std::string& job_id) override {
+    TRAINYARD_ASSIGN_OR_RETURN(Reader reader, AcquireReader());
+    int64_t seq = 0;
+    {
+      TRAINYARD_ASSIGN_OR_RETURN(
+          Stmt stmt, reader->Prepare("SELECT seq FROM jobs WHERE project = ?1 AND job_id = ?2"));
+      stmt.Bind(1, project).Bind(2, job_id);
+      TRAINYARD_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) return internal::JobNotFound(project, job_id);
+      seq = stmt.Int(0);
+    }
+    TRAINYARD_ASSIGN_OR_RETURN(
+        Stmt stmt, reader->Prepare("SELECT from_state, to_state, time, reason "
+                                   "FROM job_state_history WHERE job_seq = ?1 ORDER BY id"));
+    stmt.Bind(1, seq);
+    std::vector<StateChange> changes;
+    while (true) {
+      TRAINYARD_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      StateChange change;
+      change.from = static_cast<JobState>(stmt.Int(0));
+      change.to = static_cast<JobState>(stmt.Int(1));
+      change.time = stmt.Int(2);
+      change.reason = stmt.Text(3);
+      changes.push_back(std::move(change));
+    }
+    return changes;
+  }
+
+  Result<std::vector<std::pair<JobState, int64_t>>> CountJobsByState() override {
+    TRAINYARD_ASSIGN_OR_RETURN(Reader reader, AcquireReader());
+    TRAINYARD_ASSIGN_OR_RETURN(
+        Stmt stmt,
+        reader->Prepare("SELECT state, count(*) FROM jobs INDEXED BY jobs_state GROUP BY state "
+                        "ORDER BY state"));
+    std::vector<std::pair<JobState, int64_t>> counts;
+    while (true) {
+      TRAINYARD_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      counts.emplace_back(static_cast<JobState>(stmt.Int(0)), stmt.Int(1));
+    }
+    return counts;
+  }
+
+  Status AppendLogs(std::vector<LogEntry>& entries) override {
+    if (entries.empty()) return Status::Ok();
+    return Write([&](Connection& conn) -> Status {
+      // Multi-row INSERTs: one statement per kLogRowsPerInsert lines amortises the per-statement
+      // cost (AUTOINCREMENT bookkeeping included). Rows of one statement get consecutive
+      // rowids in VALUES order.
+      size_t i = 0;
+      while (i < entries.size()) {
+        const size_t rows = entries.size() - i >= kLogRowsPerInsert ? kLogRowsPerInsert : 1;
+        TRAINYARD_ASSIGN_OR_RETURN(Stmt stmt, conn.Prepare(LogInsertSql(rows)));
+        for (size_t r = 0; r < rows; ++r) {
+          const LogEntry& entry = entries[i + r];
+          const int p = static_cast<int>(r) * 7;
+          stmt.Bind(p + 1, entry.project)
+              .Bind(p + 2, entry.job_id)
+              .Bind(p + 3, entry.timestamp)
+              .Bind(p + 4, static_cast<int64_t>(entry.severity))
+              .Bind(p + 5, entry.task_name)
+              .Bind(p + 6, entry.trial_id)
+              .Bind(p + 7, entry.message);
+        }
+        TRAINYARD_RETURN_IF_ERROR(stmt.Run());
+        int64_t last = conn.last_insert_rowid();
+        for (size_t r = 0; r < rows; ++r) {
+          entries[i + r].insert_id = last - static_cast<int64_t>(rows - 1 - r);
+        }
+        i += rows;
+      }
+      return Status::Ok();
+    });
+  }
+
+  Result<std::vector<LogEntry>> ReadLogs(const LogQuery& query) override {
+    // Bound parameters: ?1 project, ?2 job, ?3 cursor, ?4 task, ?5 min time, ?6 max time, ?7 limit.
+    std::string sql =
+        "SELECT insert_id, project, job_id, timestamp, severity, task_name, trial_id, message "
+        "FROM ";
+    // Every job of a project: walk insert ids (the rowid) past the cursor; no per-project index
+    // (it would cost a fifth of the append throughput).
+    sql += query.job_id.empty() ? "logs NOT INDEXED WHERE project = ?1"
+                                : "logs INDEXED BY logs_job WHERE project = ?1 AND job_id = ?2";
+    sql += " AND insert_id > ?3";
+    if (!query.task_name.empty()) sql += " AND task_name = ?4";
+    if (query.min_timestamp != 0) sql += " AND timestamp >= ?5";
+    if (query.max_timestamp != 0) sql += " AND timestamp < ?6";
+    sql += " ORDER BY insert_id LIMIT ?7";
+
+    TRAINYARD_ASSIGN_OR_RETURN(Reader reader, AcquireReader());
+    TRAINYARD_ASSIGN_OR_RETURN(Stmt stmt, reader->Prepare(sql));
+    stmt.Bind(1, query.project).Bind(3, query.after_insert_id);
+    if (!query.job_id.empty()) stmt.Bind(2, query.job_id);
+    if (!query.task_name.empty()) stmt.Bind(4, query.task_name);
+    if (query.min_timestamp != 0) stmt.Bind(5, query.min_timestamp);
+    if (query.max_timestamp != 0) stmt.Bind(6, query.max_timestamp);
+    stmt.Bind(7, static_cast<int64_t>(internal::EffectiveLogLimit(query.limit)));
+    std::vector<LogEntry> entries;
+    while (true) {
+      TRAINYARD_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      LogEntry entry;
+      entry.insert_id = stmt.Int(0);
+      entry.project = stmt.Text(1);
+      entry.job_id = stmt.Text(2);
+      entry.timestamp = stmt.Int(3);
+      entry.severity = DecodeSeverity(stmt.Int(4));
+      entry.task_name = stmt.Text(5);
+      entry.trial_id = stmt.Text(6);
+      entry.message = stmt.Text(7);
+      entries.push_back(std::move(entry));
+    }
+    return entries;
+  }
+
+ private:
+  // A reader connection borrowed from the pool; returned when destroyed.
+  struct ReaderReturn {
+    SqliteJobStore* store;
+    void operator()(Connection* conn) const { store->ReleaseReader(conn); }
+  };
+  using Reader = std::unique_ptr<Connection, ReaderReturn>;
+
+  struct WriteOp {
+    std::function<Status(Connection&)> fn;
+    Status result;
+    bool done = false;
+  };
+
+  Result<int64_t> CountPrefix(Connection& conn, const std::string& project,
+                              const std::string& prefix, const std::optional<std::string>& upper) {
+    std::string sql =
+        "SELECT count(*) FROM (SELECT 1 FROM jobs INDEXED BY jobs_project_job_id "
+        "WHERE project = ?1 AND job_id >= ?2";
+    if (upper) sql += " AND job_id < ?3";
+    sql += " LIMIT ?4)";
+    TRAINYARD_ASSIGN_OR_RETURN(Stmt stmt, conn.Prepare(sql));
+    stmt.Bind(1, project).Bind(2, prefix).Bind(4, kPrefixIndexMaxRows + 1);
+    if (upper) stmt.Bind(3, *upper);
+    TRAINYARD_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    return row ? stmt.Int(0) : 0;
+  }
+
+  Result<Reader> AcquireReader() {
+    {
+      std::lock_guard lock(readers_mu_);
+      if (!idle_readers_.empty()) {
+        Connection* conn = idle_readers_.back().release();
+        idle_readers_.pop_back();
+        return Reader(conn, ReaderReturn{this});
+      }
+    }
+    TRAINYARD_ASSIGN_OR_RETURN(std::unique_ptr<Connection> conn,
+                               Connection::Open(path_, SQLITE_OPEN_READWRITE));
+    TRAINYARD_RETURN_IF_ERROR(conn->Exec(
+        ("PRAGMA busy_timeout = " + std::to_string(kBusyTimeoutMs) +
+         "; PRAGMA cache_size = -16384; PRAGMA query_only = 1; PRAGMA temp_store = MEMORY")
+            .c_str()));
+    return Reader(conn.release(), ReaderReturn{this});
+  }
+
+  void ReleaseReader(Connection* conn) {
+    std::unique_ptr<Connection> owned(conn);
+    std::lock_guard lock(readers_mu_);
+    if (idle_readers_.size() < kMaxIdleReaders) idle_readers_.push_back(std::move(owned));
+  }
+
+  // Runs `fn` on the writer connection inside a transaction and returns once that transaction
+  // has committed (or failed). See the file comment for the group commit.
+  Status Write(std::function<Status(Connection&)> fn) {
+    WriteOp op{std::move(fn), Status::Ok(), false};
+    std::unique_lock lock(write_mu_);
+    pending_.push_back(&op);
+    while (!op.done) {
+      if (writer_busy_) {
+        write_cv_.wait(lock);
+        continue;
+      }
+      writer_busy_ = true;
+      std::vector<WriteOp*> batch;
+      while (!pending_.empty() && batch.size() < kMaxBatch) {
+        batch.push_back(pending_.front());
+        pending_.pop_front();
+      }
+      lock.unlock();
+      RunBatch(batch);
+      lock.lock();
+      for (WriteOp* done : batch) done->done = true;
+      writer_busy_ = false;
+      write_cv_.notify_all();
+    }
+    return std::move(op.result);
+  }
+
+  void RunBatch(const std::vector<WriteOp*>& batch) {
+    Connection& conn = *writer_;
+    Status begin = conn.Exec("BEGIN IMMEDIATE");
+    if (!begin.ok()) {
+      for (WriteOp* op : batch) op->result = begin;
+      return;
+    }
+    for (size_t i = 0; i < batch.size(); ++i) {
+      WriteOp* op = batch[i];
+      op->result = conn.Exec("SAVEPOINT op");
+      if (op->result.ok()) op->result = op->fn(conn);
+      if (!op->result.ok() && !conn.autocommit()) (void)conn.Exec("ROLLBACK TO op");
+      if (!conn.autocommit()) (void)conn.Exec("RELEASE op");
+      if (conn.autocommit()) {
+        // SQLite rolled the whole transaction back (I/O error, disk full, ...): nothing of this
+        // batch is committed, and the operations after this one never ran.
+        Status lost =
+            op->result.ok() ? Unavailable("sqlite transaction was rolled back") : op->result;
+        TY_LOG_ERROR("store", "write transaction rolled back: {}", lost.ToString());
+        for (size_t j = 0; j < batch.size(); ++j) {
+          if (j >= i || batch[j]->result.ok()) batch[j]->result = lost;
+        }
+        return;
+      }
+    }
+    Status commit = conn.Exec("COMMIT");
+    if (!commit.ok()) {
+      TY_LOG_ERROR("store", "commit failed: {}", commit.ToString());
+      if (!conn.autocommit()) (void)conn.Exec("ROLLBACK");
+      for (WriteOp* op : batch) {
+        if (op->result.ok()) op->result = commit;
+      }
+    }
+  }
+
+  const std::string path_;
+  std::unique_ptr<Connection> writer_;
+
+  std::mutex write_mu_;
+  std::condition_variable write_cv_;
+  std::deque<WriteOp*> pending_;
+  bool writer_busy_ = false;
+
+  std::mutex readers_mu_;
+  std::vector<std::unique_ptr<Connection>> idle_readers_;
+};
+
+Result<std::unique_ptr<JobStore>> SqliteJobStore::Open(const SqliteOptions& options) {
+  if (options.path.empty()) return InvalidArgument("SQLite store: the database path is empty");
+  std::string synchronous = options.synchronous;
+  std::transform(synchronous.begin(), synchronous.end(), synchronous.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  if (synchronous != "OFF" && synchronous != "NORMAL" && synchronous != "FULL" &&
+      synchronous != "EXTRA") {
+    return InvalidArgument("SQLite store: synchronous must be OFF, NORMAL, FULL or EXTRA, not \"" +
+                           options.synchronous + "\"");
+  }
+  std::filesystem::path parent = std::filesystem::path(options.path).parent_path();
+  if (!parent.empty()) TRAINYARD_RETURN_IF_ERROR(MakeDirs(parent.string()));
+
+  TRAINYARD_ASSIGN_OR_RETURN(
+      std::unique_ptr<Connection> writer,
+      Connection::Open(options.path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE));
+  auto fail = [&](const Status& s) {
+    return Status(s.code(), "Cannot open store " + options.path + ": " + s.message());
+  };
+  Status s = writer->Exec(("PRAGMA busy_timeout = " + std::to_string(kBusyTimeoutMs)).c_str());
+  if (!s.ok()) return fail(s);
+  auto mode = writer->QueryText("PRAGMA journal_mode = WAL");
+  if (!mode.ok()) return fail(mode.status());
+  if (mode.value() != "wal") return fail(Internal("cannot enable WAL (mode " + *mode + ")"));
+  s = writer->Exec(("PRAGMA synchronous = " + synchronous +
+                    "; PRAGMA foreign_keys = ON; PRAGMA journal_size_limit = 67108864")
+                       .c_str());
+  if (!s.ok()) return fail(s);
+  s = sqlite::Migrate(*writer, options.path);
+  if (!s.ok()) return s.code() == StatusCode::kFailedPrecondition ? s : fail(s);
+  return std::unique_ptr<JobStore>(new SqliteJobStore(options.path, std::move(writer)));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<JobStore>> OpenSqliteJobStore(const SqliteOptions& options) {
+  return SqliteJobStore::Open(options);
+}
+
+}  // namespace trainyard::store

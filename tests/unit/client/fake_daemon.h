@@ -1,0 +1,281 @@
+// A tiny in-memory stand-in for trainyardd's REST API (jobs, logs, storage, admission) on a free
+// loopback port, for client and CLI tests. Speaks the contract in src/client's header; it is not
+// a reference implementation (no validation beyond what the tests need).
+#pragma once
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace trainyard::testing {
+
+class FakeDaemon {
+ public:
+  using json = nlohmann::json;
+
+  struct Request {
+    std::string method;
+    std::string path;  // with the query, as sent
+    std::string body;
+    std::string authorization;
+  };
+
+  FakeDaemon() {
+    Routes();
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~FakeDaemon() {
+    server_.stop();
+    if (thread_.joinable()) thread_.join();
+  }
+  FakeDaemon(const FakeDaemon&) = delete;
+  FakeDaemon& operator=(const FakeDaemon&) = delete;
+
+  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  int port() const { return port_; }
+
+  // --- state the tests arrange and inspect (all under mu_) ---
+  void PutJob(const std::string& project, const json& job) {
+    std::lock_guard<std::mutex> l(mu_);
+    jobs_[project][job["jobId"].get<std::string>()] = job;
+    order_[project].push_back(job["jobId"].get<std::string>());
+  }
+  json GetJob(const std::string& project, const std::string& id) {
+    std::lock_guard<std::mutex> l(mu_);
+    return jobs_[project][id];
+  }
+  void AddLog(const std::string& job_id, const std::string& severity, const std::string& task,
+              const std::string& message, const std::string& trial = "",
+              const std::string& timestamp = "2026-11-21T10:00:00.123456Z") {
+    std::lock_guard<std::mutex> l(mu_);
+    json e = {{"insertId", std::to_string(++next_insert_id_)},
+              {"timestamp", timestamp},
+              {"severity", severity},
+              {"resource",
+               {{"type", "ml_job"},
+                {"labels", {{"job_id", job_id}, {"task_name", task}, {"project_id", "p"}}}}},
+              {"jsonPayload", {{"message", message}}}};
+    if (!trial.empty()) e["labels"] = {{"trial_id", trial}};
+    logs_[job_id].push_back(e);
+  }
+  // Ends the job (sets endTime/state) the next time its logs are read `after_reads` times.
+  void EndJobAfterLogReads(const std::string& project, const std::string& id, int after_reads,
+                           const std::string& state) {
+    std::lock_guard<std::mutex> l(mu_);
+    pending_end_[id] = {project, after_reads, state};
+  }
+  std::map<std::string, std::string> Objects() {
+    std::lock_guard<std::mutex> l(mu_);
+    return objects_;
+  }
+  std::vector<Request> Requests() {
+    std::lock_guard<std::mutex> l(mu_);
+    return requests_;
+  }
+  bool paused() {
+    std::lock_guard<std::mutex> l(mu_);
+    return paused_;
+  }
+  int list_page_size_cap = 100;
+
+ private:
+  struct PendingEnd {
+    std::string project;
+    int reads_left;
+    std::string state;
+  };
+
+  static void Error(httplib::Response& res, int code, const std::string& status,
+                    const std::string& message) {
+    res.status = code;
+    json body = {{"error", {{"code", code}, {"message", message}, {"status", status}}}};
+    res.set_content(body.dump(), "application/json");
+  }
+
+  void Record(const httplib::Request& req) {
+    std::string path = req.path;
+    std::string sep = "?";
+    for (const auto& [k, v] : req.params) {
+      path += sep + k + "=" + v;
+      sep = "&";
+    }
+    requests_.push_back({req.method, path, req.body, req.get_header_value("Authorization")});
+  }
+
+  void Routes() {
+    using httplib::Request;
+    using httplib::Response;
+    server_.Post(R"(/v1/projects/([^/]+)/jobs)", [this](const Request& req, Response& res) {
+      std::lock_guard<std::mutex> l(mu_);
+      Record(req);
+      json job = json::parse(req.body, nullptr, false);
+      if (job.is_discarded() || !job.contains("jobId")) {
+        return Error(res, 400, "INVALID_ARGUMENT", "bad job");
+      }
+      std::string p = req.matches[1];
+      std::string id = job["jobId"];
+      if (jobs_[p].count(id)) {
+        return Error(res, 409, "ALREADY_EXISTS", "Resource already exists in the project: " + id);
+      }
+      job["state"] = "QUEUED";
+      job["createTime"] = "2026-11-21T10:00:00Z";
+      job["etag"] = "ZXRhZzE=";
+      jobs_[p][id] = job;
+      order_[p].push_back(id);
+      res.set_content(job.dump(), "application/json");
+    });
+    server_.Post(R"(/v1/projects/([^/]+)/jobs/([^/]+):cancel)",
+                 [this](const Request& req, Response& res) {
+                   std::lock_guard<std::mutex> l(mu_);
+                   Record(req);
+                   std::string p = req.matches[1], id = req.matches[2];
+                   if (!jobs_[p].count(id)) return Error(res, 404, "NOT_FOUND", "no job " + id);
+                   jobs_[p][id]["state"] = "CANCELLING";
+                   res.set_content("{}", "application/json");
+                 });
+    server_.Get(R"(/v1/projects/([^/]+)/jobs/([^/]+)/logs)",
+                [this](const Request& req, Response& res) {
+                  std::lock_guard<std::mutex> l(mu_);
+                  Record(req);
+                  std::string id = req.matches[2];
+                  long long after = req.has_param("afterInsertId")
+                                        ? std::stoll(req.get_param_value("afterInsertId"))
+                                        : 0;
+                  std::string task = req.get_param_value("taskName");
+                  json entries = json::array();
+                  std::string next = std::to_string(after);
+                  for (const auto& e : logs_[id]) {
+                    long long ins = std::stoll(e["insertId"].get<std::string>());
+                    if (ins <= after) continue;
+                    if (!task.empty() && e["resource"]["labels"]["task_name"] != task) continue;
+                    entries.push_back(e);
+                    next = e["insertId"];
+                  }
+                  auto pe = pending_end_.find(id);
+                  if (pe != pending_end_.end() && --pe->second.reads_left <= 0) {
+                    json& job = jobs_[pe->second.project][id];
+                    job["state"] = pe->second.state;
+                    job["endTime"] = "2026-11-21T11:00:00Z";
+                    pending_end_.erase(pe);
+                  }
+                  json body = {{"entries", entries}, {"nextAfterInsertId", next}};
+                  res.set_content(body.dump(), "application/json");
+                });
+    server_.Get(R"(/v1/projects/([^/]+)/jobs/([^/]+))", [this](const Request& req, Response& res) {
+      std::lock_guard<std::mutex> l(mu_);
+      Record(req);
+      std::string p = req.matches[1], id = req.matches[2];
+      if (!jobs_[p].count(id)) {
+        return Error(res, 404, "NOT_FOUND",
+                     "Field: name Error: The specified job does not exist.");
+      }
+      res.set_content(jobs_[p][id].dump(), "application/json");
+    });
+    server_.Patch(R"(/v1/projects/([^/]+)/jobs/([^/]+))",
+                  [this](const Request& req, Response& res) {
+                    std::lock_guard<std::mutex> l(mu_);
+                    Record(req);
+                    std::string p = req.matches[1], id = req.matches[2];
+                    if (!jobs_[p].count(id)) return Error(res, 404, "NOT_FOUND", "no job");
+                    json body = json::parse(req.body, nullptr, false);
+                    json& job = jobs_[p][id];
+                    if (body.contains("etag") && body["etag"] != job["etag"]) {
+                      return Error(res, 409, "ABORTED", "etag mismatch");
+                    }
+                    job["labels"] = body["labels"];
+                    job["etag"] = "ZXRhZzI=";
+                    res.set_content(job.dump(), "application/json");
+                  });
+    server_.Get(R"(/v1/projects/([^/]+)/jobs)", [this](const Request& req, Response& res) {
+      std::lock_guard<std::mutex> l(mu_);
+      Record(req);
+      std::string p = req.matches[1];
+      size_t size = req.has_param("pageSize") ? std::stoul(req.get_param_value("pageSize")) : 20;
+      size = std::min<size_t>(size, static_cast<size_t>(list_page_size_cap));
+      size_t start =
+          req.has_param("pageToken") ? std::stoul(req.get_param_value("pageToken")) : 0;
+      json body = json::object();
+      const auto& ids = order_[p];
+      json list = json::array();
+      for (size_t i = start; i < ids.size() && i < start + size; ++i) {
+        list.push_back(jobs_[p][ids[i]]);
+      }
+      if (!list.empty()) body["jobs"] = list;
+      if (start + size < ids.size()) body["nextPageToken"] = std::to_string(start + size);
+      res.set_content(body.dump(), "application/json");
+    });
+    server_.Post("/storage/v1/b", [this](const Request& req, Response& res) {
+      std::lock_guard<std::mutex> l(mu_);
+      Record(req);
+      json body = json::parse(req.body, nullptr, false);
+      std::string name = body.value("name", "");
+      if (buckets_.count(name)) return Error(res, 409, "ALREADY_EXISTS", "bucket exists");
+      buckets_.insert(name);
+      res.set_content(json{{"name", name}}.dump(), "application/json");
+    });
+    server_.Get("/storage/v1/b", [this](const Request& req, Response& res) {
+      std::lock_guard<std::mutex> l(mu_);
+      Record(req);
+      json items = json::array();
+      for (const auto& b : buckets_) items.push_back({{"name", b}});
+      res.set_content(json{{"items", items}}.dump(), "application/json");
+    });
+    server_.Get(R"(/storage/v1/b/([^/]+))", [this](const Request& req, Response& res) {
+      std::lock_guard<std::mutex> l(mu_);
+      Record(req);
+      if (!buckets_.count(req.matches[1])) return Error(res, 404, "NOT_FOUND", "no bucket");
+      res.set_content(json{{"name", req.matches[1]}}.dump(), "application/json");
+    });
+    server_.Post(R"(/upload/storage/v1/b/([^/]+)/o)", [this](const Request& req, Response& res) {
+      std::lock_guard<std::mutex> l(mu_);
+      Record(req);
+      std::string b = req.matches[1];
+      if (!buckets_.count(b)) return Error(res, 404, "NOT_FOUND", "The specified bucket does not exist.");
+      std::string name = req.get_param_value("name");
+      objects_[b + "/" + name] = req.body;
+      res.set_content(json{{"bucket", b}, {"name", name}}.dump(), "application/json");
+    });
+    server_.Get(R"(/storage/v1/b/([^/]+)/o/(.+))", [this](const Request& req, Response& res) {
+      std::lock_guard<std::mutex> l(mu_);
+      Record(req);
+      auto it = objects_.find(std::string(req.matches[1]) + "/" + std::string(req.matches[2]));
+      if (it == objects_.end()) return Error(res, 404, "NOT_FOUND", "no object");
+      res.set_content(it->second, "application/octet-stream");
+    });
+    server_.Get("/v1/admin/admission", [this](const Request& req, Response& res) {
+      std::lock_guard<std::mutex> l(mu_);
+      Record(req);
+      res.set_content(json{{"paused", paused_}}.dump(), "application/json");
+    });
+    server_.Put("/v1/admin/admission", [this](const Request& req, Response& res) {
+      std::lock_guard<std::mutex> l(mu_);
+      Record(req);
+      paused_ = json::parse(req.body, nullptr, false).value("paused", false);
+      res.set_content(json{{"paused", paused_}}.dump(), "application/json");
+    });
+  }
+
+  httplib::Server server_;
+  int port_ = -1;
+  std::thread thread_;
+  std::mutex mu_;
+  std::map<std::string, std::map<std::string, json>> jobs_;
+  std::map<std::string, std::vector<std::string>> order_;
+  std::map<std::string, std::vector<json>> logs_;
+  std::map<std::string, PendingEnd> pending_end_;
+  std::set<std::string> buckets_;
+  std::map<std::string, std::string> objects_;
+  std::vector<Request> requests_;
+  bool paused_ = false;
+  long long next_insert_id_ = 0;
+};
+
+}  // namespace trainyard::testing

@@ -1,0 +1,180 @@
+#include "trainyard/executor/launcher_protocol.h"
+
+#include <gtest/gtest.h>
+
+#include "proc_util.h"
+#include "protocol_private.h"
+
+namespace trainyard::executor {
+namespace {
+
+using model::Severity;
+
+TEST(SpecJsonTest, RoundTripsEveryField) {
+  ReplicaSpec spec;
+  spec.key = {"proj", "job_1", "3", "worker", 2};
+  spec.work_dir = "/var/lib/trainyard/w";
+  spec.python = "/usr/bin/python3";
+  spec.packages = {"/cache/a.tar.gz", "/cache/b.whl"};
+  spec.package_uris = {"gs://b/a.tar.gz", "gs://b/b.whl"};
+  spec.python_module = "trainer.task";
+  spec.args = {"--lr", "0.1", "--job-dir", "gs://b/out"};
+  spec.env = {{"TF_CONFIG", "{\"task\":{}}"}, {"CLOUD_ML_JOB_ID", "job_1"}};
+  spec.env_cache_dir = "/cache/envs";
+  spec.pip_index_url = "http://index";
+  spec.pip_find_links = {"/wheels"};
+  spec.cwd = "/tmp";
+  auto back = SpecFromJson(SpecToJson(spec));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->key, spec.key);
+  EXPECT_EQ(back->work_dir, spec.work_dir);
+  EXPECT_EQ(back->python, spec.python);
+  EXPECT_EQ(back->packages, spec.packages);
+  EXPECT_EQ(back->package_uris, spec.package_uris);
+  EXPECT_EQ(back->python_module, spec.python_module);
+  EXPECT_EQ(back->args, spec.args);
+  EXPECT_EQ(back->env, spec.env);
+  EXPECT_EQ(back->env_cache_dir, spec.env_cache_dir);
+  EXPECT_EQ(back->pip_index_url, spec.pip_index_url);
+  EXPECT_EQ(back->pip_find_links, spec.pip_find_links);
+  EXPECT_EQ(back->cwd, spec.cwd);
+}
+
+TEST(SpecJsonTest, RejectsMalformedJson) {
+  EXPECT_FALSE(SpecFromJson("{").ok());
+  EXPECT_FALSE(SpecFromJson("[]").ok());
+  EXPECT_FALSE(SpecFromJson(R"({"args": "not a list"})").ok());
+  EXPECT_FALSE(SpecFromJson(R"({"key": {"index": "zero"}})").ok());
+}
+
+TEST(ExitJsonTest, RoundTripsAndUsesProtocolNames) {
+  ReplicaExit exit;
+  exit.exit_code = 143;
+  exit.signal = 15;
+  exit.phase = "run";
+  exit.message = "m";
+  exit.error_tail = "Traceback (most recent call last):\n[...]\nValueError: x";
+  std::string text = ExitToJson(exit);
+  EXPECT_NE(text.find("\"exitCode\":143"), std::string::npos);
+  EXPECT_NE(text.find("\"errorTail\""), std::string::npos);
+  auto back = ExitFromJson(text);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->exit_code, 143);
+  EXPECT_EQ(back->signal, 15);
+  EXPECT_EQ(back->phase, "run");
+  EXPECT_EQ(back->message, "m");
+  EXPECT_EQ(back->error_tail, exit.error_tail);
+  EXPECT_FALSE(back->killed_by_request);
+}
+
+TEST(ExitJsonTest, ToleratesInvalidUtf8) {
+  ReplicaExit exit;
+  exit.error_tail = "bad \xff byte";
+  auto back = ExitFromJson(ExitToJson(exit));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->error_tail, "bad \xEF\xBF\xBD byte");
+}
+
+TEST(LogRecordTest, FormatsTheDocumentedShape) {
+  EXPECT_EQ(FormatLogRecord(1700000000123456, Severity::kWarning, false, "hi"),
+            "1700000000123456\tWARNING\tR\thi");
+  EXPECT_EQ(FormatLogRecord(5, Severity::kInfo, true, "a\tb\nc\\d\re"),
+            "5\tINFO\tS\ta\\tb\\nc\\\\d\\re");
+}
+
+TEST(LogRecordTest, RoundTripsEscapes) {
+  const std::string msg = "tab\there\nnew \\n literal\r\\";
+  auto rec = ParseLogRecord(FormatLogRecord(42, Severity::kError, true, msg));
+  ASSERT_TRUE(rec.ok()) << rec.status().ToString();
+  EXPECT_EQ(rec->ts, 42);
+  EXPECT_EQ(rec->severity, Severity::kError);
+  EXPECT_TRUE(rec->service);
+  EXPECT_EQ(rec->message, msg);
+}
+
+TEST(LogRecordTest, KeepsEmptyMessages) {
+  auto rec = ParseLogRecord(FormatLogRecord(1, Severity::kInfo, false, ""));
+  ASSERT_TRUE(rec.ok());
+  EXPECT_EQ(rec->message, "");
+  EXPECT_FALSE(rec->service);
+}
+
+TEST(LogRecordTest, RejectsMalformedRecords) {
+  EXPECT_FALSE(ParseLogRecord("").ok());
+  EXPECT_FALSE(ParseLogRecord("12\tINFO\tR").ok());
+  EXPECT_FALSE(ParseLogRecord("x\tINFO\tR\tm").ok());
+  EXPECT_FALSE(ParseLogRecord("12\tLOUD\tR\tm").ok());
+  EXPECT_FALSE(ParseLogRecord("12\tINFO\tX\tm").ok());
+}
+
+TEST(ClassifyLineTest, StreamDecidesWithoutAPrefix) {
+  EXPECT_EQ(ClassifyLine("hello", false), Severity::kInfo);
+  EXPECT_EQ(ClassifyLine("hello", true), Severity::kError);
+  EXPECT_EQ(ClassifyLine("", true), Severity::kError);
+  EXPECT_EQ(ClassifyLine("", false), Severity::kInfo);
+}
+
+TEST(ClassifyLineTest, PythonLoggingPrefixesWin) {
+  EXPECT_EQ(ClassifyLine("WARNING:root:careful", true), Severity::kWarning);
+  EXPECT_EQ(ClassifyLine("INFO:tensorflow:step 1", true), Severity::kInfo);
+  EXPECT_EQ(ClassifyLine("DEBUG:x:y", true), Severity::kDebug);
+  EXPECT_EQ(ClassifyLine("ERROR:tensorflow:bad", false), Severity::kError);
+  EXPECT_EQ(ClassifyLine("CRITICAL:root:dead", false), Severity::kCritical);
+}
+
+TEST(ClassifyLineTest, AbslAndGlogPrefixesWin) {
+  EXPECT_EQ(ClassifyLine("I1121 12:34:56.789012 140 file.py:12] info", true), Severity::kInfo);
+  EXPECT_EQ(ClassifyLine("W1121 12:34:56.789012 140 file.py:12] w", false), Severity::kWarning);
+  EXPECT_EQ(ClassifyLine("E1121 12:34:56.789012 140 file.py:12] e", false), Severity::kError);
+  EXPECT_EQ(ClassifyLine("F1121 12:34:56.789012 140 file.py:12] f", false), Severity::kCritical);
+  EXPECT_EQ(ClassifyLine("2023-01-02 12:34:56.123456: W tensorflow/x.cc:1] w", true),
+            Severity::kWarning);
+  EXPECT_EQ(ClassifyLine("2023-01-02 12:34:56.123456: I tensorflow/x.cc:1] i", true),
+            Severity::kInfo);
+}
+
+TEST(ClassifyLineTest, LookalikesAreNotPrefixes) {
+  EXPECT_EQ(ClassifyLine("Information follows", true), Severity::kError);
+  EXPECT_EQ(ClassifyLine("I1121 is a number", true), Severity::kError);
+  EXPECT_EQ(ClassifyLine("WARN: close", false), Severity::kInfo);
+  EXPECT_EQ(ClassifyLine("Epoch 1/10", false), Severity::kInfo);
+}
+
+TEST(SanitizeUtf8Test, KeepsValidTextAndReplacesInvalidBytes) {
+  EXPECT_EQ(SanitizeUtf8("plain"), "plain");
+  EXPECT_EQ(SanitizeUtf8("\xC3\xA9t\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"),
+            "\xC3\xA9t\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80");
+  EXPECT_EQ(SanitizeUtf8("a\xFF"), "a\xEF\xBF\xBD");
+  EXPECT_EQ(SanitizeUtf8("\xC3"), "\xEF\xBF\xBD");               // truncated sequence
+  EXPECT_EQ(SanitizeUtf8("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong
+}
+
+TEST(PidFileTest, RoundTrips) {
+  pid_t pid = 0;
+  uint64_t start = 0;
+  ASSERT_TRUE(ParsePidFile(FormatPidFile(1234, 98765), &pid, &start));
+  EXPECT_EQ(pid, 1234);
+  EXPECT_EQ(start, 98765u);
+  EXPECT_FALSE(ParsePidFile("", &pid, &start));
+  EXPECT_FALSE(ParsePidFile("12", &pid, &start));
+  EXPECT_FALSE(ParsePidFile("x 1", &pid, &start));
+}
+
+TEST(ProcTest, ReadsOwnStat) {
+  auto st = ReadProcStat(::getpid());
+  ASSERT_TRUE(st.has_value());
+  EXPECT_EQ(st->pid, ::getpid());
+  EXPECT_EQ(st->ppid, ::getppid());
+  EXPECT_GT(st->start_time, 0u);
+  EXPECT_TRUE(ProcessAlive(::getpid(), st->start_time));
+  EXPECT_FALSE(ProcessAlive(::getpid(), st->start_time + 1));
+}
+
+TEST(ShellJoinTest, QuotesOnlyWhatNeedsIt) {
+  EXPECT_EQ(ShellJoin({"/usr/bin/python3", "-m", "a.b", "--x=1"}),
+            "/usr/bin/python3 -m a.b --x=1");
+  EXPECT_EQ(ShellJoin({"echo", "a b", "it's", ""}), "echo 'a b' 'it'\\''s' ''");
+}
+
+}  // namespace
+}  // namespace trainyard::executor

@@ -1,0 +1,642 @@
+// The local executor against real processes: the real trainyard-launcher running
+// /usr/bin/python3 trainers written into temp dirs.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "proc_util.h"
+#include "trainyard/core/util.h"
+#include "trainyard/executor/executor.h"
+#include "trainyard/executor/launcher_protocol.h"
+
+namespace trainyard::executor {
+namespace {
+
+namespace fs = std::filesystem;
+using model::Severity;
+using std::chrono::seconds;
+
+constexpr const char* kPython = "/usr/bin/python3";
+constexpr auto kTimeout = seconds(90);
+
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string tmpl = std::string(base != nullptr ? base : "/tmp") + "/ty_exec_test_XXXXXX";
+    char* made = ::mkdtemp(tmpl.data());
+    EXPECT_NE(made, nullptr);
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+void WriteText(const std::string& path, const std::string& text) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream(path) << text;
+}
+
+// Records every event; tests wait on predicates over what arrived.
+class Recorder : public ExecutorListener {
+ public:
+  void OnReplicaRunning(const ReplicaKey& key) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back("running " + key.TaskName());
+    running_[key]++;
+    cv_.notify_all();
+  }
+  void OnReplicaLogs(std::vector<model::LogEntry> entries) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& e : entries) {
+      events_.push_back("log " + e.task_name);
+      logs_.push_back(std::move(e));
+    }
+    cv_.notify_all();
+  }
+  void OnReplicaExit(const ReplicaKey& key, const ReplicaExit& exit) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back("exit " + key.TaskName());
+    exits_[key] = exit;
+    exit_count_[key]++;
+    cv_.notify_all();
+  }
+
+  bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds timeout = kTimeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, timeout, pred);
+  }
+  std::optional<ReplicaExit> WaitExit(const ReplicaKey& key) {
+    std::optional<ReplicaExit> out;
+    WaitFor([&] { return exits_.count(key) != 0; });
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = exits_.find(key); it != exits_.end()) out = it->second;
+    return out;
+  }
+  bool WaitLog(const std::string& message) {
+    return WaitFor([&] { return FindLocked(message) != nullptr; });
+  }
+  std::optional<model::LogEntry> Find(const std::string& message) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const model::LogEntry* e = FindLocked(message);
+    return e != nullptr ? std::optional<model::LogEntry>(*e) : std::nullopt;
+  }
+  bool HasLogContaining(const std::string& part) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& e : logs_) {
+      if (e.message.find(part) != std::string::npos) return true;
+    }
+    return false;
+  }
+  std::vector<model::LogEntry> Logs() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return logs_;
+  }
+  std::vector<std::string> Events() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return events_;
+  }
+  int RunningCalls(const ReplicaKey& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return running_[key];
+  }
+  int ExitCalls(const ReplicaKey& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return exit_count_[key];
+  }
+
+ private:
+  const model::LogEntry* FindLocked(const std::string& message) const {
+    for (const auto& e : logs_) {
+      if (e.message == message) return &e;
+    }
+    return nullptr;
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::string> events_;
+  std::vector<model::LogEntry> logs_;
+  std::map<ReplicaKey, ReplicaExit> exits_;
+  std::map<ReplicaKey, int> running_;
+  std::map<ReplicaKey, int> exit_count_;
+};
+
+// Every process left in the launcher's session, or descending from the given pids.
+std::vector<pid_t> Leftovers(const std::string& work_dir, const std::vector<pid_t>& extra = {}) {
+  std::vector<pid_t> out;
+  auto text = ReadFile(work_dir + "/" + kPidFile);
+  pid_t launcher = 0;
+  uint64_t start = 0;
+  if (text.ok()) ParsePidFile(*text, &launcher, &start);
+  for (const ProcStat& p : ListProcesses()) {
+    if (launcher > 0 && p.session == launcher) out.push_back(p.pid);
+  }
+  for (pid_t pid : extra) {
+    auto st = ReadProcStat(pid);
+    if (st && st->state != 'Z') out.push_back(pid);
+  }
+  return out;
+}
+
+bool WaitUntil(const std::function<bool()>& pred, std::chrono::milliseconds timeout = kTimeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return pred();
+}
+
+class LocalExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    code_dir_ = tmp_.path() + "/code";
+    cache_dir_ = tmp_.path() + "/env-cache";
+    fs::create_directories(code_dir_);
+    executor_ = NewExecutor();
+  }
+  void TearDown() override {
+    if (executor_) executor_->Shutdown();
+  }
+
+  std::unique_ptr<Executor> NewExecutor() {
+    LocalExecutorOptions options;
+    options.launcher_path = TRAINYARD_LAUNCHER_PATH;
+    options.log_poll_interval = 10 * 1000;
+    return NewLocalExecutor(options, &recorder_);
+  }
+
+  void WriteTrainer(const std::string& module, const std::string& code) {
+    WriteText(code_dir_ + "/" + module + ".py", code);
+  }
+
+  ReplicaSpec Spec(const std::string& module, int index = 0) {
+    ReplicaSpec spec;
+    spec.key = {"proj", "job_" + module, "", "master", index};
+    spec.work_dir = tmp_.path() + "/work/" + module + "-" + std::to_string(index);
+    spec.python = kPython;
+    spec.python_module = module;
+    spec.env_cache_dir = cache_dir_;
+    spec.cwd = code_dir_;
+    return spec;
+  }
+
+  // Builds an sdist of package `name` (module `name`.task) into tmp/dist and returns its path.
+  std::string BuildSdist(const std::string& name, const std::string& setup_extra,
+                         const std::string& task_code) {
+    std::string src = tmp_.path() + "/src-" + name;
+    WriteText(src + "/setup.py", "from setuptools import setup\n" + setup_extra +
+                                     "setup(name='" + name + "', version='0.1', packages=['" +
+                                     name + "'], install_requires=[" + deps_ + "])\n");
+    WriteText(src + "/" + name + "/__init__.py", "");
+    WriteText(src + "/" + name + "/task.py", task_code);
+    std::string dist = tmp_.path() + "/dist";
+    std::string cmd = "cd '" + src + "' && " + kPython + " setup.py -q sdist -d '" + dist +
+                      "' >/dev/null 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    return dist + "/" + name + "-0.1.tar.gz";
+  }
+
+  TempDir tmp_;
+  std::string code_dir_;
+  std::string cache_dir_;
+  std::string deps_;
+  Recorder recorder_;
+  std::unique_ptr<Executor> executor_;
+};
+
+TEST_F(LocalExecutorTest, SuccessfulTrainerDeliversLinesWithSeveritiesInOrder) {
+  WriteTrainer("trainer_ok", R"(import logging, os, sys
+print("out 1")
+print("out 2")
+sys.stdout.flush()
+print("err 1", file=sys.stderr)
+logging.warning("careful")
+print("I1121 12:34:56.789012 123 file.py:1] absl info", file=sys.stderr)
+print("tab\there back\\slash")
+print("argv " + " ".join(sys.argv[1:]))
+print("env " + os.environ.get("MY_VAR", "unset"))
+)");
+  ReplicaSpec spec = Spec("trainer_ok");
+  spec.key.trial_id = "7";
+  spec.args = {"--job-dir", "/tmp/out dir"};
+  spec.env = {{"MY_VAR", "my value"}};
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  EXPECT_EQ(executor_->RunningCount(), 1);
+
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 0);
+  EXPECT_EQ(exit->signal, 0);
+  EXPECT_EQ(exit->phase, "run");
+  EXPECT_FALSE(exit->killed_by_request);
+  EXPECT_EQ(exit->error_tail, "");
+  EXPECT_TRUE(WaitUntil([&] { return executor_->RunningCount() == 0; }));
+
+  auto expect = [&](const std::string& msg, Severity sev, const std::string& task) {
+    auto e = recorder_.Find(msg);
+    ASSERT_TRUE(e.has_value()) << "missing line: " << msg;
+    EXPECT_EQ(e->severity, sev) << msg;
+    EXPECT_EQ(e->task_name, task) << msg;
+    EXPECT_EQ(e->project, "proj");
+    EXPECT_EQ(e->job_id, "job_trainer_ok");
+    EXPECT_EQ(e->trial_id, "7");
+    EXPECT_GT(e->timestamp, 0);
+  };
+  expect("out 1", Severity::kInfo, "master-replica-0");
+  expect("err 1", Severity::kError, "master-replica-0");
+  expect("WARNING:root:careful", Severity::kWarning, "master-replica-0");
+  expect("I1121 12:34:56.789012 123 file.py:1] absl info", Severity::kInfo, "master-replica-0");
+  expect("tab\there back\\slash", Severity::kInfo, "master-replica-0");
+  expect("argv --job-dir /tmp/out dir", Severity::kInfo, "master-replica-0");
+  expect("env my value", Severity::kInfo, "master-replica-0");
+  expect("Running module trainer_ok.", Severity::kInfo, "service");
+  expect("Module completed; cleaning up.", Severity::kInfo, "service");
+
+  // Lines of one stream keep their order; timestamps never go back.
+  std::vector<std::string> stdout_lines;
+  Timestamp last = 0;
+  for (const auto& e : recorder_.Logs()) {
+    EXPECT_GE(e.timestamp, last);
+    last = e.timestamp;
+    if (e.task_name == "master-replica-0" && e.severity == Severity::kInfo &&
+        e.message.rfind("I1121", 0) != 0) {
+      stdout_lines.push_back(e.message);
+    }
+  }
+  EXPECT_EQ(stdout_lines,
+            (std::vector<std::string>{"out 1", "out 2", "tab\there back\\slash",
+                                      "argv --job-dir /tmp/out dir", "env my value"}));
+
+  // Running once, before the exit, and every log line before the exit.
+  auto events = recorder_.Events();
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back(), "exit master-replica-0");
+  EXPECT_EQ(std::count(events.begin(), events.end(), "running master-replica-0"), 1);
+  EXPECT_EQ(recorder_.ExitCalls(spec.key), 1);
+}
+
+TEST_F(LocalExecutorTest, RaisingTrainerReportsTheTracebackTail) {
+  WriteTrainer("trainer_raise", R"(import sys
+print("starting")
+def f(n):
+    if n == 0:
+        raise ValueError("boom")
+    f(n - 1)
+f(15)
+)");
+  ReplicaSpec spec = Spec("trainer_raise");
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 1);
+  EXPECT_EQ(exit->signal, 0);
+  EXPECT_EQ(exit->phase, "run");
+  EXPECT_EQ(exit->error_tail.rfind("Traceback (most recent call last):\n[...]\n", 0), 0u)
+      << exit->error_tail;
+  EXPECT_TRUE(EndsWith(exit->error_tail, "ValueError: boom")) << exit->error_tail;
+  auto line = recorder_.Find("ValueError: boom");
+  ASSERT_TRUE(line.has_value());
+  EXPECT_EQ(line->severity, Severity::kError);
+  EXPECT_TRUE(recorder_.HasLogContaining("Module exited with status 1"));
+}
+
+TEST_F(LocalExecutorTest, MissingModuleFailsInRunPhase) {
+  ReplicaSpec spec = Spec("no_such_module");
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->phase, "run");
+  EXPECT_EQ(exit->exit_code, 1);
+  EXPECT_NE(exit->error_tail.find("No module named no_such_module"), std::string::npos)
+      << exit->error_tail;
+}
+
+TEST_F(LocalExecutorTest, RejectsASecondLaunchOfARunningReplica) {
+  WriteTrainer("trainer_wait", "import time\ntime.sleep(30)\n");
+  ReplicaSpec spec = Spec("trainer_wait");
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  Status again = executor_->Launch(spec);
+  EXPECT_EQ(again.code(), StatusCode::kAlreadyExists);
+  executor_->Kill(spec.key, 0);
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_TRUE(exit->killed_by_request);
+}
+
+TEST_F(LocalExecutorTest, KillOfAnUnknownReplicaIsANoOp) {
+  executor_->Kill({"p", "nope", "", "master", 0}, kMicrosPerSecond);
+  EXPECT_EQ(executor_->RunningCount(), 0);
+}
+
+TEST_F(LocalExecutorTest, InstallsAPackageAndReusesTheCachedEnvironment) {
+  std::string sdist = BuildSdist("mypkg", "", R"(import mypkg, sys
+print("imported " + mypkg.__file__)
+print("python " + sys.executable)
+)");
+  ReplicaSpec spec = Spec("mypkg.task");
+  spec.packages = {sdist};
+  spec.package_uris = {"gs://bucket/mypkg-0.1.tar.gz"};
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 0) << exit->message << exit->error_tail;
+  EXPECT_EQ(exit->phase, "run");
+  EXPECT_TRUE(recorder_.Find("Installing the package: gs://bucket/mypkg-0.1.tar.gz"));
+  EXPECT_TRUE(recorder_.HasLogContaining("imported " + cache_dir_ + "/"));
+  EXPECT_TRUE(recorder_.HasLogContaining("python " + cache_dir_ + "/"));
+  EXPECT_FALSE(recorder_.HasLogContaining("Using cached environment"));
+
+  ReplicaSpec again = Spec("mypkg.task", 1);
+  again.packages = spec.packages;
+  again.package_uris = spec.package_uris;
+  ASSERT_TRUE(executor_->Launch(again).ok());
+  auto exit2 = recorder_.WaitExit(again.key);
+  ASSERT_TRUE(exit2.has_value());
+  EXPECT_EQ(exit2->exit_code, 0) << exit2->message << exit2->error_tail;
+  int pip_commands = 0;
+  bool cached = false;
+  for (const auto& e : recorder_.Logs()) {
+    if (e.task_name == "service" && e.message.find(" -m pip ") != std::string::npos) {
+      ++pip_commands;
+    }
+    if (e.message.rfind("Using cached environment ", 0) == 0) cached = true;
+  }
+  EXPECT_TRUE(cached);
+  EXPECT_EQ(pip_commands, 1);
+}
+
+TEST_F(LocalExecutorTest, MissingDependencyFailsInInstallPhaseWithPipsMessage) {
+  deps_ = "'nonexistent-pkg-xyz'";
+  std::string sdist = BuildSdist("deppkg", "", "print('never')\n");
+  ReplicaSpec spec = Spec("deppkg.task");
+  spec.packages = {sdist};
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->phase, "install");
+  EXPECT_EQ(exit->exit_code, 1);
+  EXPECT_NE(exit->message.find("ERROR: Could not find a version that satisfies the requirement "
+                               "nonexistent-pkg-xyz"),
+            std::string::npos)
+      << exit->message;
+  EXPECT_EQ(recorder_.RunningCalls(spec.key), 0);
+  EXPECT_FALSE(recorder_.HasLogContaining("never"));
+  // Nothing half-built is left in the cache.
+  for (const auto& entry : fs::directory_iterator(cache_dir_)) {
+    EXPECT_FALSE(entry.is_directory()) << entry.path();
+  }
+}
+
+TEST_F(LocalExecutorTest, KillStopsTheTrainerAndEveryDescendant) {
+  WriteTrainer("trainer_spawn", R"(import subprocess, time
+child = subprocess.Popen(["sleep", "1000"])
+escaped = subprocess.Popen(["sleep", "1001"], start_new_session=True)
+print("children %d %d" % (child.pid, escaped.pid), flush=True)
+while True:
+    time.sleep(0.05)
+)");
+  ReplicaSpec spec = Spec("trainer_spawn");
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  ASSERT_TRUE(recorder_.WaitFor([&] { return recorder_.RunningCalls(spec.key) == 1; }));
+  std::vector<pid_t> children;
+  ASSERT_TRUE(WaitUntil([&] {
+    for (const auto& e : recorder_.Logs()) {
+      if (e.message.rfind("children ", 0) == 0) {
+        int a = 0, b = 0;
+        if (std::sscanf(e.message.c_str(), "children %d %d", &a, &b) == 2) {
+          children = {a, b};
+          return true;
+        }
+      }
+    }
+    return false;
+  }));
+  executor_->Kill(spec.key, 5 * kMicrosPerSecond);
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_TRUE(exit->killed_by_request);
+  EXPECT_EQ(exit->phase, "run");
+  EXPECT_EQ(exit->signal, SIGTERM);
+  EXPECT_EQ(exit->exit_code, 128 + SIGTERM);
+  EXPECT_EQ(Leftovers(spec.work_dir, children), std::vector<pid_t>{});
+}
+
+TEST_F(LocalExecutorTest, KillEscalatesToSigkillForATrainerIgnoringSigterm) {
+  WriteTrainer("trainer_stubborn", R"(import signal, subprocess, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+child = subprocess.Popen(["sleep", "1000"])
+print("child %d" % child.pid, flush=True)
+while True:
+    time.sleep(0.05)
+)");
+  ReplicaSpec spec = Spec("trainer_stubborn");
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  pid_t child = 0;
+  ASSERT_TRUE(WaitUntil([&] {
+    for (const auto& e : recorder_.Logs()) {
+      int c = 0;
+      if (std::sscanf(e.message.c_str(), "child %d", &c) == 1) {
+        child = c;
+        return true;
+      }
+    }
+    return false;
+  }));
+  auto start = std::chrono::steady_clock::now();
+  executor_->Kill(spec.key, kMicrosPerSecond);
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(900));
+  EXPECT_TRUE(exit->killed_by_request);
+  EXPECT_EQ(exit->signal, SIGKILL);
+  EXPECT_EQ(Leftovers(spec.work_dir, {child}), std::vector<pid_t>{});
+  EXPECT_TRUE(recorder_.HasLogContaining("grace period"));
+}
+
+TEST_F(LocalExecutorTest, KillDuringPackageInstallStopsPip) {
+  std::string sdist = BuildSdist(
+      "slowpkg", "import os, time\nif os.environ.get('TY_TEST_SLOW'):\n    time.sleep(1000)\n",
+      "print('never')\n");
+  ::setenv("TY_TEST_SLOW", "1", 1);  // inherited by the launcher and pip, not by setup.py sdist
+  ReplicaSpec spec = Spec("slowpkg.task");
+  spec.packages = {sdist};
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  ::unsetenv("TY_TEST_SLOW");
+  ASSERT_TRUE(WaitUntil([&] {
+    for (const auto& e : recorder_.Logs()) {
+      if (e.task_name == "service" && e.message.find(" -m pip ") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  }));
+  // Let pip get to setup.py.
+  ASSERT_TRUE(WaitUntil([&] {
+    for (const ProcStat& p : ListProcesses()) {
+      auto cmd = ReadFile("/proc/" + std::to_string(p.pid) + "/cmdline");
+      if (cmd.ok() && cmd->find("setup.py") != std::string::npos &&
+          cmd->find("egg_info") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  }));
+  executor_->Kill(spec.key, 2 * kMicrosPerSecond);
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_TRUE(exit->killed_by_request);
+  EXPECT_EQ(exit->phase, "install");
+  EXPECT_EQ(recorder_.RunningCalls(spec.key), 0);
+  EXPECT_EQ(Leftovers(spec.work_dir), std::vector<pid_t>{});
+  for (const auto& entry : fs::directory_iterator(cache_dir_)) {
+    EXPECT_FALSE(entry.is_directory()) << entry.path();
+  }
+}
+
+TEST_F(LocalExecutorTest, RecoverReattachesToARunningReplica) {
+  WriteTrainer("trainer_gate", R"(import os, sys, time
+print("before", flush=True)
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.01)
+print("after", flush=True)
+sys.exit(3)
+)");
+  ReplicaSpec spec = Spec("trainer_gate");
+  const std::string gate = tmp_.path() + "/gate";
+  spec.args = {gate};
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  ASSERT_TRUE(recorder_.WaitLog("before"));
+  executor_->Shutdown();
+  executor_.reset();  // the daemon goes away; the replica keeps running
+  ASSERT_FALSE(recorder_.Find("after").has_value());
+
+  Recorder second;
+  LocalExecutorOptions options;
+  options.launcher_path = TRAINYARD_LAUNCHER_PATH;
+  options.log_poll_interval = 10 * 1000;
+  auto executor = NewLocalExecutor(options, &second);
+  std::vector<ReplicaKey> attached = executor->Recover({spec.work_dir});
+  ASSERT_EQ(attached.size(), 1u);
+  EXPECT_EQ(attached[0], spec.key);
+  EXPECT_EQ(executor->RunningCount(), 1);
+  WriteText(gate, "");
+  auto exit = second.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 3);
+  EXPECT_EQ(exit->phase, "run");
+  EXPECT_TRUE(second.Find("after").has_value());
+  EXPECT_FALSE(second.Find("before").has_value()) << "delivered twice";
+  auto events = second.Events();
+  EXPECT_EQ(events.back(), "exit master-replica-0");
+  executor->Shutdown();
+}
+
+TEST_F(LocalExecutorTest, RecoverReportsAReplicaThatEndedWhileTheDaemonWasDown) {
+  WriteTrainer("trainer_gate2", R"(import os, sys, time
+print("before", flush=True)
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.01)
+print("after", flush=True)
+sys.exit(4)
+)");
+  ReplicaSpec spec = Spec("trainer_gate2");
+  const std::string gate = tmp_.path() + "/gate";
+  spec.args = {gate};
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  ASSERT_TRUE(recorder_.WaitLog("before"));
+  executor_->Shutdown();
+  executor_.reset();
+  WriteText(gate, "");
+  ASSERT_TRUE(WaitUntil([&] { return fs::exists(spec.work_dir + "/" + kExitFile); }));
+
+  Recorder second;
+  LocalExecutorOptions options;
+  options.launcher_path = TRAINYARD_LAUNCHER_PATH;
+  auto executor = NewLocalExecutor(options, &second);
+  // Reap the launcher (our child) so it is really gone, as after a daemon restart.
+  ASSERT_TRUE(WaitUntil([&] {
+    auto pid_text = ReadFile(spec.work_dir + "/" + kPidFile);
+    pid_t pid = 0;
+    uint64_t start = 0;
+    if (!pid_text.ok() || !ParsePidFile(*pid_text, &pid, &start)) return false;
+    ::waitpid(pid, nullptr, WNOHANG);
+    return !ProcessAlive(pid, start);
+  }));
+  EXPECT_TRUE(executor->Recover({spec.work_dir}).empty());
+  auto exit = second.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 4);
+  EXPECT_FALSE(exit->killed_by_request);
+  EXPECT_TRUE(second.Find("after").has_value());
+  EXPECT_FALSE(second.Find("before").has_value());
+  executor->Shutdown();
+}
+
+TEST_F(LocalExecutorTest, RecoverReportsALostLauncher) {
+  ReplicaSpec spec = Spec("trainer_lost");
+  fs::create_directories(spec.work_dir);
+  WriteText(spec.work_dir + "/" + kSpecFile, SpecToJson(spec));
+  // A pid that certainly is not a launcher any more.
+  pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  ::waitpid(pid, nullptr, 0);
+  WriteText(spec.work_dir + "/" + kPidFile, FormatPidFile(pid, 12345));
+  WriteText(spec.work_dir + "/" + kLogFile,
+            FormatLogRecord(1, Severity::kInfo, false, "last words") + "\n");
+  EXPECT_TRUE(executor_->Recover({spec.work_dir, tmp_.path() + "/not-a-work-dir"}).empty());
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->phase, "launch");
+  EXPECT_EQ(exit->exit_code, -1);
+  EXPECT_NE(exit->message.find("the launcher exited without reporting"), std::string::npos);
+  EXPECT_TRUE(recorder_.Find("last words").has_value());
+}
+
+TEST_F(LocalExecutorTest, LongLinesAreSplitIntoRecords) {
+  WriteTrainer("trainer_long", "print('x' * 600000)\nprint('end')\n");
+  ReplicaSpec spec = Spec("trainer_long");
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 0);
+  size_t xs = 0;
+  int pieces = 0;
+  for (const auto& e : recorder_.Logs()) {
+    if (!e.message.empty() && e.message[0] == 'x') {
+      xs += e.message.size();
+      ++pieces;
+      EXPECT_LE(e.message.size(), 256u * 1024);
+    }
+  }
+  EXPECT_EQ(xs, 600000u);
+  EXPECT_EQ(pieces, 3);
+  EXPECT_TRUE(recorder_.Find("end").has_value());
+}
+
+}  // namespace
+}  // namespace trainyard::executor

@@ -1,0 +1,134 @@
+// The SQLite store's private column encodings and migration list.
+#include "job_codec.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "flat_json.h"
+#include "migrations.h"
+
+namespace trainyard::store::sqlite {
+namespace {
+
+TEST(JobCodecTest, LabelsRoundTripIncludingEscapes) {
+  std::map<std::string, std::string> labels = {{"plain", "value"},
+                                               {"quote\"key", "back\\slash"},
+                                               {"ctl", std::string("a\x01\n\tb", 6)},
+                                               {"utf8", "ünïcødé ✓ 🚀"},
+                                               {"", ""}};
+  std::string text = EncodeLabels(labels);
+  std::map<std::string, std::string> back;
+  ASSERT_TRUE(DecodeLabels(text, &back).ok()) << text;
+  EXPECT_EQ(back, labels);
+  EXPECT_EQ(EncodeLabels({}), "{}");
+  ASSERT_TRUE(DecodeLabels("{}", &back).ok());
+  EXPECT_TRUE(back.empty());
+}
+
+TEST(JobCodecTest, LabelsAcceptStandardJsonEscapesAndWhitespace) {
+  std::map<std::string, std::string> back;
+  ASSERT_TRUE(DecodeLabels(R"( { "a" : "x\/y\u00e9\ud83d\ude80\b\f\r" , "b":"" } )", &back).ok());
+  EXPECT_EQ(back["a"], "x/y\xc3\xa9\xf0\x9f\x9a\x80\b\f\r");
+  EXPECT_EQ(back["b"], "");
+}
+
+TEST(JobCodecTest, MalformedLabelsAreErrorsNotCrashes) {
+  for (std::string bad : std::vector<std::string>{
+           "", "{", "[]", "{\"a\"}", "{\"a\":1}", "{\"a\":\"x\"", "{\"a\":\"x\"}x",
+           "{\"a\":\"\\q\"}", "{\"a\":\"\\u12\"}", "{\"a\":\"\\udc00\"}", "{\"a\":\"\\ud800x\"}",
+           std::string("{\"a\":\"\x01\"}"), "nul", "{\"a\":\"x\",}", "{,}"}) {
+    std::map<std::string, std::string> back;
+    Status s = DecodeLabels(bad, &back);
+    EXPECT_FALSE(s.ok()) << bad;
+    EXPECT_EQ(s.code(), StatusCode::kInternal) << bad;
+  }
+}
+
+model::TrainingSpec FullSpec() {
+  model::TrainingSpec spec;
+  spec.scale_tier = "CUSTOM";
+  spec.master_type = "n1-highmem-8";
+  spec.package_uris = {"gs://b/a.tar.gz", "gs://b/\"odd\".whl"};
+  spec.python_module = "trainer.task";
+  spec.args = {"--x=1", "", "spaces here"};
+  spec.region = "europe-west1";
+  spec.job_dir = "gs://b/out";
+  spec.runtime_version = "2.11";
+  spec.python_version = "3.7";
+  spec.scheduling.max_running_time = 3600000000;
+  spec.scheduling.max_wait_time = 0;  // set but zero is distinct from unset
+  spec.scheduling.priority = 1000;
+  spec.has_hyperparameters = true;
+  spec.master_image_uri = "gcr.io/p/i@sha256:abc";
+  return spec;
+}
+
+TEST(JobCodecTest, SpecRoundTripsEveryField) {
+  model::TrainingSpec spec = FullSpec();
+  model::TrainingSpec back;
+  back.region = "stale";  // decoding starts from defaults
+  ASSERT_TRUE(DecodeSpec(EncodeSpec(spec), &back).ok());
+  EXPECT_EQ(back.scale_tier, spec.scale_tier);
+  EXPECT_EQ(back.master_type, spec.master_type);
+  EXPECT_EQ(back.package_uris, spec.package_uris);
+  EXPECT_EQ(back.python_module, spec.python_module);
+  EXPECT_EQ(back.args, spec.args);
+  EXPECT_EQ(back.region, spec.region);
+  EXPECT_EQ(back.job_dir, spec.job_dir);
+  EXPECT_EQ(back.runtime_version, spec.runtime_version);
+  EXPECT_EQ(back.python_version, spec.python_version);
+  EXPECT_EQ(back.scheduling.max_running_time, spec.scheduling.max_running_time);
+  EXPECT_EQ(back.scheduling.max_wait_time, spec.scheduling.max_wait_time);
+  EXPECT_EQ(back.scheduling.priority, spec.scheduling.priority);
+  EXPECT_EQ(back.has_hyperparameters, spec.has_hyperparameters);
+  EXPECT_EQ(back.master_image_uri, spec.master_image_uri);
+}
+
+// Fails when model::TrainingSpec gains or loses a field: add it to EncodeSpec/DecodeSpec (and to
+// FullSpec above), then update the expected size.
+TEST(JobCodecTest, SpecCodecCoversTrainingSpecLayout) {
+#if defined(__x86_64__) && defined(__GLIBCXX__)
+  EXPECT_EQ(sizeof(model::TrainingSpec), 352u)
+      << "model::TrainingSpec changed: update src/store/job_codec.cc";
+#else
+  GTEST_SKIP() << "layout guard is calibrated for x86-64 libstdc++";
+#endif
+}
+
+TEST(JobCodecTest, SpecIgnoresUnknownKeysAndKeepsDefaultsForAbsentOnes) {
+  model::TrainingSpec back;
+  ASSERT_TRUE(
+      DecodeSpec(R"({"future":{"nested":[1,2.5e3,true,null,"x",{}]},"region":"r"})", &back).ok());
+  EXPECT_EQ(back.region, "r");
+  EXPECT_EQ(back.scale_tier, "BASIC");
+  EXPECT_FALSE(back.scheduling.max_running_time.has_value());
+}
+
+TEST(JobCodecTest, MalformedSpecIsAnError) {
+  model::TrainingSpec back;
+  for (const char* bad :
+       {"{\"priority\":\"high\"}", "{\"args\":\"notalist\"}", "{\"args\":[1]}",
+        "{\"has_hyperparameters\":1}", "{\"max_wait_time\":1.5}", "{\"x\":[}", "{\"x\":@}"}) {
+    EXPECT_EQ(DecodeSpec(bad, &back).code(), StatusCode::kInternal) << bad;
+  }
+}
+
+TEST(JobCodecTest, SkipRejectsDeepNesting) {
+  std::string deep = "{\"x\":" + std::string(1000, '[') + std::string(1000, ']') + "}";
+  model::TrainingSpec back;
+  EXPECT_EQ(DecodeSpec(deep, &back).code(), StatusCode::kInternal);
+}
+
+TEST(MigrationsTest, VersionsAreConsecutiveFromOne) {
+  int expected = 1;
+  for (const Migration& m : Migrations()) {
+    EXPECT_EQ(m.version, expected++);
+    EXPECT_NE(m.sql, nullptr);
+  }
+  EXPECT_EQ(LatestSchemaVersion(), expected - 1);
+}
+
+}  // namespace
+}  // namespace trainyard::store::sqlite
