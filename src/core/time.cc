@@ -45,7 +45,7 @@ std::string FormatRfc3339(Timestamp ts) {
   std::tm tm{};
   int64_t us = 0;
   BreakDown(ts, &tm, &us);
-  char buf[32];
+  char buf[64];
   std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1,
                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
   return buf;
@@ -55,7 +55,7 @@ std::string FormatRfc3339Micros(Timestamp ts) {
   std::tm tm{};
   int64_t us = 0;
   BreakDown(ts, &tm, &us);
-  char buf[40];
+  char buf[80];
   std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm.tm_year + 1900,
                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                 static_cast<long long>(us));
@@ -119,7 +119,7 @@ std::string FormatDuration(Duration d) {
   int64_t us = d % kMicrosPerSecond;
   std::string s = std::to_string(secs);
   if (us != 0) {
-    char buf[16];
+    char buf[32];
     std::snprintf(buf, sizeof buf, ".%06lld", static_cast<long long>(us < 0 ? -us : us));
     std::string frac = buf;
     while (frac.back() == '0') frac.pop_back();
@@ -147,6 +147,10 @@ Result<Duration> ParseDuration(std::string_view text) {
   if (!whole.empty()) {
     auto r = std::from_chars(whole.data(), whole.data() + whole.size(), secs);
     if (r.ec != std::errc() || r.ptr != whole.data() + whole.size()) return bad();
+    // protobuf's Duration range (about 10,000 years); also keeps the microseconds in int64.
+    if (secs > 315576000000LL) {
+      return InvalidArgument("duration '" + std::string(text) + "' is out of range");
+    }
   }
   int64_t micros = 0;
   if (dot != std::string_view::npos) {

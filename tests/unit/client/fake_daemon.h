@@ -6,6 +6,7 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <set>
 #include <mutex>
@@ -33,6 +34,11 @@ class FakeDaemon {
     thread_ = std::thread([this] { server_.listen_after_bind(); });
   }
   ~FakeDaemon() {
+    // stop() is a no-op until the accept loop runs, so wait for it first.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!server_.is_running() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
     server_.stop();
     if (thread_.joinable()) thread_.join();
   }

@@ -115,7 +115,8 @@ class SchedulerTest : public ::testing::Test {
     q.job_id = id;
     q.task_name = "service";
     std::vector<std::string> out;
-    for (const auto& e : *store_->ReadLogs(q)) out.push_back(e.message);
+    auto entries = store_->ReadLogs(q);
+    for (const auto& e : *entries) out.push_back(e.message);
     return out;
   }
 

@@ -533,10 +533,10 @@ TEST_F(StorageHttpTest, CopyRewriteComposeAndPatch) {
   EXPECT_EQ(rw["objectSize"], "2");
   EXPECT_EQ(rw["resource"]["name"], "c");
 
-  auto compose = client_->Post(
-      "/storage/v1/b/bkt/o/joined/compose",
-      R"({"sourceObjects":[{"name":"src/a"},{"name":"src/b"}],"destination":{"contentType":"text/x"}})",
-      "application/json");
+  auto compose = client_->Post("/storage/v1/b/bkt/o/joined/compose",
+                               R"({"sourceObjects":[{"name":"src/a"},{"name":"src/b"}],)"
+                               R"("destination":{"contentType":"text/x"}})",
+                               "application/json");
   ASSERT_TRUE(compose);
   ASSERT_EQ(compose->status, 200) << compose->body;
   EXPECT_EQ(store_.ReadObject("bkt", "joined").value(), "AAABB");

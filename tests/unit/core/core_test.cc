@@ -1,0 +1,80 @@
+#include <gtest/gtest.h>
+
+#include "trainyard/core/status.h"
+#include "trainyard/core/time.h"
+#include "trainyard/core/util.h"
+
+namespace trainyard {
+namespace {
+
+TEST(TimeTest, FormatsRfc3339WithoutFraction) {
+  EXPECT_EQ(FormatRfc3339(0), "1970-01-01T00:00:00Z");
+  EXPECT_EQ(FormatRfc3339(1513629321LL * kMicrosPerSecond + 999999), "2017-12-18T20:35:21Z");
+  EXPECT_EQ(FormatRfc3339Micros(1513629321LL * kMicrosPerSecond + 42),
+            "2017-12-18T20:35:21.000042Z");
+}
+
+TEST(TimeTest, ParsesRfc3339Forms) {
+  EXPECT_EQ(*ParseRfc3339("2017-12-18T20:35:21Z"), 1513629321LL * kMicrosPerSecond);
+  EXPECT_EQ(*ParseRfc3339("2017-12-18T20:35:21.5Z"), 1513629321LL * kMicrosPerSecond + 500000);
+  EXPECT_EQ(*ParseRfc3339("2017-12-18T21:35:21+01:00"), 1513629321LL * kMicrosPerSecond);
+  EXPECT_EQ(*ParseRfc3339("2017-12-18T20:35:21.123456789Z"),
+            1513629321LL * kMicrosPerSecond + 123456);
+  for (const char* bad : {"", "2017-12-18", "2017-13-18T20:35:21Z", "2017-12-18T20:35:21",
+                          "2017-12-18T20:35:21Zjunk", "2017-12-18T20:35:21."}) {
+    EXPECT_FALSE(ParseRfc3339(bad).ok()) << bad;
+  }
+}
+
+TEST(TimeTest, DurationsRoundTrip) {
+  EXPECT_EQ(*ParseDuration("7200s"), 7200 * kMicrosPerSecond);
+  EXPECT_EQ(*ParseDuration("1.5s"), 1500000);
+  EXPECT_EQ(*ParseDuration("0.000000001s"), 0);
+  EXPECT_EQ(FormatDuration(7200 * kMicrosPerSecond), "7200s");
+  EXPECT_EQ(FormatDuration(1500000), "1.5s");
+  EXPECT_EQ(FormatDuration(50000), "0.05s");
+  for (const char* bad : {"", "s", "7200", "12m", "1.s", "abcs", "1.0000000001s",
+                          "99999999999999999999s", "400000000000s"}) {
+    EXPECT_FALSE(ParseDuration(bad).ok()) << bad;
+  }
+}
+
+TEST(StatusTest, MapsCodesToHttpAndNames) {
+  EXPECT_EQ(HttpStatusForCode(StatusCode::kInvalidArgument), 400);
+  EXPECT_EQ(HttpStatusForCode(StatusCode::kNotFound), 404);
+  EXPECT_EQ(HttpStatusForCode(StatusCode::kAlreadyExists), 409);
+  EXPECT_EQ(HttpStatusForCode(StatusCode::kUnimplemented), 501);
+  EXPECT_STREQ(StatusCodeName(StatusCode::kFailedPrecondition), "FAILED_PRECONDITION");
+  Status st = InvalidArgument("bad");
+  st.AddViolation("jobId", "must start with a letter");
+  EXPECT_EQ(st.ToString(), "INVALID_ARGUMENT: bad [jobId: must start with a letter]");
+}
+
+TEST(ResultTest, CarriesValueOrStatus) {
+  Result<int> ok = 3;
+  Result<int> bad = NotFound("x");
+  EXPECT_TRUE(ok.ok());
+  EXPECT_EQ(*ok, 3);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kNotFound);
+}
+
+TEST(UtilTest, Base64AndSha256) {
+  EXPECT_EQ(Base64Encode(""), "");
+  EXPECT_EQ(Base64Encode("foob"), "Zm9vYg==");
+  EXPECT_EQ(*Base64Decode("Zm9vYg=="), "foob");
+  EXPECT_FALSE(Base64Decode("Zm9").ok());
+  EXPECT_EQ(Sha256Hex("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(Base64Decode(RandomEtag())->size(), 8u);
+}
+
+TEST(UtilTest, SplitKeepsEmptyFields) {
+  std::vector<std::string> want = {"a", "", "b"};
+  EXPECT_EQ(Split("a,,b", ','), want);
+  EXPECT_TRUE(StartsWith("gs://b", "gs://"));
+  EXPECT_TRUE(EndsWith("x.tar.gz", ".tar.gz"));
+}
+
+}  // namespace
+}  // namespace trainyard
