@@ -38,9 +38,7 @@ int Invocation::Fail(const Status& status) const {
   return Fail(status.ToString());
 }
 
-void Invocation::Warn(const std::string& message) const {
-  Err() << "WARNING: " << message << "\n";
-}
+void Invocation::Warn(const std::string& message) const { Err() << "WARNING: " << message << "\n"; }
 
 std::string Invocation::ProjectHint() const {
   return globals.project.empty() ? "" : " --project " + globals.project;
@@ -81,8 +79,8 @@ class CommandTree {
   void Build(CLI::App* root) {
     root->require_subcommand(1);
     AddCommands(root);
-    CLI::App* ai = root->add_subcommand(
-        "ai-platform", "The same commands under gcloud's `ai-platform` group.");
+    CLI::App* ai = root->add_subcommand("ai-platform",
+                                        "The same commands under gcloud's `ai-platform` group.");
     ai->require_subcommand(1);
     AddCommands(ai);
   }
@@ -236,7 +234,8 @@ class CommandTree {
   }
 
   void AddStreamLogs(CLI::App* jobs) {
-    CLI::App* c = jobs->add_subcommand("stream-logs", "Show a job's logs, following until it ends.");
+    CLI::App* c =
+        jobs->add_subcommand("stream-logs", "Show a job's logs, following until it ends.");
     auto* a = Keep<StreamLogsArgs>();
     c->add_option("JOB", a->job, "Name of the job.")->required();
     binder_.Add(c, "--task-name", &a->task_name, "Only this task, e.g. master-replica-0.");

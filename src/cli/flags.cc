@@ -11,9 +11,17 @@ namespace trainyard::cli {
 namespace {
 
 constexpr const char* kAcceleratorTypes[] = {
-    "NVIDIA_TESLA_K80", "NVIDIA_TESLA_P100", "NVIDIA_TESLA_V100", "NVIDIA_TESLA_P4",
-    "NVIDIA_TESLA_T4",  "NVIDIA_TESLA_A100", "TPU_V2",            "TPU_V3",
-    "TPU_V2_POD",       "TPU_V3_POD",        "TPU_V4_POD",
+    "NVIDIA_TESLA_K80",
+    "NVIDIA_TESLA_P100",
+    "NVIDIA_TESLA_V100",
+    "NVIDIA_TESLA_P4",
+    "NVIDIA_TESLA_T4",
+    "NVIDIA_TESLA_A100",
+    "TPU_V2",
+    "TPU_V3",
+    "TPU_V2_POD",
+    "TPU_V3_POD",
+    "TPU_V4_POD",
 };
 
 constexpr const char* kScaleTiers[] = {"BASIC",     "STANDARD_1", "PREMIUM_1",

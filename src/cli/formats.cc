@@ -84,7 +84,8 @@ std::string FieldOf(const json& resource, std::string_view field_spec) {
   size_t start = 0;
   while (start <= spec.size()) {
     size_t dot = spec.find('.', start);
-    std::string key = spec.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    std::string key =
+        spec.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (!cur->is_object() || !cur->contains(key)) return "";
     cur = &(*cur)[key];
     if (dot == std::string::npos) break;
@@ -149,11 +150,14 @@ std::string ValueLine(std::string_view resource_json, const std::vector<std::str
 Result<std::string> RenderResource(std::string_view resource_json, const OutputFormat& format,
                                    bool yaml_sorted) {
   switch (format.kind) {
-    case FormatKind::kJson: return JsonToPrettyJson(resource_json);
-    case FormatKind::kValue: return ValueLine(resource_json, format.fields);
+    case FormatKind::kJson:
+      return JsonToPrettyJson(resource_json);
+    case FormatKind::kValue:
+      return ValueLine(resource_json, format.fields);
     case FormatKind::kTable:
     case FormatKind::kDefault:
-    case FormatKind::kYaml: break;
+    case FormatKind::kYaml:
+      break;
   }
   YamlOptions o;
   o.sort_keys = yaml_sorted;

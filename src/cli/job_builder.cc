@@ -15,9 +15,9 @@ Status CheckReplicaGroup(const ReplicaFlags& r, const std::string& name) {
                            "-count must be specified together");
   }
   if (r.count.has_value() && *r.count < 1) {
-    return InvalidArgument("argument --" + name +
-                           "-count: Value must be greater than or equal to 1; received: " +
-                           std::to_string(*r.count));
+    return InvalidArgument(
+        "argument --" + name +
+        "-count: Value must be greater than or equal to 1; received: " + std::to_string(*r.count));
   }
   return Status::Ok();
 }
@@ -104,8 +104,7 @@ Result<std::string> BuildTrainingJobJson(std::string_view config_job_json,
     bool has_master = ti.contains("masterType") && ti["masterType"].is_string() &&
                       !ti["masterType"].get<std::string>().empty();
     if (!has_master) {
-      return InvalidArgument(
-          "--master-machine-type is required if scale-tier is set to `CUSTOM`.");
+      return InvalidArgument("--master-machine-type is required if scale-tier is set to `CUSTOM`.");
     }
   }
   bool has_packages =
@@ -142,8 +141,7 @@ Result<std::optional<StagingLocation>> GetStagingLocation(std::string_view job_i
     auto p = ParseGcsUri(staging_bucket);
     if (!p || !p->object.empty()) {
       return InvalidArgument("argument --staging-bucket: Invalid bucket URI [" +
-                             std::string(staging_bucket) +
-                             "]. Must be of the form gs://BUCKET");
+                             std::string(staging_bucket) + "]. Must be of the form gs://BUCKET");
     }
     return std::optional<StagingLocation>(StagingLocation{p->bucket, std::string(job_id)});
   }

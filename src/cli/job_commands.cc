@@ -65,9 +65,10 @@ Result<double> ParsePollingInterval(const std::optional<std::string>& text) {
   char* end = nullptr;
   double v = std::strtod(text->c_str(), &end);
   if (end == text->c_str() || *end != '\0' || !(v > 0)) {
-    return InvalidArgument("argument --polling-interval: Value must be a positive number of "
-                           "seconds; received: " +
-                           *text);
+    return InvalidArgument(
+        "argument --polling-interval: Value must be a positive number of "
+        "seconds; received: " +
+        *text);
   }
   return v;
 }
@@ -89,9 +90,11 @@ std::string FollowUpMessage(const Invocation& inv, const std::string& job) {
   std::string p = inv.user_prefix;
   std::string proj = inv.ProjectHint();
   return "Your job is still active. You may view the status of your job with the command\n\n"
-         "  $ " + p + " jobs describe " + job + proj +
+         "  $ " +
+         p + " jobs describe " + job + proj +
          "\n\nor continue streaming the logs with the command\n\n"
-         "  $ " + p + " jobs stream-logs " + job + proj + "\n";
+         "  $ " +
+         p + " jobs stream-logs " + job + proj + "\n";
 }
 
 // submit's default display: yaml(jobId, state, startTime.date(tz=LOCAL), endTime.date(...)).
@@ -163,8 +166,8 @@ Status StreamJobLogs(const Invocation& inv, client::Client& c, const StreamOptio
         return Status(StatusCode::kCancelled, "interrupted");
       }
       auto left = deadline - std::chrono::steady_clock::now();
-      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
-          left, std::chrono::milliseconds(50)));
+      std::this_thread::sleep_for(
+          std::min<std::chrono::steady_clock::duration>(left, std::chrono::milliseconds(50)));
     }
     if (o.handle_interrupt && g_interrupted.load()) {
       return Status(StatusCode::kCancelled, "interrupted");
@@ -179,8 +182,16 @@ void SplitPackages(const std::optional<std::string>& packages, std::vector<std::
   for (const auto& p : SplitCommaList(*packages)) (IsGcsUri(p) ? remote : local)->push_back(p);
 }
 
+// The descriptions of a model validation Status, without the "Field: x Error: " framing.
+std::string Describe(const Status& s) {
+  if (s.violations().empty()) return s.message();
+  std::string out;
+  for (const auto& v : s.violations()) out += (out.empty() ? "" : "; ") + v.description;
+  return out;
+}
+
 std::string FlagError(const std::string& flag, const Status& s) {
-  const std::string& m = s.message();
+  const std::string m = Describe(s);
   if (m.rfind("argument ", 0) == 0 || m.rfind("The ", 0) == 0) return m;
   return "argument " + flag + ": " + m;
 }
@@ -209,6 +220,8 @@ Status ParseReplica(const std::optional<std::string>& type, const std::optional<
 // --- jobs submit training ----------------------------------------------------------------
 
 int RunSubmitTraining(const Invocation& inv, const SubmitTrainingArgs& a) {
+  Status valid_id = model::ValidateJobId(a.job);
+  if (!valid_id.ok()) return inv.Fail("argument JOB: " + Describe(valid_id));
   TrainingFlags f;
   f.job_id = a.job;
   f.module_name = a.module_name;
@@ -263,7 +276,8 @@ int RunSubmitTraining(const Invocation& inv, const SubmitTrainingArgs& a) {
   std::string config_json;
   if (a.config) {
     auto text = ReadFile(*a.config);
-    if (!text.ok()) return inv.Fail("Unable to read file [" + *a.config + "]: " + text.status().message());
+    if (!text.ok())
+      return inv.Fail("Unable to read file [" + *a.config + "]: " + text.status().message());
     auto parsed = model::ConfigFileToJobJson(*text);
     if (!parsed.ok()) {
       return inv.Fail("Invalid --config file [" + *a.config + "]: " + parsed.status().message());
@@ -294,8 +308,8 @@ int RunSubmitTraining(const Invocation& inv, const SubmitTrainingArgs& a) {
       local.insert(local.end(), built->begin(), built->end());
     }
     if (!local.empty()) {
-      auto staging = GetStagingLocation(a.job, a.staging_bucket.value_or(""),
-                                        a.job_dir.value_or(""));
+      auto staging =
+          GetStagingLocation(a.job, a.staging_bucket.value_or(""), a.job_dir.value_or(""));
       if (!staging.ok()) return inv.Fail(staging.status().message());
       if (!staging->has_value()) {
         return inv.Fail(
@@ -308,7 +322,8 @@ int RunSubmitTraining(const Invocation& inv, const SubmitTrainingArgs& a) {
       std::string all;
       for (const auto& path : local) {
         auto data = ReadFile(path);
-        if (!data.ok()) return inv.Fail("Unable to read file [" + path + "]: " + data.status().message());
+        if (!data.ok())
+          return inv.Fail("Unable to read file [" + path + "]: " + data.status().message());
         all += *data;
         contents.push_back(std::move(*data));
       }
@@ -319,9 +334,9 @@ int RunSubmitTraining(const Invocation& inv, const SubmitTrainingArgs& a) {
         auto up = c->UploadObject(loc.bucket, object, contents[i]);
         if (!up.ok()) {
           if (up.status().code() == StatusCode::kNotFound) {
-            return inv.Fail(up.status().ToString() + "\nCreate the bucket with: " +
-                            inv.user_prefix + " buckets create gs://" + loc.bucket +
-                            inv.ProjectHint());
+            return inv.Fail(up.status().ToString() +
+                            "\nCreate the bucket with: " + inv.user_prefix +
+                            " buckets create gs://" + loc.bucket + inv.ProjectHint());
           }
           return inv.Fail(up.status());
         }
@@ -361,7 +376,8 @@ int RunSubmitTraining(const Invocation& inv, const SubmitTrainingArgs& a) {
     inv.Err() << "Received keyboard interrupt.\n\n" << FollowUpMessage(inv, job_id);
   } else if (!streamed.ok()) {
     if (client::IsConnectionError(streamed)) return inv.Fail(streamed);
-    inv.Err() << "Polling logs failed:\n" << streamed.ToString() << "\n\n"
+    inv.Err() << "Polling logs failed:\n"
+              << streamed.ToString() << "\n\n"
               << FollowUpMessage(inv, job_id);
   }
   auto final_job = c->GetJob(job_id);
@@ -468,10 +484,9 @@ std::string JobSummary(const json& job) {
         rows.push_back({SummaryCell(t, "trialId"), SummaryCell(metric, "objectiveValue"),
                         SummaryCell(metric, "trainingStep"), hp, SummaryCell(t, "state")});
       }
-      out += FormatBoxTable("Training Output Trials",
-                            {"TRIAL_ID", "OBJECTIVE_VALUE", "TRAINING_STEP", "HYPERPARAMETERS",
-                             "STATE"},
-                            rows);
+      out += FormatBoxTable(
+          "Training Output Trials",
+          {"TRIAL_ID", "OBJECTIVE_VALUE", "TRAINING_STEP", "HYPERPARAMETERS", "STATE"}, rows);
     }
   }
   return out;
@@ -510,14 +525,18 @@ int RunList(const Invocation& inv, const ListArgs& a) {
   if (a.limit) {
     auto v = ParseInt("--limit", *a.limit);
     if (!v.ok()) return inv.Fail(v.status().message());
-    if (*v < 1) return inv.Fail("argument --limit: Value must be greater than or equal to 1; received: " + *a.limit);
+    if (*v < 1)
+      return inv.Fail("argument --limit: Value must be greater than or equal to 1; received: " +
+                      *a.limit);
     limit = *v;
   }
   int page_size = kMaxListPageSize;
   if (a.page_size) {
     auto v = ParseInt("--page-size", *a.page_size);
     if (!v.ok()) return inv.Fail(v.status().message());
-    if (*v < 1) return inv.Fail("argument --page-size: Value must be greater than or equal to 1; received: " + *a.page_size);
+    if (*v < 1)
+      return inv.Fail("argument --page-size: Value must be greater than or equal to 1; received: " +
+                      *a.page_size);
     page_size = static_cast<int>(std::min<int64_t>(*v, kMaxListPageSize));
   } else if (limit > 0 && limit < kMaxListPageSize) {
     page_size = static_cast<int>(limit);
@@ -533,8 +552,8 @@ int RunList(const Invocation& inv, const ListArgs& a) {
     if (!page.ok()) return inv.Fail(page.status());
     jobs.insert(jobs.end(), page->jobs.begin(), page->jobs.end());
     token = page->next_page_token;
-  } while (!token.empty() && (limit < 0 || !sort_keys.empty() ||
-                              static_cast<int64_t>(jobs.size()) < limit));
+  } while (!token.empty() &&
+           (limit < 0 || !sort_keys.empty() || static_cast<int64_t>(jobs.size()) < limit));
 
   if (!sort_keys.empty()) {
     for (auto it = sort_keys.rbegin(); it != sort_keys.rend(); ++it) {
@@ -547,7 +566,8 @@ int RunList(const Invocation& inv, const ListArgs& a) {
       });
     }
   }
-  if (limit >= 0 && static_cast<int64_t>(jobs.size()) > limit) jobs.resize(static_cast<size_t>(limit));
+  if (limit >= 0 && static_cast<int64_t>(jobs.size()) > limit)
+    jobs.resize(static_cast<size_t>(limit));
 
   switch (format->kind) {
     case FormatKind::kJson: {
@@ -618,8 +638,8 @@ int RunUpdate(const Invocation& inv, const UpdateArgs& a) {
       if (it->is_string()) old_labels[it.key()] = it->get<std::string>();
     }
   }
-  std::map<std::string, std::string> labels = a.clear_labels ? std::map<std::string, std::string>{}
-                                                             : old_labels;
+  std::map<std::string, std::string> labels =
+      a.clear_labels ? std::map<std::string, std::string>{} : old_labels;
   for (const auto& k : removals) labels.erase(k);
   for (const auto& [k, v] : updates) labels[k] = v;
   if (labels == old_labels) {

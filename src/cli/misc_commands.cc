@@ -96,8 +96,9 @@ int RunCopy(const Invocation& inv, const std::string& source, const std::string&
   bool src_gcs = IsGcsUri(source);
   bool dst_gcs = IsGcsUri(destination);
   if (src_gcs == dst_gcs) {
-    return inv.Fail("cp copies a local file to gs://BUCKET/OBJECT or gs://BUCKET/OBJECT to a "
-                    "local path");
+    return inv.Fail(
+        "cp copies a local file to gs://BUCKET/OBJECT or gs://BUCKET/OBJECT to a "
+        "local path");
   }
   auto c = inv.MakeClient();
   if (dst_gcs) {
@@ -106,7 +107,8 @@ int RunCopy(const Invocation& inv, const std::string& source, const std::string&
     std::string object = dst->object;
     if (object.empty() || object.back() == '/') object += Basename(source);
     auto data = ReadFile(source);
-    if (!data.ok()) return inv.Fail("Unable to read file [" + source + "]: " + data.status().message());
+    if (!data.ok())
+      return inv.Fail("Unable to read file [" + source + "]: " + data.status().message());
     auto up = c->UploadObject(dst->bucket, object, *data);
     if (!up.ok()) return inv.Fail(up.status());
     inv.Err() << "Copied [" << source << "] to [gs://" << dst->bucket << "/" << object << "].\n";
@@ -133,8 +135,9 @@ int RunCopy(const Invocation& inv, const std::string& source, const std::string&
 
 int RunAdmin(const Invocation& inv, AdminAction action) {
   auto c = inv.MakeClient();
-  Result<bool> paused = action == AdminAction::kStatus ? c->GetAdmissionPaused()
-                        : c->SetAdmissionPaused(action == AdminAction::kPause);
+  Result<bool> paused = action == AdminAction::kStatus
+                            ? c->GetAdmissionPaused()
+                            : c->SetAdmissionPaused(action == AdminAction::kPause);
   if (!paused.ok()) return inv.Fail(paused.status());
   if (action == AdminAction::kPause) inv.Err() << "Paused admission of queued jobs.\n";
   if (action == AdminAction::kResume) inv.Err() << "Resumed admission of queued jobs.\n";

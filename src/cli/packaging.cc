@@ -54,8 +54,8 @@ std::string RuntimePython() {
 
 TempDir::TempDir() {
   const char* tmp = std::getenv("TMPDIR");
-  std::string tmpl = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
-                     "/trainyard-cli-XXXXXX";
+  std::string tmpl =
+      std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/trainyard-cli-XXXXXX";
   if (mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
 }
 
@@ -116,11 +116,10 @@ Result<std::vector<std::string>> BuildPackages(const std::string& package_path,
     fs::create_directories(src, ec);
     fs::copy(pkg, src / name, fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
     if (ec) {
-      return FailedPrecondition("Cannot copy [" + pkg.string() + "] to a working location: " +
-                                ec.message());
+      return FailedPrecondition("Cannot copy [" + pkg.string() +
+                                "] to a working location: " + ec.message());
     }
-    TRAINYARD_RETURN_IF_ERROR(
-        WriteFileAtomic((src / "setup.py").string(), GenerateSetupPy(name)));
+    TRAINYARD_RETURN_IF_ERROR(WriteFileAtomic((src / "setup.py").string(), GenerateSetupPy(name)));
     std::vector<std::string> argv = {python, "setup.py", "sdist", "--dist-dir", output_dir};
     TRAINYARD_ASSIGN_OR_RETURN(ProcessResult r, RunCaptured(argv, src.string()));
     if (r.exit_code != 0) return SetuptoolsFailed(r.output, /*generated=*/true);

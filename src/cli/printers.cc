@@ -19,9 +19,9 @@ constexpr int kIndent = 2;
 // Fields the API sends as int64 strings that gcloud decodes to integers (compat §0).
 const std::set<std::string>& Int64Fields() {
   static const std::set<std::string> k = {
-      "workerCount", "parameterServerCount", "evaluatorCount", "count",
-      "completedTrialCount", "trainingStep", "jobPosition", "predictionCount",
-      "errorCount", "maxWorkerCount", "batchSize", "serviceAccountProject"};
+      "workerCount",         "parameterServerCount", "evaluatorCount", "count",
+      "completedTrialCount", "trainingStep",         "jobPosition",    "predictionCount",
+      "errorCount",          "maxWorkerCount",       "batchSize",      "serviceAccountProject"};
   return k;
 }
 
@@ -128,8 +128,8 @@ Analysis Analyze(const std::u32string& s) {
   bool preceded_by_ws = true;
   bool followed_by_ws = s.size() == 1 || IsWhitespaceOrEnd(s[1]);
   bool previous_space = false, previous_break = false;
-  bool leading_space = false, leading_break = false, trailing_space = false,
-       trailing_break = false, break_space = false, space_break = false;
+  bool leading_space = false, leading_break = false, trailing_space = false, trailing_break = false,
+       break_space = false, space_break = false;
   bool special = false, line_breaks = false;
   for (size_t i = 0; i < s.size(); ++i) {
     char32_t ch = s[i];
@@ -365,22 +365,53 @@ class YamlEmitter {
     std::string out = "\"";
     for (char32_t ch : s) {
       switch (ch) {
-        case 0: out += "\\0"; continue;
-        case 0x07: out += "\\a"; continue;
-        case 0x08: out += "\\b"; continue;
-        case 0x09: out += "\\t"; continue;
-        case 0x0A: out += "\\n"; continue;
-        case 0x0B: out += "\\v"; continue;
-        case 0x0C: out += "\\f"; continue;
-        case 0x0D: out += "\\r"; continue;
-        case 0x1B: out += "\\e"; continue;
-        case U'"': out += "\\\""; continue;
-        case U'\\': out += "\\\\"; continue;
-        case 0x85: out += "\\N"; continue;
-        case 0xA0: out += "\\_"; continue;
-        case 0x2028: out += "\\L"; continue;
-        case 0x2029: out += "\\P"; continue;
-        default: break;
+        case 0:
+          out += "\\0";
+          continue;
+        case 0x07:
+          out += "\\a";
+          continue;
+        case 0x08:
+          out += "\\b";
+          continue;
+        case 0x09:
+          out += "\\t";
+          continue;
+        case 0x0A:
+          out += "\\n";
+          continue;
+        case 0x0B:
+          out += "\\v";
+          continue;
+        case 0x0C:
+          out += "\\f";
+          continue;
+        case 0x0D:
+          out += "\\r";
+          continue;
+        case 0x1B:
+          out += "\\e";
+          continue;
+        case U'"':
+          out += "\\\"";
+          continue;
+        case U'\\':
+          out += "\\\\";
+          continue;
+        case 0x85:
+          out += "\\N";
+          continue;
+        case 0xA0:
+          out += "\\_";
+          continue;
+        case 0x2028:
+          out += "\\L";
+          continue;
+        case 0x2029:
+          out += "\\P";
+          continue;
+        default:
+          break;
       }
       if ((ch >= 0x20 && ch <= 0x7E) || (ch >= 0xA0 && ch <= 0xD7FF) ||
           (ch >= 0xE000 && ch <= 0xFFFD && ch != 0xFEFF) || ch >= 0x10000) {
@@ -450,7 +481,9 @@ std::string Pad(const std::string& s, size_t width) {
 std::string Center(const std::string& s, size_t width) {
   size_t w = DisplayWidth(s);
   if (w >= width) return s;
-  size_t left = (width - w) / 2;
+  // Python's str.center(): an odd margin puts the extra space left when the width is odd.
+  size_t margin = width - w;
+  size_t left = margin / 2 + (margin & width & 1);
   return std::string(left, ' ') + s + std::string(width - w - left, ' ');
 }
 

@@ -16,13 +16,20 @@ constexpr char kConnectionErrorMarker[] = "Could not reach trainyardd at ";
 
 std::string DescribeTransportError(httplib::Error e) {
   switch (e) {
-    case httplib::Error::Connection: return "could not connect";
-    case httplib::Error::ConnectionTimeout: return "connection timed out";
-    case httplib::Error::Read: return "the connection broke while reading the answer";
-    case httplib::Error::Write: return "the connection broke while sending the request";
-    case httplib::Error::SSLConnection: return "TLS connection failed";
-    case httplib::Error::SSLServerVerification: return "TLS server verification failed";
-    default: return httplib::to_string(e);
+    case httplib::Error::Connection:
+      return "could not connect";
+    case httplib::Error::ConnectionTimeout:
+      return "connection timed out";
+    case httplib::Error::Read:
+      return "the connection broke while reading the answer";
+    case httplib::Error::Write:
+      return "the connection broke while sending the request";
+    case httplib::Error::SSLConnection:
+      return "TLS connection failed";
+    case httplib::Error::SSLServerVerification:
+      return "TLS server verification failed";
+    default:
+      return httplib::to_string(e);
   }
 }
 
@@ -141,18 +148,30 @@ StatusCode StatusCodeFromName(std::string_view name) {
 
 StatusCode StatusCodeFromHttp(int http_status) {
   switch (http_status) {
-    case 400: return StatusCode::kInvalidArgument;
-    case 401: return StatusCode::kUnauthenticated;
-    case 403: return StatusCode::kPermissionDenied;
-    case 404: return StatusCode::kNotFound;
-    case 409: return StatusCode::kAlreadyExists;
-    case 412: return StatusCode::kFailedPrecondition;
-    case 429: return StatusCode::kResourceExhausted;
-    case 499: return StatusCode::kCancelled;
-    case 501: return StatusCode::kUnimplemented;
-    case 503: return StatusCode::kUnavailable;
-    case 504: return StatusCode::kDeadlineExceeded;
-    default: break;
+    case 400:
+      return StatusCode::kInvalidArgument;
+    case 401:
+      return StatusCode::kUnauthenticated;
+    case 403:
+      return StatusCode::kPermissionDenied;
+    case 404:
+      return StatusCode::kNotFound;
+    case 409:
+      return StatusCode::kAlreadyExists;
+    case 412:
+      return StatusCode::kFailedPrecondition;
+    case 429:
+      return StatusCode::kResourceExhausted;
+    case 499:
+      return StatusCode::kCancelled;
+    case 501:
+      return StatusCode::kUnimplemented;
+    case 503:
+      return StatusCode::kUnavailable;
+    case 504:
+      return StatusCode::kDeadlineExceeded;
+    default:
+      break;
   }
   if (http_status >= 200 && http_status < 300) return StatusCode::kOk;
   if (http_status >= 500) return StatusCode::kInternal;
@@ -254,8 +273,8 @@ namespace {
 Result<json> ParseObject(const std::string& text) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
-    return Status(StatusCode::kInternal, "the daemon answered with invalid JSON: " +
-                                             text.substr(0, 200));
+    return Status(StatusCode::kInternal,
+                  "the daemon answered with invalid JSON: " + text.substr(0, 200));
   }
   return j;
 }
@@ -278,7 +297,9 @@ Client::Client(ClientOptions options) : options_(std::move(options)), impl_(new 
 Client::~Client() = default;
 
 namespace {
-std::string JobsPath(const ClientOptions& o) { return "/v1/projects/" + UrlEncode(o.project) + "/jobs"; }
+std::string JobsPath(const ClientOptions& o) {
+  return "/v1/projects/" + UrlEncode(o.project) + "/jobs";
+}
 }  // namespace
 
 Result<std::string> Client::CreateJob(std::string_view job_json) {
@@ -334,10 +355,9 @@ Result<std::string> Client::PatchJobLabels(std::string_view job_id, std::string_
     mask += ",etag";
   }
   std::string text = body.dump();
-  return impl_->Call("PATCH",
-                     JobsPath(options_) + "/" + UrlEncode(job_id) + "?updateMask=" +
-                         UrlEncode(mask),
-                     &text);
+  return impl_->Call(
+      "PATCH", JobsPath(options_) + "/" + UrlEncode(job_id) + "?updateMask=" + UrlEncode(mask),
+      &text);
 }
 
 Result<LogPage> Client::ListJobLogs(std::string_view job_id, std::string_view after_insert_id,
@@ -399,10 +419,10 @@ Result<std::vector<std::string>> Client::ListBuckets() {
 Result<std::string> Client::UploadObject(std::string_view bucket, std::string_view object,
                                          std::string_view data) {
   std::string body(data);
-  return impl_->Call("POST",
-                     "/upload/storage/v1/b/" + UrlEncode(bucket) +
-                         "/o?uploadType=media&name=" + UrlEncode(object),
-                     &body, "application/octet-stream");
+  return impl_->Call(
+      "POST",
+      "/upload/storage/v1/b/" + UrlEncode(bucket) + "/o?uploadType=media&name=" + UrlEncode(object),
+      &body, "application/octet-stream");
 }
 
 Result<std::vector<std::string>> Client::ListObjects(std::string_view bucket,
@@ -430,9 +450,8 @@ Result<std::vector<std::string>> Client::ListObjects(std::string_view bucket,
 }
 
 Result<std::string> Client::DownloadObject(std::string_view bucket, std::string_view object) {
-  return impl_->Call("GET",
-                     "/storage/v1/b/" + UrlEncode(bucket) + "/o/" + UrlEncode(object) +
-                         "?alt=media");
+  return impl_->Call(
+      "GET", "/storage/v1/b/" + UrlEncode(bucket) + "/o/" + UrlEncode(object) + "?alt=media");
 }
 
 namespace {
@@ -446,7 +465,9 @@ Result<bool> PausedFrom(Result<std::string> r) {
 }
 }  // namespace
 
-Result<bool> Client::GetAdmissionPaused() { return PausedFrom(impl_->Call("GET", "/v1/admin/admission")); }
+Result<bool> Client::GetAdmissionPaused() {
+  return PausedFrom(impl_->Call("GET", "/v1/admin/admission"));
+}
 
 Result<bool> Client::SetAdmissionPaused(bool paused) {
   std::string body = json{{"paused", paused}}.dump();

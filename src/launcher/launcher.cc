@@ -48,7 +48,7 @@ constexpr size_t kReadBuffer = 1 << 20;
 constexpr int kPipeSize = 1 << 20;
 // Reads smaller than this are followed by a short pause (see RunChild).
 constexpr size_t kTrickleBytes = 64 * 1024;
-constexpr useconds_t kTrickleDelayMicros = 1000;
+constexpr useconds_t kTrickleDelayMicros = 5000;
 // How long the final cleanup may take to kill and reap leftover descendants.
 constexpr Duration kCleanupTimeout = 5 * kMicrosPerSecond;
 // After the cleanup, how long to wait for the output pipes to reach EOF.

@@ -56,11 +56,11 @@ TEST(FlagsTest, AcceleratorCountMustBePositive) {
 TEST(FlagsTest, UnknownAcceleratorTypeListsChoices) {
   auto a = ParseAcceleratorFlag("count=1,type=gtx-1080");
   ASSERT_FALSE(a.ok());
-  EXPECT_EQ(a.status().message().rfind(
-                "The type of the accelerator can only be one of the following: "
-                "'nvidia-tesla-a100', 'nvidia-tesla-k80'",
-                0),
-            0u)
+  EXPECT_EQ(
+      a.status().message().rfind("The type of the accelerator can only be one of the following: "
+                                 "'nvidia-tesla-a100', 'nvidia-tesla-k80'",
+                                 0),
+      0u)
       << a.status().message();
 }
 

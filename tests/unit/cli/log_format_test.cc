@@ -16,7 +16,8 @@ class LogFormatTest : public ::testing::Test {
     const char* tz = std::getenv("TZ");
     saved_ = tz ? tz : "";
     had_tz_ = tz != nullptr;
-    setenv("TZ", "Europe/London", 1);
+    // A POSIX rule (no tzdata needed): UK time, +0100 in summer.
+    setenv("TZ", "GMT0BST,M3.5.0/1,M10.5.0", 1);
     tzset();
   }
   void TearDown() override {
@@ -72,7 +73,9 @@ TEST_F(LogFormatTest, SplitsLinesLikePython) {
   EXPECT_EQ(SplitMessageLines("a\n"), std::vector<std::string>{"a"});
   EXPECT_EQ(SplitMessageLines("a\n\nb"), (std::vector<std::string>{"a", "", "b"}));
   EXPECT_EQ(SplitMessageLines("a\rb\fc"), (std::vector<std::string>{"a", "b", "c"}));
-  EXPECT_EQ(SplitMessageLines("a\xe2\x80\xa8" "b"), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(SplitMessageLines("a\xe2\x80\xa8"
+                              "b"),
+            (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(SplitMessageLines(""), std::vector<std::string>{""});
 }
 

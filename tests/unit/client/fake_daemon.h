@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
-#include <set>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -147,41 +147,39 @@ class FakeDaemon {
                    jobs_[p][id]["state"] = "CANCELLING";
                    res.set_content("{}", "application/json");
                  });
-    server_.Get(R"(/v1/projects/([^/]+)/jobs/([^/]+)/logs)",
-                [this](const Request& req, Response& res) {
-                  std::lock_guard<std::mutex> l(mu_);
-                  Record(req);
-                  std::string id = req.matches[2];
-                  long long after = req.has_param("afterInsertId")
-                                        ? std::stoll(req.get_param_value("afterInsertId"))
-                                        : 0;
-                  std::string task = req.get_param_value("taskName");
-                  json entries = json::array();
-                  std::string next = std::to_string(after);
-                  for (const auto& e : logs_[id]) {
-                    long long ins = std::stoll(e["insertId"].get<std::string>());
-                    if (ins <= after) continue;
-                    if (!task.empty() && e["resource"]["labels"]["task_name"] != task) continue;
-                    entries.push_back(e);
-                    next = e["insertId"];
-                  }
-                  auto pe = pending_end_.find(id);
-                  if (pe != pending_end_.end() && --pe->second.reads_left <= 0) {
-                    json& job = jobs_[pe->second.project][id];
-                    job["state"] = pe->second.state;
-                    job["endTime"] = "2026-11-21T11:00:00Z";
-                    pending_end_.erase(pe);
-                  }
-                  json body = {{"entries", entries}, {"nextAfterInsertId", next}};
-                  res.set_content(body.dump(), "application/json");
-                });
+    server_.Get(
+        R"(/v1/projects/([^/]+)/jobs/([^/]+)/logs)", [this](const Request& req, Response& res) {
+          std::lock_guard<std::mutex> l(mu_);
+          Record(req);
+          std::string id = req.matches[2];
+          long long after =
+              req.has_param("afterInsertId") ? std::stoll(req.get_param_value("afterInsertId")) : 0;
+          std::string task = req.get_param_value("taskName");
+          json entries = json::array();
+          std::string next = std::to_string(after);
+          for (const auto& e : logs_[id]) {
+            long long ins = std::stoll(e["insertId"].get<std::string>());
+            if (ins <= after) continue;
+            if (!task.empty() && e["resource"]["labels"]["task_name"] != task) continue;
+            entries.push_back(e);
+            next = e["insertId"];
+          }
+          auto pe = pending_end_.find(id);
+          if (pe != pending_end_.end() && --pe->second.reads_left <= 0) {
+            json& job = jobs_[pe->second.project][id];
+            job["state"] = pe->second.state;
+            job["endTime"] = "2026-11-21T11:00:00Z";
+            pending_end_.erase(pe);
+          }
+          json body = {{"entries", entries}, {"nextAfterInsertId", next}};
+          res.set_content(body.dump(), "application/json");
+        });
     server_.Get(R"(/v1/projects/([^/]+)/jobs/([^/]+))", [this](const Request& req, Response& res) {
       std::lock_guard<std::mutex> l(mu_);
       Record(req);
       std::string p = req.matches[1], id = req.matches[2];
       if (!jobs_[p].count(id)) {
-        return Error(res, 404, "NOT_FOUND",
-                     "Field: name Error: The specified job does not exist.");
+        return Error(res, 404, "NOT_FOUND", "Field: name Error: The specified job does not exist.");
       }
       res.set_content(jobs_[p][id].dump(), "application/json");
     });
@@ -206,8 +204,7 @@ class FakeDaemon {
       std::string p = req.matches[1];
       size_t size = req.has_param("pageSize") ? std::stoul(req.get_param_value("pageSize")) : 20;
       size = std::min<size_t>(size, static_cast<size_t>(list_page_size_cap));
-      size_t start =
-          req.has_param("pageToken") ? std::stoul(req.get_param_value("pageToken")) : 0;
+      size_t start = req.has_param("pageToken") ? std::stoul(req.get_param_value("pageToken")) : 0;
       json body = json::object();
       const auto& ids = order_[p];
       json list = json::array();
@@ -244,7 +241,8 @@ class FakeDaemon {
       std::lock_guard<std::mutex> l(mu_);
       Record(req);
       std::string b = req.matches[1];
-      if (!buckets_.count(b)) return Error(res, 404, "NOT_FOUND", "The specified bucket does not exist.");
+      if (!buckets_.count(b))
+        return Error(res, 404, "NOT_FOUND", "The specified bucket does not exist.");
       std::string name = req.get_param_value("name");
       objects_[b + "/" + name] = req.body;
       res.set_content(json{{"bucket", b}, {"name", name}}.dump(), "application/json");

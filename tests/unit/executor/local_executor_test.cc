@@ -85,10 +85,18 @@ class Recorder : public ExecutorListener {
     cv_.notify_all();
   }
 
+  bool WaitForRunning(const ReplicaKey& key) {
+    return WaitFor([&] { return running_[key] > 0; });
+  }
+
+ private:
+  // `pred` runs with mu_ held: it must read the members directly.
   bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds timeout = kTimeout) {
     std::unique_lock<std::mutex> lock(mu_);
     return cv_.wait_for(lock, timeout, pred);
   }
+
+ public:
   std::optional<ReplicaExit> WaitExit(const ReplicaKey& key) {
     std::optional<ReplicaExit> out;
     WaitFor([&] { return exits_.count(key) != 0; });
@@ -181,6 +189,22 @@ class LocalExecutorTest : public ::testing::Test {
   }
   void TearDown() override {
     if (executor_) executor_->Shutdown();
+    // A failed test must not leave replicas running: kill whatever is left in their sessions.
+    std::error_code ec;
+    for (const auto& dir : fs::directory_iterator(tmp_.path() + "/work", ec)) {
+      auto text = ReadFile(dir.path().string() + "/" + kPidFile);
+      pid_t pid = 0;
+      uint64_t start = 0;
+      if (!text.ok() || !ParsePidFile(*text, &pid, &start)) continue;
+      std::vector<ProcStat> procs = ListProcesses();
+      if (ProcessAlive(pid, start)) {
+        for (const ProcStat& p : Descendants(pid, procs)) ::kill(p.pid, SIGKILL);
+        ::kill(pid, SIGKILL);
+      }
+      for (const ProcStat& p : procs) {
+        if (p.session == pid) ::kill(p.pid, SIGKILL);
+      }
+    }
   }
 
   std::unique_ptr<Executor> NewExecutor() {
@@ -422,7 +446,7 @@ while True:
 )");
   ReplicaSpec spec = Spec("trainer_spawn");
   ASSERT_TRUE(executor_->Launch(spec).ok());
-  ASSERT_TRUE(recorder_.WaitFor([&] { return recorder_.RunningCalls(spec.key) == 1; }));
+  ASSERT_TRUE(recorder_.WaitForRunning(spec.key));
   std::vector<pid_t> children;
   ASSERT_TRUE(WaitUntil([&] {
     for (const auto& e : recorder_.Logs()) {

@@ -1,0 +1,74 @@
+#include "config.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <fstream>
+
+namespace trainyard::daemon {
+namespace {
+
+class ConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = "/tmp/ty_config_test_" + std::to_string(::getpid()) + ".yaml";
+  }
+  void TearDown() override {
+    ::unlink(path_.c_str());
+    ::unsetenv("TRAINYARD_LISTEN");
+    ::unsetenv("TRAINYARD_MAX_RUNNING_JOBS");
+  }
+  void Write(const std::string& text) { std::ofstream(path_) << text; }
+  std::string path_;
+};
+
+TEST_F(ConfigTest, FileThenEnvironmentThenFlags) {
+  Write("listen: 0.0.0.0:9000\nmax_running_jobs: 3\ncancel_grace: 30s\n"
+        "pip_find_links: [/a, /b]\n");
+  DaemonConfig c;
+  ASSERT_TRUE(ApplyConfigFile(path_, c).ok());
+  EXPECT_EQ(c.listen, "0.0.0.0:9000");
+  EXPECT_EQ(c.max_running_jobs, 3);
+  EXPECT_EQ(c.cancel_grace, "30s");
+  std::vector<std::string> links = {"/a", "/b"};
+  EXPECT_EQ(c.pip_find_links, links);
+  ::setenv("TRAINYARD_LISTEN", "127.0.0.1:9100", 1);
+  ASSERT_TRUE(ApplyEnvironment(c).ok());
+  EXPECT_EQ(c.listen, "127.0.0.1:9100");
+  EXPECT_EQ(c.max_running_jobs, 3);
+  ASSERT_TRUE(SetConfigValue(c, "listen", "127.0.0.1:0").ok());
+  EXPECT_EQ(c.listen, "127.0.0.1:0");
+}
+
+TEST_F(ConfigTest, RejectsUnknownKeysAndBadValuesNamingThem) {
+  Write("lisen: 1.2.3.4:5\n");
+  DaemonConfig c;
+  Status st = ApplyConfigFile(path_, c);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("lisen"), std::string::npos) << st.message();
+  Write("cancel_grace: ten seconds\n");
+  st = ApplyConfigFile(path_, c);
+  EXPECT_NE(st.message().find("cancel_grace"), std::string::npos) << st.message();
+  ::setenv("TRAINYARD_MAX_RUNNING_JOBS", "many", 1);
+  st = ApplyEnvironment(c);
+  EXPECT_NE(st.message().find("TRAINYARD_MAX_RUNNING_JOBS"), std::string::npos) << st.message();
+  EXPECT_FALSE(SetConfigValue(c, "listen", "no-port").ok());
+  Write("- not\n- a map\n");
+  EXPECT_FALSE(ApplyConfigFile(path_, c).ok());
+}
+
+TEST_F(ConfigTest, ReadsRuntimes) {
+  Write("runtimes:\n  - name: py\n    python: /usr/bin/python3\n"
+        "    runtime_versions: ['2.*']\n    python_versions: '*'\n");
+  DaemonConfig c;
+  ASSERT_TRUE(ApplyConfigFile(path_, c).ok());
+  ASSERT_EQ(c.runtimes.size(), 1u);
+  EXPECT_EQ(c.runtimes[0].name, "py");
+  EXPECT_EQ(c.runtimes[0].runtime_versions, std::vector<std::string>{"2.*"});
+  EXPECT_NE(DumpConfig(c).find("runtime_versions: [2.*]"), std::string::npos);
+  EXPECT_NE(ConfigReference().find("`TRAINYARD_CANCEL_GRACE`"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace trainyard::daemon
