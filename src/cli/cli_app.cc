@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
-#include <iostream>
 #include <map>
 #include <memory>
+#include <ostream>
 
 #include "commands.h"
 
@@ -74,7 +74,7 @@ struct Leaf {
 
 class CommandTree {
  public:
-  explicit CommandTree(GlobalFlags* globals) : globals_(globals) {}
+  CommandTree() = default;
 
   void Build(CLI::App* root) {
     root->require_subcommand(1);
@@ -292,7 +292,6 @@ class CommandTree {
     leaves_[c] = Leaf{[action](const Invocation& inv) { return RunAdmin(inv, action); }, false};
   }
 
-  GlobalFlags* globals_;
   Binder binder_;
   std::vector<std::shared_ptr<void>> keep_;
   std::map<CLI::App*, Leaf> leaves_;
@@ -351,7 +350,7 @@ int RunCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
   app.footer(
       "Environment: TRAINYARD_ENDPOINT, TRAINYARD_PROJECT, TRAINYARD_TOKEN, TRAINYARD_REGION, "
       "TRAINYARD_PYTHON. See docs/cli.md.");
-  CommandTree tree(&inv.globals);
+  CommandTree tree;
   tree.Build(&app);
 
   std::vector<std::string> reversed(cli_args.rbegin(), cli_args.rend());

@@ -116,7 +116,7 @@ Result<OutputFormat> ParseOutputFormat(std::string_view text) {
     f.kind = FormatKind::kYaml;
   } else if (name == "table" && t == "table") {
     f.kind = FormatKind::kTable;
-  } else if (name == "value" || name == "get" || name == "csv") {
+  } else if (name == "value" || name == "get") {
     size_t open = t.find('(', name.size());
     if (open == std::string::npos || t.back() != ')') {
       return InvalidArgument("Format [" + t + "] needs a projection, e.g. value(jobId)");

@@ -91,15 +91,18 @@ Result<ReplicaSpec> SpecFromJson(std::string_view text) {
 }
 
 std::string ExitToJson(const ReplicaExit& exit) {
-  json j = {{"exitCode", exit.exit_code},   {"signal", exit.signal},
-            {"phase", exit.phase},          {"message", exit.message},
+  json j = {{"exitCode", exit.exit_code},
+            {"signal", exit.signal},
+            {"phase", exit.phase},
+            {"message", exit.message},
             {"errorTail", exit.error_tail}};
   return Dump(j);
 }
 
 Result<ReplicaExit> ExitFromJson(std::string_view text) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return InvalidArgument("exit status is not a JSON object");
+  if (j.is_discarded() || !j.is_object())
+    return InvalidArgument("exit status is not a JSON object");
   ReplicaExit exit;
   try {
     Get(j, "exitCode", &exit.exit_code);
@@ -113,8 +116,7 @@ Result<ReplicaExit> ExitFromJson(std::string_view text) {
   return exit;
 }
 
-void AppendLogRecordPrefix(std::string* out, Timestamp ts, model::Severity severity,
-                           bool service) {
+void AppendLogRecordPrefix(std::string* out, Timestamp ts, model::Severity severity, bool service) {
   char num[24];
   auto res = std::to_chars(num, num + sizeof num, ts);
   out->append(num, res.ptr);
@@ -135,11 +137,20 @@ void AppendEscapedLogMessage(std::string* out, std::string_view message) {
   for (size_t i = 0; i < n; ++i) {
     char esc;
     switch (message[i]) {
-      case '\\': esc = '\\'; break;
-      case '\n': esc = 'n'; break;
-      case '\t': esc = 't'; break;
-      case '\r': esc = 'r'; break;
-      default: continue;
+      case '\\':
+        esc = '\\';
+        break;
+      case '\n':
+        esc = 'n';
+        break;
+      case '\t':
+        esc = 't';
+        break;
+      case '\r':
+        esc = 'r';
+        break;
+      default:
+        continue;
     }
     out->append(message.data() + start, i - start);
     out->push_back('\\');
@@ -188,10 +199,18 @@ Result<LogRecord> ParseLogRecord(std::string_view line) {
     }
     char e = msg[++i];
     switch (e) {
-      case '\\': rec.message.push_back('\\'); break;
-      case 'n': rec.message.push_back('\n'); break;
-      case 't': rec.message.push_back('\t'); break;
-      case 'r': rec.message.push_back('\r'); break;
+      case '\\':
+        rec.message.push_back('\\');
+        break;
+      case 'n':
+        rec.message.push_back('\n');
+        break;
+      case 't':
+        rec.message.push_back('\t');
+        break;
+      case 'r':
+        rec.message.push_back('\r');
+        break;
       default:  // not produced by the writer; kept verbatim
         rec.message.push_back('\\');
         rec.message.push_back(e);
@@ -213,11 +232,16 @@ bool HasGlogPrefix(std::string_view s) {
 
 std::optional<model::Severity> GlogSeverity(char c) {
   switch (c) {
-    case 'I': return model::Severity::kInfo;
-    case 'W': return model::Severity::kWarning;
-    case 'E': return model::Severity::kError;
-    case 'F': return model::Severity::kCritical;
-    default: return std::nullopt;
+    case 'I':
+      return model::Severity::kInfo;
+    case 'W':
+      return model::Severity::kWarning;
+    case 'E':
+      return model::Severity::kError;
+    case 'F':
+      return model::Severity::kCritical;
+    default:
+      return std::nullopt;
   }
 }
 

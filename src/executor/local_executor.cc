@@ -47,9 +47,9 @@ struct Replica {
   // Immutable after creation.
   ReplicaKey key;
   std::string work_dir;
-  pid_t pid = 0;             // 0: no launcher is known (recovered dir without launcher.pid)
-  uint64_t start_time = 0;   // 0: unknown
-  bool is_child = false;     // started by this process (waitpid works)
+  pid_t pid = 0;            // 0: no launcher is known (recovered dir without launcher.pid)
+  uint64_t start_time = 0;  // 0: unknown
+  bool is_child = false;    // started by this process (waitpid works)
 
   // Guarded by LocalExecutor::mu_.
   bool kill_requested = false;
@@ -101,7 +101,7 @@ class LocalExecutor final : public Executor {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<ReplicaKey, std::shared_ptr<Replica>> replicas_;  // guarded by mu_
-  bool stop_ = false;                                         // guarded by mu_
+  bool stop_ = false;                                        // guarded by mu_
   std::thread monitor_;
 };
 
@@ -118,8 +118,8 @@ Status LocalExecutor::Launch(const ReplicaSpec& spec) {
   }
   TRAINYARD_RETURN_IF_ERROR(MakeDirs(spec.work_dir));
   // A work dir may be reused for a new attempt: clear the previous launcher's files.
-  for (const char* f : {kPidFile, kRunningFile, kLogFile, kLogOffsetFile, kExitFile, kKillFile,
-                        kLauncherErrFile}) {
+  for (const char* f :
+       {kPidFile, kRunningFile, kLogFile, kLogOffsetFile, kExitFile, kKillFile, kLauncherErrFile}) {
     TRAINYARD_RETURN_IF_ERROR(RemoveTree(Join(spec.work_dir, f)));
   }
   TRAINYARD_RETURN_IF_ERROR(WriteFileAtomic(Join(spec.work_dir, kSpecFile), SpecToJson(spec)));
@@ -136,8 +136,8 @@ Status LocalExecutor::Launch(const ReplicaSpec& spec) {
   // Own session: the launcher survives the daemon and its session id names every process of
   // the replica. SIGTERM/SIGINT stay blocked until the launcher reads them from its signalfd,
   // so a Kill right after Launch is not lost.
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   sigset_t mask;
   sigemptyset(&mask);
   sigaddset(&mask, SIGTERM);
@@ -173,8 +173,8 @@ Status LocalExecutor::Launch(const ReplicaSpec& spec) {
     Status s = WriteFileReplace(Join(spec.work_dir, kPidFile), FormatPidFile(pid, r->start_time));
     if (!s.ok()) TY_LOG_WARN(kLog, "{}", s.ToString());
   }
-  TY_LOG_INFO(kLog, "launched {} of job {} (launcher pid {})", spec.key.TaskName(),
-              spec.key.job_id, pid);
+  TY_LOG_INFO(kLog, "launched {} of job {} (launcher pid {})", spec.key.TaskName(), spec.key.job_id,
+              pid);
   {
     std::lock_guard<std::mutex> lock(mu_);
     replicas_[spec.key] = std::move(r);
@@ -442,6 +442,13 @@ void LocalExecutor::ReportExit(Replica& r) {
   if (parsed.ok()) {
     exit = std::move(parsed).value();
   } else {
+    // The launcher died abnormally (SIGKILL, OOM) and could not clean up: its orphans still
+    // carry its session id.
+    if (r.pid > 0) {
+      for (const ProcStat& p : ListProcesses()) {
+        if (p.session == r.pid && p.state != 'Z') ::kill(p.pid, SIGKILL);
+      }
+    }
     exit.phase = "launch";
     exit.exit_code = -1;
     exit.message = "the launcher exited without reporting";

@@ -23,8 +23,7 @@ void AppendLogRecord(std::string* out, Timestamp ts, model::Severity severity, b
                      std::string_view message);
 // The two halves of AppendLogRecord: "<micros>\t<SEVERITY>\t<SOURCE>\t", then the escaped
 // message (the launcher reuses the first half for the lines of one read).
-void AppendLogRecordPrefix(std::string* out, Timestamp ts, model::Severity severity,
-                           bool service);
+void AppendLogRecordPrefix(std::string* out, Timestamp ts, model::Severity severity, bool service);
 void AppendEscapedLogMessage(std::string* out, std::string_view message);
 
 // Replaces invalid UTF-8 sequences with U+FFFD (trainer output is arbitrary bytes; the store

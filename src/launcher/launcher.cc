@@ -48,7 +48,7 @@ constexpr size_t kReadBuffer = 1 << 20;
 constexpr int kPipeSize = 1 << 20;
 // Reads smaller than this are followed by a short pause (see RunChild).
 constexpr size_t kTrickleBytes = 64 * 1024;
-constexpr useconds_t kTrickleDelayMicros = 5000;
+constexpr useconds_t kTrickleDelayMicros = 1000;
 // How long the final cleanup may take to kill and reap leftover descendants.
 constexpr Duration kCleanupTimeout = 5 * kMicrosPerSecond;
 // After the cleanup, how long to wait for the output pipes to reach EOF.
@@ -192,8 +192,8 @@ int Launcher::Run() {
   Service(Severity::kInfo, "Running module " + spec_.python_module + ".");
   Service(Severity::kInfo, "Running command: " + executor::ShellJoin(argv));
   auto st = RunChild(argv, env, Sink::kTrainer, [this] {
-    int fd = ::open(Join(work_dir_, executor::kRunningFile).c_str(),
-                    O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    int fd = ::open(Join(work_dir_, executor::kRunningFile).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC,
+                    0644);
     if (fd >= 0) ::close(fd);
   });
   ReplicaExit exit;
@@ -225,9 +225,9 @@ int Launcher::Run() {
 bool Launcher::Init(std::string* error) {
   // Identity first: the executor (and a restarted daemon) find the launcher through it.
   auto self = executor::ReadProcStat(::getpid());
-  Status s = executor::WriteFileReplace(
-      Join(work_dir_, executor::kPidFile),
-      executor::FormatPidFile(::getpid(), self ? self->start_time : 0));
+  Status s =
+      executor::WriteFileReplace(Join(work_dir_, executor::kPidFile),
+                                 executor::FormatPidFile(::getpid(), self ? self->start_time : 0));
   if (!s.ok()) std::fprintf(stderr, "trainyard-launcher: %s\n", s.ToString().c_str());
 
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) std::perror("trainyard-launcher: subreaper");
@@ -305,8 +305,8 @@ std::optional<std::string> Launcher::PythonVersion() {
     }
   }
   capture_.clear();
-  auto status =
-      RunChild({spec_.python, "-c", "import sys;print(sys.version)"}, base_env_, Sink::kCapture, {});
+  auto status = RunChild({spec_.python, "-c", "import sys;print(sys.version)"}, base_env_,
+                         Sink::kCapture, {});
   if (status) FinishChild();
   if (!status || status->exit_code != 0) {
     failure_.phase = "install";
@@ -352,8 +352,8 @@ std::optional<std::string> Launcher::PrepareEnvironment() {
       return std::nullopt;
     }
     size_t slash = path.rfind('/');
-    hash_input += "package=" + path.substr(slash == std::string::npos ? 0 : slash + 1) + " " +
-                  *sha + "\n";
+    hash_input +=
+        "package=" + path.substr(slash == std::string::npos ? 0 : slash + 1) + " " + *sha + "\n";
   }
   const std::string hash = Sha256Hex(hash_input);
   const std::string dir = spec_.env_cache_dir + "/" + hash;
@@ -400,15 +400,15 @@ std::optional<std::string> Launcher::BuildEnvironment(const std::string& hash,
                                                       const std::string& dir,
                                                       const std::string& hash_input) {
   for (size_t i = 0; i < spec_.packages.size(); ++i) {
-    Service(Severity::kInfo, "Installing the package: " +
-                                 (i < spec_.package_uris.size() ? spec_.package_uris[i]
-                                                                : spec_.packages[i]));
+    Service(Severity::kInfo,
+            "Installing the package: " +
+                (i < spec_.package_uris.size() ? spec_.package_uris[i] : spec_.packages[i]));
   }
   // A leftover of an interrupted build. The venv is built in place: its bin/python path is
   // baked into its scripts and pyvenv.cfg, so it cannot be built elsewhere and renamed.
   (void)executor::RemoveTree(dir);
 
-  std::vector<std::string> venv = {spec_.python, "-m", "venv", "--system-site-packages",
+  std::vector<std::string> venv = {spec_.python,    "-m", "venv", "--system-site-packages",
                                    "--without-pip", dir};
   Service(Severity::kInfo, "Running command: " + executor::ShellJoin(venv));
   auto st = RunChild(venv, base_env_, Sink::kInstall, {});
@@ -718,8 +718,8 @@ void Launcher::StartTermination(int signo) {
   }
   kill_deadline_ = MonotonicMicros() + grace;
   Service(Severity::kWarning, "Received " + SignalName(signo) +
-                                  "; stopping the replica (grace period " +
-                                  FormatDuration(grace) + ").");
+                                  "; stopping the replica (grace period " + FormatDuration(grace) +
+                                  ").");
   if (child_ > 0 && !child_reaped_) ::kill(-child_, SIGTERM);
 }
 
@@ -727,8 +727,7 @@ void Launcher::Escalate() {
   escalated_ = true;
   Service(Severity::kWarning, "The grace period is over; killing the replica's processes.");
   if (child_ > 0 && !child_reaped_) ::kill(-child_, SIGKILL);
-  for (const executor::ProcStat& p :
-       executor::Descendants(::getpid(), executor::ListProcesses())) {
+  for (const executor::ProcStat& p : executor::Descendants(::getpid(), executor::ListProcesses())) {
     if (p.state != 'Z') ::kill(p.pid, SIGKILL);
   }
 }

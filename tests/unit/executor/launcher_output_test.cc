@@ -1,9 +1,9 @@
-#include "output.h"
-
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
+
+#include "output.h"
 
 namespace trainyard::launcher {
 namespace {
@@ -64,10 +64,8 @@ TEST(StderrTailTest, KeepsTheLastLinesInOrder) {
 
 TEST(BuildErrorTailTest, KeepsAShortTracebackWhole) {
   Lines lines = {"some log",
-                 "Traceback (most recent call last):",
-                 "  File \"/t/task.py\", line 3, in <module>",
-                 "    main()",
-                 "ValueError: boom"};
+                 "Traceback (most recent call last):", "  File \"/t/task.py\", line 3, in <module>",
+                 "    main()", "ValueError: boom"};
   EXPECT_EQ(BuildErrorTail(lines),
             "Traceback (most recent call last):\n  File \"/t/task.py\", line 3, in <module>\n"
             "    main()\nValueError: boom");
@@ -88,9 +86,13 @@ TEST(BuildErrorTailTest, ElidesTheMiddleOfALongTraceback) {
 }
 
 TEST(BuildErrorTailTest, UsesTheLastTraceback) {
-  Lines lines = {"Traceback (most recent call last):", "  File \"a\", line 1", "KeyError: 1",
-                 "During handling of the above exception, another exception occurred:", "",
-                 "Traceback (most recent call last):", "  File \"b\", line 2",
+  Lines lines = {"Traceback (most recent call last):",
+                 "  File \"a\", line 1",
+                 "KeyError: 1",
+                 "During handling of the above exception, another exception occurred:",
+                 "",
+                 "Traceback (most recent call last):",
+                 "  File \"b\", line 2",
                  "RuntimeError: second"};
   EXPECT_EQ(BuildErrorTail(lines),
             "Traceback (most recent call last):\n  File \"b\", line 2\nRuntimeError: second");

@@ -145,7 +145,7 @@ TEST(SanitizeUtf8Test, KeepsValidTextAndReplacesInvalidBytes) {
   EXPECT_EQ(SanitizeUtf8("\xC3\xA9t\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"),
             "\xC3\xA9t\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80");
   EXPECT_EQ(SanitizeUtf8("a\xFF"), "a\xEF\xBF\xBD");
-  EXPECT_EQ(SanitizeUtf8("\xC3"), "\xEF\xBF\xBD");               // truncated sequence
+  EXPECT_EQ(SanitizeUtf8("\xC3"), "\xEF\xBF\xBD");                  // truncated sequence
   EXPECT_EQ(SanitizeUtf8("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong
 }
 
@@ -171,8 +171,7 @@ TEST(ProcTest, ReadsOwnStat) {
 }
 
 TEST(ShellJoinTest, QuotesOnlyWhatNeedsIt) {
-  EXPECT_EQ(ShellJoin({"/usr/bin/python3", "-m", "a.b", "--x=1"}),
-            "/usr/bin/python3 -m a.b --x=1");
+  EXPECT_EQ(ShellJoin({"/usr/bin/python3", "-m", "a.b", "--x=1"}), "/usr/bin/python3 -m a.b --x=1");
   EXPECT_EQ(ShellJoin({"echo", "a b", "it's", ""}), "echo 'a b' 'it'\\''s' ''");
 }
 

@@ -161,7 +161,8 @@ std::vector<pid_t> Leftovers(const std::string& work_dir, const std::vector<pid_
   uint64_t start = 0;
   if (text.ok()) ParsePidFile(*text, &launcher, &start);
   for (const ProcStat& p : ListProcesses()) {
-    if (launcher > 0 && p.session == launcher) out.push_back(p.pid);
+    // Zombies re-parented to init are dead; reaping them is init's business.
+    if (launcher > 0 && p.session == launcher && p.state != 'Z') out.push_back(p.pid);
   }
   for (pid_t pid : extra) {
     auto st = ReadProcStat(pid);
@@ -233,14 +234,14 @@ class LocalExecutorTest : public ::testing::Test {
   std::string BuildSdist(const std::string& name, const std::string& setup_extra,
                          const std::string& task_code) {
     std::string src = tmp_.path() + "/src-" + name;
-    WriteText(src + "/setup.py", "from setuptools import setup\n" + setup_extra +
-                                     "setup(name='" + name + "', version='0.1', packages=['" +
-                                     name + "'], install_requires=[" + deps_ + "])\n");
+    WriteText(src + "/setup.py", "from setuptools import setup\n" + setup_extra + "setup(name='" +
+                                     name + "', version='0.1', packages=['" + name +
+                                     "'], install_requires=[" + deps_ + "])\n");
     WriteText(src + "/" + name + "/__init__.py", "");
     WriteText(src + "/" + name + "/task.py", task_code);
     std::string dist = tmp_.path() + "/dist";
-    std::string cmd = "cd '" + src + "' && " + kPython + " setup.py -q sdist -d '" + dist +
-                      "' >/dev/null 2>&1";
+    std::string cmd =
+        "cd '" + src + "' && " + kPython + " setup.py -q sdist -d '" + dist + "' >/dev/null 2>&1";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
     return dist + "/" + name + "-0.1.tar.gz";
   }
@@ -370,6 +371,29 @@ TEST_F(LocalExecutorTest, RejectsASecondLaunchOfARunningReplica) {
   auto exit = recorder_.WaitExit(spec.key);
   ASSERT_TRUE(exit.has_value());
   EXPECT_TRUE(exit->killed_by_request);
+}
+
+TEST_F(LocalExecutorTest, LaunchFailsWhenTheLauncherCannotStart) {
+  LocalExecutorOptions options;
+  options.launcher_path = tmp_.path() + "/no-such-launcher";
+  auto executor = NewLocalExecutor(options, &recorder_);
+  Status s = executor->Launch(Spec("trainer_any"));
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("no-such-launcher"), std::string::npos) << s.ToString();
+  EXPECT_EQ(executor->RunningCount(), 0);
+  executor->Shutdown();
+}
+
+TEST_F(LocalExecutorTest, MissingInterpreterIsReportedByTheLauncher) {
+  ReplicaSpec spec = Spec("trainer_any");
+  spec.python = tmp_.path() + "/no-python";
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->phase, "run");
+  EXPECT_EQ(exit->exit_code, 127);
+  EXPECT_NE(exit->error_tail.find("cannot execute " + spec.python), std::string::npos)
+      << exit->error_tail;
 }
 
 TEST_F(LocalExecutorTest, KillOfAnUnknownReplicaIsANoOp) {
@@ -540,6 +564,39 @@ TEST_F(LocalExecutorTest, KillDuringPackageInstallStopsPip) {
   for (const auto& entry : fs::directory_iterator(cache_dir_)) {
     EXPECT_FALSE(entry.is_directory()) << entry.path();
   }
+}
+
+TEST_F(LocalExecutorTest, LauncherKilledOutrightIsReportedAndItsOrphansStopped) {
+  WriteTrainer("trainer_orphan", R"(import subprocess, time
+child = subprocess.Popen(["sleep", "1000"])
+print("child %d" % child.pid, flush=True)
+while True:
+    time.sleep(0.05)
+)");
+  ReplicaSpec spec = Spec("trainer_orphan");
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  pid_t child = 0;
+  ASSERT_TRUE(WaitUntil([&] {
+    for (const auto& e : recorder_.Logs()) {
+      int c = 0;
+      if (std::sscanf(e.message.c_str(), "child %d", &c) == 1) {
+        child = c;
+        return true;
+      }
+    }
+    return false;
+  }));
+  auto text = ReadFile(spec.work_dir + "/" + kPidFile);
+  pid_t launcher = 0;
+  uint64_t start = 0;
+  ASSERT_TRUE(text.ok() && ParsePidFile(*text, &launcher, &start));
+  ::kill(launcher, SIGKILL);
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->phase, "launch");
+  EXPECT_EQ(exit->exit_code, -1);
+  EXPECT_FALSE(exit->killed_by_request);
+  EXPECT_TRUE(WaitUntil([&] { return Leftovers(spec.work_dir, {child}).empty(); }, seconds(10)));
 }
 
 TEST_F(LocalExecutorTest, RecoverReattachesToARunningReplica) {
