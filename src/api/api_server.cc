@@ -55,8 +55,8 @@ class Metrics {
         << "# TYPE trainyard_api_requests_total counter\n";
     for (const auto& [key, m] : routes_) {
       for (const auto& [code, n] : m.by_code) {
-        out << "trainyard_api_requests_total{method=\"" << key.first << "\",route=\""
-            << key.second << "\",code=\"" << code << "\"} " << n << "\n";
+        out << "trainyard_api_requests_total{method=\"" << key.first << "\",route=\"" << key.second
+            << "\",code=\"" << code << "\"} " << n << "\n";
       }
     }
     out << "# HELP trainyard_api_request_duration_seconds API request latency.\n"
@@ -64,8 +64,8 @@ class Metrics {
     for (const auto& [key, m] : routes_) {
       std::string labels = "method=\"" + key.first + "\",route=\"" + key.second + "\"";
       for (size_t i = 0; i < kBuckets.size(); ++i) {
-        out << "trainyard_api_request_duration_seconds_bucket{" << labels << ",le=\""
-            << kBuckets[i] << "\"} " << m.buckets[i] << "\n";
+        out << "trainyard_api_request_duration_seconds_bucket{" << labels << ",le=\"" << kBuckets[i]
+            << "\"} " << m.buckets[i] << "\n";
       }
       out << "trainyard_api_request_duration_seconds_bucket{" << labels << ",le=\"+Inf\"} "
           << m.count << "\n";
@@ -87,8 +87,10 @@ void WriteError(httplib::Response& res, const Status& st) {
   json details = json::array();
   if (!st.violations().empty()) {
     json fv = json::array();
-    for (const auto& v : st.violations()) fv.push_back({{"field", v.field}, {"description", v.description}});
-    details.push_back({{"@type", "type.googleapis.com/google.rpc.BadRequest"}, {"fieldViolations", fv}});
+    for (const auto& v : st.violations())
+      fv.push_back({{"field", v.field}, {"description", v.description}});
+    details.push_back(
+        {{"@type", "type.googleapis.com/google.rpc.BadRequest"}, {"fieldViolations", fv}});
   }
   if (!details.empty()) err["details"] = details;
   res.status = HttpStatusForCode(st.code());
@@ -101,17 +103,16 @@ void WriteJson(httplib::Response& res, const std::string& body) {
 }
 
 json LogEntryJson(const model::LogEntry& e) {
-  json j = {{"insertId", std::to_string(e.insert_id)},
-            {"timestamp", FormatRfc3339Micros(e.timestamp)},
-            {"severity", model::SeverityName(e.severity)},
-            {"resource",
-             {{"type", "ml_job"},
-              {"labels",
-               {{"job_id", e.job_id}, {"task_name", e.task_name}, {"project_id", e.project}}}}},
-            {"logName", "projects/" + e.project + "/logs/" +
-                            (e.task_name == "service" ? "ml.googleapis.com%2F" + e.job_id
-                                                      : e.task_name)},
-            {"jsonPayload", {{"message", e.message}}}};
+  json j = {
+      {"insertId", std::to_string(e.insert_id)},
+      {"timestamp", FormatRfc3339Micros(e.timestamp)},
+      {"severity", model::SeverityName(e.severity)},
+      {"resource",
+       {{"type", "ml_job"},
+        {"labels", {{"job_id", e.job_id}, {"task_name", e.task_name}, {"project_id", e.project}}}}},
+      {"logName", "projects/" + e.project + "/logs/" +
+                      (e.task_name == "service" ? "ml.googleapis.com%2F" + e.job_id : e.task_name)},
+      {"jsonPayload", {{"message", e.message}}}};
   if (!e.trial_id.empty()) j["labels"] = {{"trial_id", e.trial_id}};
   return j;
 }
@@ -146,8 +147,8 @@ constexpr Route kRoutes[] = {
     {"PATCH", R"(/v1/projects/([^/]+)/jobs/([^/:]+))",
      "projects.jobs.patch: replace labels (updateMask=labels,etag)", true},
     {"POST", R"(/v1/projects/([^/]+)/jobs)", "projects.jobs.create: submit a training job", true},
-    {"GET", R"(/v1/projects/([^/]+)/jobs)", "projects.jobs.list: list jobs (filter, pageSize, pageToken)",
-     false},
+    {"GET", R"(/v1/projects/([^/]+)/jobs)",
+     "projects.jobs.list: list jobs (filter, pageSize, pageToken)", false},
     {"GET", R"(/v1/admin/admission)", "admission state {\"paused\": bool}", false},
     {"PUT", R"(/v1/admin/admission)", "pause or resume admission {\"paused\": bool}", true},
     {"GET", R"(/v1/help)", "this table", false},
@@ -202,11 +203,16 @@ struct ApiServer::Impl {
   void Register(const Route& r, Handler h) {
     auto wrapped = Wrap(r, std::move(h));
     std::string m = r.method;
-    if (m == "GET") server.Get(r.pattern, wrapped);
-    else if (m == "POST") server.Post(r.pattern, wrapped);
-    else if (m == "PUT") server.Put(r.pattern, wrapped);
-    else if (m == "PATCH") server.Patch(r.pattern, wrapped);
-    else if (m == "DELETE") server.Delete(r.pattern, wrapped);
+    if (m == "GET")
+      server.Get(r.pattern, wrapped);
+    else if (m == "POST")
+      server.Post(r.pattern, wrapped);
+    else if (m == "PUT")
+      server.Put(r.pattern, wrapped);
+    else if (m == "PATCH")
+      server.Patch(r.pattern, wrapped);
+    else if (m == "DELETE")
+      server.Delete(r.pattern, wrapped);
   }
 
   void CreateJob(const httplib::Request& req, httplib::Response& res) {
@@ -267,7 +273,7 @@ struct ApiServer::Impl {
   }
 
   void PatchJob(const httplib::Request& req, httplib::Response& res) {
-    std::string mask = req.has_param("updateMask") ? req.get_param_value("updateMask")
+    std::string mask = req.has_param("updateMask")    ? req.get_param_value("updateMask")
                        : req.has_param("update_mask") ? req.get_param_value("update_mask")
                                                       : "";
     auto patch = model::ParseJobPatch(req.body, mask);
@@ -349,9 +355,9 @@ struct ApiServer::Impl {
       json body = json::parse(q.body, nullptr, false);
       if (body.is_discarded() || !body.is_object() || !body.contains("paused") ||
           !body["paused"].is_boolean()) {
-        return WriteError(s, Status(StatusCode::kInvalidArgument,
-                                    "expected a body {\"paused\": true|false}")
-                                 .AddViolation("paused", "required boolean"));
+        return WriteError(
+            s, Status(StatusCode::kInvalidArgument, "expected a body {\"paused\": true|false}")
+                   .AddViolation("paused", "required boolean"));
       }
       scheduler.SetAdmissionPaused(body["paused"].get<bool>());
       WriteJson(s, json{{"paused", scheduler.admission_paused()}}.dump());
@@ -370,7 +376,8 @@ struct ApiServer::Impl {
     storage::RegisterStorageRoutes(server, buckets, options.default_project);
     server.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (res.status == 404 && res.body.empty()) {
-        WriteError(res, NotFound("The requested URL " + req.path + " was not found on this server"));
+        WriteError(res,
+                   NotFound("The requested URL " + req.path + " was not found on this server"));
       }
       metrics.Record("unmatched", req.method, res.status, 0);
     });

@@ -64,7 +64,9 @@ std::string FormatRfc3339Micros(Timestamp ts) {
 
 Result<Timestamp> ParseRfc3339(std::string_view text) {
   // YYYY-MM-DDTHH:MM:SS[.fraction](Z|+hh:mm|-hh:mm); 't' and ' ' accepted as separators.
-  auto bad = [&] { return InvalidArgument("invalid RFC 3339 timestamp: '" + std::string(text) + "'"); };
+  auto bad = [&] {
+    return InvalidArgument("invalid RFC 3339 timestamp: '" + std::string(text) + "'");
+  };
   if (text.size() < 19) return bad();
   int year, mon, day, hour, min, sec;
   if (text[4] != '-' || text[7] != '-' || (text[10] != 'T' && text[10] != 't' && text[10] != ' ') ||

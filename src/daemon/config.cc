@@ -61,10 +61,16 @@ const std::vector<Field>& Fields() {
        },
        [](const DaemonConfig& c) { return c.listen; }},
       {"data_dir", "directory for the database, buckets, environments and job work dirs",
-       [](DaemonConfig& c, const std::string& v) { c.data_dir = v; return Status::Ok(); },
+       [](DaemonConfig& c, const std::string& v) {
+         c.data_dir = v;
+         return Status::Ok();
+       },
        [](const DaemonConfig& c) { return c.data_dir; }},
       {"log_level", "daemon log level: trace, debug, info, warn, error",
-       [](DaemonConfig& c, const std::string& v) { c.log_level = v; return Status::Ok(); },
+       [](DaemonConfig& c, const std::string& v) {
+         c.log_level = v;
+         return Status::Ok();
+       },
        [](const DaemonConfig& c) { return c.log_level; }},
       {"admission_paused", "start with admission paused (jobs stay QUEUED)",
        [](DaemonConfig& c, const std::string& v) {
@@ -85,7 +91,10 @@ const std::vector<Field>& Fields() {
        },
        [](const DaemonConfig& c) { return c.cancel_grace; }},
       {"pip_index_url", "package index for trainer dependencies (empty = pip --no-index)",
-       [](DaemonConfig& c, const std::string& v) { c.pip_index_url = v; return Status::Ok(); },
+       [](DaemonConfig& c, const std::string& v) {
+         c.pip_index_url = v;
+         return Status::Ok();
+       },
        [](const DaemonConfig& c) { return c.pip_index_url; }},
       {"pip_find_links", "comma-separated directories of wheels/sdists pip may install from",
        [](DaemonConfig& c, const std::string& v) {
@@ -105,7 +114,10 @@ const std::vector<Field>& Fields() {
        },
        [](const DaemonConfig& c) { return c.sqlite_synchronous; }},
       {"launcher_path", "path of trainyard-launcher (default: beside trainyardd)",
-       [](DaemonConfig& c, const std::string& v) { c.launcher_path = v; return Status::Ok(); },
+       [](DaemonConfig& c, const std::string& v) {
+         c.launcher_path = v;
+         return Status::Ok();
+       },
        [](const DaemonConfig& c) { return c.launcher_path; }},
       {"api_threads", "HTTP worker threads",
        [](DaemonConfig& c, const std::string& v) {
@@ -113,7 +125,10 @@ const std::vector<Field>& Fields() {
        },
        [](const DaemonConfig& c) { return std::to_string(c.api_threads); }},
       {"default_project", "project used by the storage API when a request names none",
-       [](DaemonConfig& c, const std::string& v) { c.default_project = v; return Status::Ok(); },
+       [](DaemonConfig& c, const std::string& v) {
+         c.default_project = v;
+         return Status::Ok();
+       },
        [](const DaemonConfig& c) { return c.default_project; }},
   };
   return kFields;
@@ -162,11 +177,16 @@ Status ApplyConfigFile(const std::string& path, DaemonConfig& config) {
           scheduler::RuntimeOptions r;
           for (const auto& f : rt) {
             std::string k = f.first.as<std::string>();
-            if (k == "name") r.name = f.second.as<std::string>();
-            else if (k == "python") r.python = f.second.as<std::string>();
-            else if (k == "runtime_versions") r.runtime_versions = YamlStrings(f.second);
-            else if (k == "python_versions") r.python_versions = YamlStrings(f.second);
-            else return InvalidArgument("config file " + path + ": unknown runtime key \"" + k + "\"");
+            if (k == "name")
+              r.name = f.second.as<std::string>();
+            else if (k == "python")
+              r.python = f.second.as<std::string>();
+            else if (k == "runtime_versions")
+              r.runtime_versions = YamlStrings(f.second);
+            else if (k == "python_versions")
+              r.python_versions = YamlStrings(f.second);
+            else
+              return InvalidArgument("config file " + path + ": unknown runtime key \"" + k + "\"");
           }
           config.runtimes.push_back(r);
         }
@@ -202,9 +222,12 @@ Status FinalizeConfig(DaemonConfig& config) {
   if (config.data_dir.empty()) {
     const char* xdg = std::getenv("XDG_DATA_HOME");
     const char* home = std::getenv("HOME");
-    if (xdg != nullptr && *xdg) config.data_dir = std::string(xdg) + "/trainyard";
-    else if (home != nullptr && *home) config.data_dir = std::string(home) + "/.local/share/trainyard";
-    else return InvalidArgument("no data_dir: set --data-dir, TRAINYARD_DATA_DIR or HOME");
+    if (xdg != nullptr && *xdg)
+      config.data_dir = std::string(xdg) + "/trainyard";
+    else if (home != nullptr && *home)
+      config.data_dir = std::string(home) + "/.local/share/trainyard";
+    else
+      return InvalidArgument("no data_dir: set --data-dir, TRAINYARD_DATA_DIR or HOME");
   }
   if (config.launcher_path.empty()) {
     char buf[PATH_MAX];
@@ -220,7 +243,8 @@ Status FinalizeConfig(DaemonConfig& config) {
   if (config.runtimes.empty()) return InvalidArgument("config: at least one runtime is needed");
   for (const auto& rt : config.runtimes) {
     if (::access(rt.python.c_str(), X_OK) != 0) {
-      return InvalidArgument("runtime " + rt.name + ": python " + rt.python + " is not an executable");
+      return InvalidArgument("runtime " + rt.name + ": python " + rt.python +
+                             " is not an executable");
     }
   }
   if (config.api_threads < 1) return InvalidArgument("config api_threads: must be at least 1");
@@ -232,8 +256,8 @@ std::string DumpConfig(const DaemonConfig& config) {
   for (const auto& f : Fields()) out << f.key << ": \"" << f.get(config) << "\"\n";
   out << "runtimes:\n";
   for (const auto& rt : config.runtimes) {
-    out << "  - name: " << rt.name << "\n    python: " << rt.python
-        << "\n    runtime_versions: [" << JoinList(rt.runtime_versions) << "]\n"
+    out << "  - name: " << rt.name << "\n    python: " << rt.python << "\n    runtime_versions: ["
+        << JoinList(rt.runtime_versions) << "]\n"
         << "    python_versions: [" << JoinList(rt.python_versions) << "]\n";
   }
   return out.str();

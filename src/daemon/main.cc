@@ -1,10 +1,11 @@
 // trainyardd: the composition root. Parses settings, builds the store, bucket store, executor,
 // scheduler and API server, recovers unfinished jobs, and serves until SIGTERM or SIGINT.
+#include <pthread.h>
+
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
-#include <pthread.h>
 #include <thread>
 
 #include "config.h"
@@ -23,7 +24,9 @@ namespace {
 class ListenerProxy : public executor::ExecutorListener {
  public:
   void Set(executor::ExecutorListener* target) { target_ = target; }
-  void OnReplicaRunning(const executor::ReplicaKey& key) override { target_->OnReplicaRunning(key); }
+  void OnReplicaRunning(const executor::ReplicaKey& key) override {
+    target_->OnReplicaRunning(key);
+  }
   void OnReplicaLogs(std::vector<model::LogEntry> entries) override {
     target_->OnReplicaLogs(std::move(entries));
   }

@@ -4,14 +4,22 @@ namespace trainyard::model {
 
 const char* JobStateName(JobState s) {
   switch (s) {
-    case JobState::kStateUnspecified: return "STATE_UNSPECIFIED";
-    case JobState::kQueued: return "QUEUED";
-    case JobState::kPreparing: return "PREPARING";
-    case JobState::kRunning: return "RUNNING";
-    case JobState::kSucceeded: return "SUCCEEDED";
-    case JobState::kFailed: return "FAILED";
-    case JobState::kCancelling: return "CANCELLING";
-    case JobState::kCancelled: return "CANCELLED";
+    case JobState::kStateUnspecified:
+      return "STATE_UNSPECIFIED";
+    case JobState::kQueued:
+      return "QUEUED";
+    case JobState::kPreparing:
+      return "PREPARING";
+    case JobState::kRunning:
+      return "RUNNING";
+    case JobState::kSucceeded:
+      return "SUCCEEDED";
+    case JobState::kFailed:
+      return "FAILED";
+    case JobState::kCancelling:
+      return "CANCELLING";
+    case JobState::kCancelled:
+      return "CANCELLED";
   }
   return "STATE_UNSPECIFIED";
 }
@@ -30,15 +38,24 @@ bool IsTerminal(JobState s) {
 
 const char* SeverityName(Severity s) {
   switch (s) {
-    case Severity::kDefault: return "DEFAULT";
-    case Severity::kDebug: return "DEBUG";
-    case Severity::kInfo: return "INFO";
-    case Severity::kNotice: return "NOTICE";
-    case Severity::kWarning: return "WARNING";
-    case Severity::kError: return "ERROR";
-    case Severity::kCritical: return "CRITICAL";
-    case Severity::kAlert: return "ALERT";
-    case Severity::kEmergency: return "EMERGENCY";
+    case Severity::kDefault:
+      return "DEFAULT";
+    case Severity::kDebug:
+      return "DEBUG";
+    case Severity::kInfo:
+      return "INFO";
+    case Severity::kNotice:
+      return "NOTICE";
+    case Severity::kWarning:
+      return "WARNING";
+    case Severity::kError:
+      return "ERROR";
+    case Severity::kCritical:
+      return "CRITICAL";
+    case Severity::kAlert:
+      return "ALERT";
+    case Severity::kEmergency:
+      return "EMERGENCY";
   }
   return "DEFAULT";
 }

@@ -4,13 +4,20 @@ namespace trainyard::model {
 
 const char* JobEventName(JobEvent e) {
   switch (e) {
-    case JobEvent::kPrepare: return "prepare";
-    case JobEvent::kRun: return "run";
-    case JobEvent::kSucceed: return "succeed";
-    case JobEvent::kFail: return "fail";
-    case JobEvent::kCancel: return "cancel";
-    case JobEvent::kCancelled: return "cancelled";
-    case JobEvent::kRequeue: return "requeue";
+    case JobEvent::kPrepare:
+      return "prepare";
+    case JobEvent::kRun:
+      return "run";
+    case JobEvent::kSucceed:
+      return "succeed";
+    case JobEvent::kFail:
+      return "fail";
+    case JobEvent::kCancel:
+      return "cancel";
+    case JobEvent::kCancelled:
+      return "cancelled";
+    case JobEvent::kRequeue:
+      return "requeue";
   }
   return "unknown";
 }
@@ -42,8 +49,8 @@ Result<JobState> Transition(JobState from, JobEvent event) {
       if (from == S::kPreparing || from == S::kRunning) return S::kQueued;
       break;
   }
-  return FailedPrecondition(std::string("a job in state ") + JobStateName(from) +
-                            " cannot " + JobEventName(event));
+  return FailedPrecondition(std::string("a job in state ") + JobStateName(from) + " cannot " +
+                            JobEventName(event));
 }
 
 }  // namespace trainyard::model

@@ -41,7 +41,8 @@ int PickFreePort() {
   int port = 2222;
   if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
     socklen_t len = sizeof addr;
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) port = ntohs(addr.sin_port);
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+      port = ntohs(addr.sin_port);
   }
   ::close(fd);
   return port;
@@ -89,8 +90,8 @@ std::string FailureMessage(const executor::ReplicaKey& key, const executor::Repl
 
 }  // namespace
 
-Scheduler::Scheduler(SchedulerOptions options, store::JobStore& store,
-                     executor::Executor& executor, storage::BucketStore& buckets)
+Scheduler::Scheduler(SchedulerOptions options, store::JobStore& store, executor::Executor& executor,
+                     storage::BucketStore& buckets)
     : options_(std::move(options)),
       store_(store),
       executor_(executor),
@@ -290,7 +291,8 @@ Result<Job> Scheduler::UpdateLabels(const std::string& project, const std::strin
   if (check_etag && etag != job.etag) {
     return Status(StatusCode::kAborted,
                   "The etag of the job does not match: the job was modified since it was read "
-                  "(got \"" + etag + "\", current \"" + job.etag + "\")")
+                  "(got \"" +
+                      etag + "\", current \"" + job.etag + "\")")
         .AddViolation("etag", "does not match the current etag");
   }
   job.labels = labels;
@@ -356,11 +358,20 @@ SchedulerStats Scheduler::Stats() const {
   SchedulerStats s;
   for (const auto& [k, aj] : active_) {
     switch (aj.job.state) {
-      case JobState::kQueued: ++s.queued; break;
-      case JobState::kPreparing: ++s.preparing; break;
-      case JobState::kRunning: ++s.running; break;
-      case JobState::kCancelling: ++s.cancelling; break;
-      default: break;
+      case JobState::kQueued:
+        ++s.queued;
+        break;
+      case JobState::kPreparing:
+        ++s.preparing;
+        break;
+      case JobState::kRunning:
+        ++s.running;
+        break;
+      case JobState::kCancelling:
+        ++s.cancelling;
+        break;
+      default:
+        break;
     }
   }
   s.running_replicas = executor_.RunningCount();
@@ -419,15 +430,17 @@ void Scheduler::CheckDeadlinesLocked(Timestamp now) {
     const auto& sched = aj.job.spec.scheduling;
     if ((aj.job.state == JobState::kQueued || aj.job.state == JobState::kPreparing) &&
         sched.max_wait_time && now - aj.job.create_time > *sched.max_wait_time) {
-      RequestCancelLocked(aj, "The job was cancelled because it waited longer than "
-                              "scheduling.maxWaitTime (" +
-                                  FormatDuration(*sched.max_wait_time) + ") to start running.");
+      RequestCancelLocked(aj,
+                          "The job was cancelled because it waited longer than "
+                          "scheduling.maxWaitTime (" +
+                              FormatDuration(*sched.max_wait_time) + ") to start running.");
     } else if (aj.job.state == JobState::kRunning) {
       Duration limit = sched.max_running_time.value_or(options_.default_max_running_time);
       if (aj.running_since > 0 && now - aj.running_since > limit) {
-        RequestCancelLocked(aj, "The job was cancelled because it ran longer than "
-                                "scheduling.maxRunningTime (" +
-                                    FormatDuration(limit) + ").");
+        RequestCancelLocked(aj,
+                            "The job was cancelled because it ran longer than "
+                            "scheduling.maxRunningTime (" +
+                                FormatDuration(limit) + ").");
       }
     }
   }
@@ -495,14 +508,29 @@ Status Scheduler::TransitionLocked(ActiveJob& aj, JobState to, const std::string
   JobState from = aj.job.state;
   model::JobEvent ev;
   switch (to) {
-    case JobState::kPreparing: ev = model::JobEvent::kPrepare; break;
-    case JobState::kRunning: ev = model::JobEvent::kRun; break;
-    case JobState::kSucceeded: ev = model::JobEvent::kSucceed; break;
-    case JobState::kFailed: ev = model::JobEvent::kFail; break;
-    case JobState::kCancelling: ev = model::JobEvent::kCancel; break;
-    case JobState::kCancelled: ev = model::JobEvent::kCancelled; break;
-    case JobState::kQueued: ev = model::JobEvent::kRequeue; break;
-    default: return Internal("no event leads to that state");
+    case JobState::kPreparing:
+      ev = model::JobEvent::kPrepare;
+      break;
+    case JobState::kRunning:
+      ev = model::JobEvent::kRun;
+      break;
+    case JobState::kSucceeded:
+      ev = model::JobEvent::kSucceed;
+      break;
+    case JobState::kFailed:
+      ev = model::JobEvent::kFail;
+      break;
+    case JobState::kCancelling:
+      ev = model::JobEvent::kCancel;
+      break;
+    case JobState::kCancelled:
+      ev = model::JobEvent::kCancelled;
+      break;
+    case JobState::kQueued:
+      ev = model::JobEvent::kRequeue;
+      break;
+    default:
+      return Internal("no event leads to that state");
   }
   auto next = model::Transition(from, ev);
   if (!next.ok()) {
@@ -557,8 +585,8 @@ void Scheduler::MaybeFinishLocked(ActiveJob& aj) {
   const Replica* master = nullptr;
   for (const auto& r : aj.replicas) {
     if (r.key.task_type == "master") master = &r;
-    if (r.exited && (ExitStatusOf(r.exit) != 0 || r.exit.phase == "lost" ||
-                     r.exit.phase == "launch")) {
+    if (r.exited &&
+        (ExitStatusOf(r.exit) != 0 || r.exit.phase == "lost" || r.exit.phase == "launch")) {
       if (!failures.empty()) failures += " ";
       failures += FailureMessage(r.key, r.exit);
     }

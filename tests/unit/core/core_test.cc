@@ -64,8 +64,7 @@ TEST(UtilTest, Base64AndSha256) {
   EXPECT_EQ(Base64Encode("foob"), "Zm9vYg==");
   EXPECT_EQ(*Base64Decode("Zm9vYg=="), "foob");
   EXPECT_FALSE(Base64Decode("Zm9").ok());
-  EXPECT_EQ(Sha256Hex("abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   EXPECT_EQ(Base64Decode(RandomEtag())->size(), 8u);
 }
 

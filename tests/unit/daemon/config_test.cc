@@ -11,9 +11,7 @@ namespace {
 
 class ConfigTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    path_ = "/tmp/ty_config_test_" + std::to_string(::getpid()) + ".yaml";
-  }
+  void SetUp() override { path_ = "/tmp/ty_config_test_" + std::to_string(::getpid()) + ".yaml"; }
   void TearDown() override {
     ::unlink(path_.c_str());
     ::unsetenv("TRAINYARD_LISTEN");
@@ -24,8 +22,9 @@ class ConfigTest : public ::testing::Test {
 };
 
 TEST_F(ConfigTest, FileThenEnvironmentThenFlags) {
-  Write("listen: 0.0.0.0:9000\nmax_running_jobs: 3\ncancel_grace: 30s\n"
-        "pip_find_links: [/a, /b]\n");
+  Write(
+      "listen: 0.0.0.0:9000\nmax_running_jobs: 3\ncancel_grace: 30s\n"
+      "pip_find_links: [/a, /b]\n");
   DaemonConfig c;
   ASSERT_TRUE(ApplyConfigFile(path_, c).ok());
   EXPECT_EQ(c.listen, "0.0.0.0:9000");
@@ -59,8 +58,9 @@ TEST_F(ConfigTest, RejectsUnknownKeysAndBadValuesNamingThem) {
 }
 
 TEST_F(ConfigTest, ReadsRuntimes) {
-  Write("runtimes:\n  - name: py\n    python: /usr/bin/python3\n"
-        "    runtime_versions: ['2.*']\n    python_versions: '*'\n");
+  Write(
+      "runtimes:\n  - name: py\n    python: /usr/bin/python3\n"
+      "    runtime_versions: ['2.*']\n    python_versions: '*'\n");
   DaemonConfig c;
   ASSERT_TRUE(ApplyConfigFile(path_, c).ok());
   ASSERT_EQ(c.runtimes.size(), 1u);

@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <thread>

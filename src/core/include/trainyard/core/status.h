@@ -69,7 +69,9 @@ class [[nodiscard]] Status {
   std::vector<FieldViolation> violations_;
 };
 
-inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+inline Status InvalidArgument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
 inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status AlreadyExists(std::string m) { return {StatusCode::kAlreadyExists, std::move(m)}; }
 inline Status FailedPrecondition(std::string m) {
@@ -87,8 +89,8 @@ inline Status DeadlineExceeded(std::string m) {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}            // NOLINT(google-explicit-constructor)
-  Result(Status status) : v_(std::move(status)) {}     // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
+  Result(Status status) : v_(std::move(status)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return std::holds_alternative<T>(v_); }
   const Status& status() const {
@@ -112,10 +114,10 @@ class [[nodiscard]] Result {
 #define TRAINYARD_CONCAT_INNER(a, b) a##b
 #define TRAINYARD_CONCAT(a, b) TRAINYARD_CONCAT_INNER(a, b)
 
-#define TRAINYARD_RETURN_IF_ERROR(expr)           \
-  do {                                            \
-    ::trainyard::Status _ty_status = (expr);      \
-    if (!_ty_status.ok()) return _ty_status;      \
+#define TRAINYARD_RETURN_IF_ERROR(expr)      \
+  do {                                       \
+    ::trainyard::Status _ty_status = (expr); \
+    if (!_ty_status.ok()) return _ty_status; \
   } while (0)
 
 #define TRAINYARD_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \

@@ -39,27 +39,28 @@ struct ReplicaKey {
 // Everything the launcher needs; written to <work_dir>/spec.json.
 struct ReplicaSpec {
   ReplicaKey key;
-  std::string work_dir;                  // per-replica directory, created by the executor
-  std::string python;                    // runtime interpreter, e.g. /usr/bin/python3
-  std::vector<std::string> packages;     // local paths of package files (already resolved)
-  std::vector<std::string> package_uris; // the URIs as the user gave them (for log lines)
-  std::string python_module;             // run as `python -m <module>`
-  std::vector<std::string> args;         // full trainer argv after the module (incl. --job-dir)
-  std::map<std::string, std::string> env;  // TF_CONFIG, CLOUD_ML_JOB_ID, ... (added to the daemon's)
-  std::string env_cache_dir;             // where environments are cached by content hash
-  std::string pip_index_url;             // "" = install with --no-index
+  std::string work_dir;                   // per-replica directory, created by the executor
+  std::string python;                     // runtime interpreter, e.g. /usr/bin/python3
+  std::vector<std::string> packages;      // local paths of package files (already resolved)
+  std::vector<std::string> package_uris;  // the URIs as the user gave them (for log lines)
+  std::string python_module;              // run as `python -m <module>`
+  std::vector<std::string> args;          // full trainer argv after the module (incl. --job-dir)
+  std::map<std::string, std::string>
+      env;                    // TF_CONFIG, CLOUD_ML_JOB_ID, ... (added to the daemon's)
+  std::string env_cache_dir;  // where environments are cached by content hash
+  std::string pip_index_url;  // "" = install with --no-index
   std::vector<std::string> pip_find_links;
-  std::string cwd;                       // working directory of the trainer ("" = work_dir)
+  std::string cwd;  // working directory of the trainer ("" = work_dir)
 };
 
 // How a replica ended.
 struct ReplicaExit {
-  int exit_code = 0;        // the trainer's exit status (or the launcher's, see phase)
-  int signal = 0;           // terminating signal of the trainer, 0 if it exited
+  int exit_code = 0;               // the trainer's exit status (or the launcher's, see phase)
+  int signal = 0;                  // terminating signal of the trainer, 0 if it exited
   bool killed_by_request = false;  // Kill() was called for it
-  std::string phase;        // "install" (environment failed), "run" (trainer ran), "launch"
-  std::string message;      // install failure text (pip's message) or launcher error
-  std::string error_tail;   // tail of the trainer's stderr, traceback first (may be "")
+  std::string phase;               // "install" (environment failed), "run" (trainer ran), "launch"
+  std::string message;             // install failure text (pip's message) or launcher error
+  std::string error_tail;          // tail of the trainer's stderr, traceback first (may be "")
 };
 
 // Callbacks from the executor. Called on executor threads; implementations must be quick and
@@ -94,7 +95,7 @@ class Executor {
 };
 
 struct LocalExecutorOptions {
-  std::string launcher_path;  // path of trainyard-launcher
+  std::string launcher_path;               // path of trainyard-launcher
   Duration log_poll_interval = 20 * 1000;  // how often replica log files are tailed
 };
 

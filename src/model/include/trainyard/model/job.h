@@ -79,8 +79,17 @@ struct Job {
 };
 
 // One stored log line of a job (Cloud Logging entry shape, see compat §11).
-enum class Severity { kDefault = 0, kDebug = 100, kInfo = 200, kNotice = 300, kWarning = 400,
-                      kError = 500, kCritical = 600, kAlert = 700, kEmergency = 800 };
+enum class Severity {
+  kDefault = 0,
+  kDebug = 100,
+  kInfo = 200,
+  kNotice = 300,
+  kWarning = 400,
+  kError = 500,
+  kCritical = 600,
+  kAlert = 700,
+  kEmergency = 800
+};
 const char* SeverityName(Severity s);  // "INFO", ...
 std::optional<Severity> ParseSeverity(std::string_view name);
 

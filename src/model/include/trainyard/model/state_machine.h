@@ -8,13 +8,13 @@
 namespace trainyard::model {
 
 enum class JobEvent {
-  kPrepare,         // QUEUED -> PREPARING (admitted; environments being prepared)
-  kRun,             // PREPARING -> RUNNING (all replicas run)
-  kSucceed,         // RUNNING -> SUCCEEDED
-  kFail,            // QUEUED|PREPARING|RUNNING -> FAILED
-  kCancel,          // QUEUED|PREPARING|RUNNING -> CANCELLING
-  kCancelled,       // CANCELLING -> CANCELLED (also QUEUED -> CANCELLED directly)
-  kRequeue,         // PREPARING|RUNNING -> QUEUED (restart recovery, whole-job retry)
+  kPrepare,    // QUEUED -> PREPARING (admitted; environments being prepared)
+  kRun,        // PREPARING -> RUNNING (all replicas run)
+  kSucceed,    // RUNNING -> SUCCEEDED
+  kFail,       // QUEUED|PREPARING|RUNNING -> FAILED
+  kCancel,     // QUEUED|PREPARING|RUNNING -> CANCELLING
+  kCancelled,  // CANCELLING -> CANCELLED (also QUEUED -> CANCELLED directly)
+  kRequeue,    // PREPARING|RUNNING -> QUEUED (restart recovery, whole-job retry)
 };
 
 const char* JobEventName(JobEvent e);

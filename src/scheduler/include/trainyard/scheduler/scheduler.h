@@ -20,8 +20,8 @@
 #include "trainyard/core/status.h"
 #include "trainyard/executor/executor.h"
 #include "trainyard/model/job.h"
-#include "trainyard/store/job_store.h"
 #include "trainyard/storage/bucket_store.h"
+#include "trainyard/store/job_store.h"
 
 namespace trainyard::scheduler {
 
@@ -39,7 +39,7 @@ struct SchedulerOptions {
   std::string env_cache_dir;  // cached Python environments
   std::vector<RuntimeOptions> runtimes = {RuntimeOptions{}};
   Duration cancel_grace = 10 * kMicrosPerSecond;  // SIGTERM -> SIGKILL
-  int max_running_jobs = 0;   // 0 = no limit (issue 4 brings resource-aware admission)
+  int max_running_jobs = 0;  // 0 = no limit (issue 4 brings resource-aware admission)
   bool admission_paused = false;
   std::string pip_index_url;  // "" = pip runs with --no-index
   std::vector<std::string> pip_find_links;

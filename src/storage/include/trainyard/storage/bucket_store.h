@@ -52,7 +52,7 @@ class BucketStore {
 
   const std::string& root() const { return root_; }
 
-  Status CreateBucket(std::string_view name);  // ALREADY_EXISTS if present
+  Status CreateBucket(std::string_view name);                 // ALREADY_EXISTS if present
   Result<BucketInfo> GetBucket(std::string_view name) const;  // NOT_FOUND
   Result<std::vector<BucketInfo>> ListBuckets() const;
   bool BucketExists(std::string_view name) const;

@@ -22,8 +22,8 @@ namespace trainyard::store {
 struct ListJobsRequest {
   std::string project;
   const model::Filter* filter = nullptr;  // nullptr = all
-  int page_size = 20;                      // already clamped by the caller to [1, 100]
-  std::string page_token;                  // "" = first page; opaque, produced by ListJobs
+  int page_size = 20;                     // already clamped by the caller to [1, 100]
+  std::string page_token;                 // "" = first page; opaque, produced by ListJobs
 };
 
 struct ListJobsResponse {
@@ -40,11 +40,11 @@ struct StateChange {
 
 struct LogQuery {
   std::string project;
-  std::string job_id;               // "" = every job of the project
-  std::string task_name;            // "" = every task
-  int64_t after_insert_id = 0;      // cursor: entries with insert_id > this
-  Timestamp min_timestamp = 0;      // entries with timestamp >= this (0 = no bound)
-  Timestamp max_timestamp = 0;      // entries with timestamp < this (0 = no bound)
+  std::string job_id;           // "" = every job of the project
+  std::string task_name;        // "" = every task
+  int64_t after_insert_id = 0;  // cursor: entries with insert_id > this
+  Timestamp min_timestamp = 0;  // entries with timestamp >= this (0 = no bound)
+  Timestamp max_timestamp = 0;  // entries with timestamp < this (0 = no bound)
   int limit = 1000;
 };
 
