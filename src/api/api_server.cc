@@ -4,6 +4,7 @@
 
 #include <array>
 #include <atomic>
+#include <cctype>
 #include <charconv>
 #include <functional>
 #include <map>
@@ -25,6 +26,9 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kLog = "api";
+
+// Whether the request on this worker thread reached a route handler (set per request).
+thread_local bool routed = false;
 
 // Latency histogram buckets (seconds), Prometheus convention.
 constexpr std::array<double, 12> kBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
@@ -79,6 +83,28 @@ class Metrics {
   std::map<std::pair<std::string, std::string>, RouteMetrics> routes_;
 };
 
+// JSON text that never throws: bytes that are not UTF-8 (a percent-decoded path, say) are
+// replaced rather than aborting the request.
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// Project ids as Google Cloud allows them (letters, digits, '-', also domain-scoped "a.com:b"),
+// starting with a letter: keeps "..", "/" and control bytes out of paths built from them.
+Status ValidateProject(const std::string& project) {
+  bool ok = !project.empty() && project.size() <= 100 &&
+            std::isalpha(static_cast<unsigned char>(project[0]));
+  for (char c : project) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ||
+          c == ':')) {
+      ok = false;
+    }
+  }
+  if (ok) return Status::Ok();
+  return Status(StatusCode::kInvalidArgument,
+                "Invalid project id in the resource name: it must start with a letter and "
+                "contain only letters, digits, '-', '_', '.' and ':'")
+      .AddViolation("name", "invalid project id");
+}
+
 // google.rpc.Status JSON error body with the canonical HTTP status (compat §0).
 void WriteError(httplib::Response& res, const Status& st) {
   json err = {{"code", HttpStatusForCode(st.code())},
@@ -94,7 +120,7 @@ void WriteError(httplib::Response& res, const Status& st) {
   }
   if (!details.empty()) err["details"] = details;
   res.status = HttpStatusForCode(st.code());
-  res.set_content(json{{"error", err}}.dump(), "application/json; charset=UTF-8");
+  res.set_content(Dump(json{{"error", err}}), "application/json; charset=UTF-8");
 }
 
 void WriteJson(httplib::Response& res, const std::string& body) {
@@ -187,17 +213,25 @@ struct ApiServer::Impl {
   Handler Wrap(const Route& route, Handler h) {
     std::string label = std::string(route.pattern);
     std::string method = route.method;
-    return [this, label, method, h](const httplib::Request& req, httplib::Response& res) {
-      int64_t start = MonotonicMicros();
-      try {
-        h(req, res);
-      } catch (const std::exception& e) {
-        TY_LOG_ERROR(kLog, "{} {}: {}", req.method, req.path, e.what());
-        WriteError(res, Internal(std::string("internal error: ") + e.what()));
-      }
-      metrics.Record(label, method, res.status,
-                     static_cast<double>(MonotonicMicros() - start) / 1e6);
-    };
+    const bool has_project = label.rfind("/v1/projects/", 0) == 0;
+    return
+        [this, label, method, h, has_project](const httplib::Request& req, httplib::Response& res) {
+          int64_t start = MonotonicMicros();
+          routed = true;
+          try {
+            Status project_ok = has_project ? ValidateProject(req.matches[1]) : Status::Ok();
+            if (!project_ok.ok()) {
+              WriteError(res, project_ok);
+            } else {
+              h(req, res);
+            }
+          } catch (const std::exception& e) {
+            TY_LOG_ERROR(kLog, "{} {}: {}", req.method, req.path, e.what());
+            WriteError(res, Internal(std::string("internal error: ") + e.what()));
+          }
+          metrics.Record(label, method, res.status,
+                         static_cast<double>(MonotonicMicros() - start) / 1e6);
+        };
   }
 
   void Register(const Route& r, Handler h) {
@@ -260,7 +294,7 @@ struct ApiServer::Impl {
     }
     body += "]";
     if (!page->next_page_token.empty()) {
-      body += ",\"nextPageToken\":" + json(page->next_page_token).dump();
+      body += ",\"nextPageToken\":" + Dump(json(page->next_page_token));
     }
     body += "}";
     WriteJson(res, body);
@@ -278,8 +312,13 @@ struct ApiServer::Impl {
                                                       : "";
     auto patch = model::ParseJobPatch(req.body, mask);
     if (!patch.ok()) return WriteError(res, patch.status());
+    if (patch->etag_in_mask && patch->etag.empty()) {
+      return WriteError(res, Status(StatusCode::kInvalidArgument,
+                                    "updateMask names etag but the request has no etag")
+                                 .AddViolation("etag", "required when the update mask names it"));
+    }
     auto job = scheduler.UpdateLabels(req.matches[1], req.matches[2], patch->labels, patch->etag,
-                                      patch->etag_in_mask || !patch->etag.empty());
+                                      !patch->etag.empty());
     if (!job.ok()) return WriteError(res, job.status());
     WriteJson(res, model::JobToJson(*job));
   }
@@ -309,7 +348,7 @@ struct ApiServer::Impl {
       cursor = std::max(cursor, e.insert_id);
     }
     out["nextAfterInsertId"] = std::to_string(cursor);
-    WriteJson(res, out.dump());
+    WriteJson(res, Dump(out));
   }
 
   void RenderMetrics(httplib::Response& res) {
@@ -339,7 +378,8 @@ struct ApiServer::Impl {
       return new httplib::ThreadPool(static_cast<size_t>(n));
     };
     server.set_keep_alive_max_count(100000);
-    server.set_keep_alive_timeout(30);
+    // Idle keep-alive connections hold a worker thread: keep the timeout short.
+    server.set_keep_alive_timeout(5);
     server.set_payload_max_length(1ULL << 32);
     const Route* r = kRoutes;
     Register(r[0], [this](const auto& q, auto& s) { CancelJob(q, s); });
@@ -374,12 +414,23 @@ struct ApiServer::Impl {
     });
     Register(r[11], [this](const auto&, auto& s) { RenderMetrics(s); });
     storage::RegisterStorageRoutes(server, buckets, options.default_project);
+    server.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
+      routed = false;
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
+    // Runs for every response >= 400, routed or not, outside httplib's handler try/catch.
     server.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
-      if (res.status == 404 && res.body.empty()) {
-        WriteError(res,
-                   NotFound("The requested URL " + req.path + " was not found on this server"));
+      if (routed) return;
+      try {
+        if (res.status == 404 && res.body.empty()) {
+          WriteError(res,
+                     NotFound("The requested URL " + req.path + " was not found on this server"));
+        }
+        metrics.Record("unmatched", req.method, res.status, 0);
+      } catch (...) {
+        res.status = 500;
+        res.set_content("{\"error\":{\"code\":500,\"status\":\"INTERNAL\"}}", "application/json");
       }
-      metrics.Record("unmatched", req.method, res.status, 0);
     });
     server.set_exception_handler(
         [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {

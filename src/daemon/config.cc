@@ -54,10 +54,15 @@ const std::vector<Field>& Fields() {
   static const std::vector<Field> kFields = {
       {"listen", "HOST:PORT the API listens on (port 0 picks a free port)",
        [](DaemonConfig& c, const std::string& v) {
-         if (v.find(':') == std::string::npos)
-           return InvalidArgument("config listen: expected HOST:PORT, got \"" + v + "\"");
-         c.listen = v;
-         return Status::Ok();
+         size_t colon = v.rfind(':');
+         int port = -1;
+         if (colon != std::string::npos && colon > 0 &&
+             ParseIntValue("listen", v.substr(colon + 1), &port).ok() && port >= 0 &&
+             port <= 65535) {
+           c.listen = v;
+           return Status::Ok();
+         }
+         return InvalidArgument("config listen: expected HOST:PORT, got \"" + v + "\"");
        },
        [](const DaemonConfig& c) { return c.listen; }},
       {"data_dir", "directory for the database, buckets, environments and job work dirs",
@@ -68,8 +73,14 @@ const std::vector<Field>& Fields() {
        [](const DaemonConfig& c) { return c.data_dir; }},
       {"log_level", "daemon log level: trace, debug, info, warn, error",
        [](DaemonConfig& c, const std::string& v) {
-         c.log_level = v;
-         return Status::Ok();
+         for (const char* level : {"trace", "debug", "info", "warn", "error", "critical", "off"}) {
+           if (v == level) {
+             c.log_level = v;
+             return Status::Ok();
+           }
+         }
+         return InvalidArgument("config log_level: \"" + v +
+                                "\" is not one of trace, debug, info, warn, error, critical, off");
        },
        [](const DaemonConfig& c) { return c.log_level; }},
       {"admission_paused", "start with admission paused (jobs stay QUEUED)",

@@ -3,6 +3,8 @@
 #include <pthread.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -27,8 +29,8 @@ class ListenerProxy : public executor::ExecutorListener {
   void OnReplicaRunning(const executor::ReplicaKey& key) override {
     target_->OnReplicaRunning(key);
   }
-  void OnReplicaLogs(std::vector<model::LogEntry> entries) override {
-    target_->OnReplicaLogs(std::move(entries));
+  Status OnReplicaLogs(std::vector<model::LogEntry> entries) override {
+    return target_->OnReplicaLogs(std::move(entries));
   }
   void OnReplicaExit(const executor::ReplicaKey& key, const executor::ReplicaExit& exit) override {
     target_->OnReplicaExit(key, exit);
@@ -140,18 +142,29 @@ int Run(int argc, char** argv) {
   if (Status st = sched.Start(); !st.ok()) Fatal("recovery failed: " + st.message());
   server.SetReady(true);
 
+  // A stop signal may arrive before the server runs (during recovery, or right after the
+  // address is printed): httplib's stop() is a no-op until listening starts, so the signal
+  // thread keeps asking until Serve() has returned.
+  std::atomic<bool> stop_requested{false};
+  std::atomic<bool> serve_returned{false};
   std::thread signal_thread([&] {
     int sig = 0;
     sigwait(&stop_signals, &sig);
+    if (serve_returned) return;  // woken by main at exit
     TY_LOG_INFO("daemon", "received {}, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    server.Stop();
+    stop_requested = true;
+    while (!serve_returned) {
+      server.Stop();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
   });
   TY_LOG_INFO("daemon", "trainyardd {} listening on {} (data dir {}{})", TRAINYARD_VERSION,
               endpoint, dd, config.admission_paused ? ", admission paused" : "");
   // The address on stdout, for scripts and tests that start the daemon on port 0.
   std::printf("listening on %s\n", endpoint.c_str());
   std::fflush(stdout);
-  server.Serve();
+  if (!stop_requested) server.Serve();
+  serve_returned = true;
   sched.Stop();
   executor->Shutdown();
   pthread_kill(signal_thread.native_handle(), SIGTERM);

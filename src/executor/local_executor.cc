@@ -420,8 +420,16 @@ void LocalExecutor::TailLog(Replica& r, bool to_end) {
       e.message = SanitizeUtf8(rec->message);
       entries.push_back(std::move(e));
     }
+    if (!entries.empty()) {
+      Status stored = listener_->OnReplicaLogs(std::move(entries));
+      if (!stored.ok()) {
+        // Not advanced: the same lines are delivered again on the next poll.
+        TY_LOG_WARN(kLog, "log lines of {} not stored, retrying: {}", r.work_dir,
+                    stored.ToString());
+        break;
+      }
+    }
     r.offset += last_nl + 1;
-    if (!entries.empty()) listener_->OnReplicaLogs(std::move(entries));
     delivered = true;
     if (!to_end) break;  // the rest on the next poll; keeps one replica from starving others
   }
@@ -449,9 +457,9 @@ void LocalExecutor::ReportExit(Replica& r) {
         if (p.session == r.pid && p.state != 'Z') ::kill(p.pid, SIGKILL);
       }
     }
-    exit.phase = "launch";
+    exit.phase = "lost";
     exit.exit_code = -1;
-    exit.message = "the launcher exited without reporting";
+    exit.message = "its launcher exited without reporting how the trainer ended";
     if (auto err = ReadFile(Join(r.work_dir, kLauncherErrFile)); err.ok() && !err->empty()) {
       std::string_view tail = *err;
       if (tail.size() > 2000) tail = tail.substr(tail.size() - 2000);

@@ -69,6 +69,12 @@ int ExitStatusOf(const executor::ReplicaExit& e) {
   return e.signal != 0 ? 128 + e.signal : e.exit_code;
 }
 
+// Only a trainer that ran and exited 0 succeeded (an install phase ended by a signal may
+// report status 0).
+bool ExitedCleanly(const executor::ReplicaExit& e) {
+  return e.phase == "run" && e.exit_code == 0 && e.signal == 0;
+}
+
 // AI Platform's words for a replica that failed (compat §12).
 std::string FailureMessage(const executor::ReplicaKey& key, const executor::ReplicaExit& e) {
   std::string who = "The replica " + ReplicaMessageName(key);
@@ -100,61 +106,84 @@ Scheduler::Scheduler(SchedulerOptions options, store::JobStore& store, executor:
 
 Scheduler::~Scheduler() { Stop(); }
 
+std::vector<Scheduler::Replica> Scheduler::PlanReplicas(const Job& job) {
+  Replica master;
+  master.key = executor::ReplicaKey{job.project, job.job_id, "", "master", 0};
+  return {master};
+}
+
 Status Scheduler::Start() {
   TRAINYARD_ASSIGN_OR_RETURN(auto jobs, store_.ListActiveJobs());
   std::vector<std::string> dirs;
+  int requeued = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& job : jobs) {
       JobKey k{job.project, job.job_id};
       ActiveJob aj;
       aj.job = std::move(job);
-      executor::ReplicaKey rk{aj.job.project, aj.job.job_id, "", "master", 0};
-      Replica r;
-      r.key = rk;
+      aj.replicas = PlanReplicas(aj.job);
+      if (aj.job.state == JobState::kCancelling) aj.cancel_reason = aj.job.error_message;
+      // A replica was launched when its spec was written (the executor writes it first).
+      bool any_launched = false;
+      for (auto& r : aj.replicas) {
+        r.launched = aj.job.state != JobState::kQueued &&
+                     ::access((WorkDir(r.key) + "/spec.json").c_str(), F_OK) == 0;
+        any_launched = any_launched || r.launched;
+      }
+      if (aj.job.state == JobState::kPreparing && !any_launched) {
+        // Admitted but never started before the daemon stopped: queue it again.
+        if (TransitionLocked(aj, JobState::kQueued, "requeued after a daemon restart").ok()) {
+          ++requeued;
+        }
+      }
       if (aj.job.state == JobState::kQueued) {
         queue_.insert({-aj.job.spec.scheduling.priority, aj.job.seq, k});
       } else {
-        // PREPARING, RUNNING or CANCELLING when the daemon stopped: the replica may still run.
-        r.launched = true;
-        r.running = aj.job.state == JobState::kRunning;
-        if (aj.job.state == JobState::kCancelling) aj.cancel_reason = aj.job.error_message;
-        if (aj.job.state == JobState::kRunning) aj.running_since = aj.job.start_time;
-        dirs.push_back(WorkDir(rk));
+        if (aj.job.state == JobState::kRunning) {
+          // maxRunningTime counts from entering RUNNING (compat §2), not from admission.
+          aj.running_since = aj.job.start_time;
+          if (auto history = store_.GetStateHistory(aj.job.project, aj.job.job_id); history.ok()) {
+            for (const auto& change : *history) {
+              if (change.to == JobState::kRunning) aj.running_since = change.time;
+            }
+          }
+        }
+        for (auto& r : aj.replicas) {
+          r.running = aj.job.state == JobState::kRunning;
+          if (r.launched) {
+            dirs.push_back(WorkDir(r.key));
+          } else {
+            r.exited = true;
+            r.exit.phase = "lost";
+            r.exit.exit_code = -1;
+            r.exit.message = "the Trainyard daemon stopped before it was started";
+          }
+        }
       }
-      aj.replicas.push_back(r);
       active_.emplace(k, std::move(aj));
     }
     positions_dirty_ = true;
   }
-  TY_LOG_INFO(kLog, "recovered {} unfinished jobs ({} with replicas to re-attach)", jobs.size(),
-              dirs.size());
-  // Re-attach outside the lock: Recover reports exits of replicas that are gone through
-  // OnReplicaExit, which takes the lock.
+  TY_LOG_INFO(kLog, "recovered {} unfinished jobs ({} requeued, {} replica dirs to re-attach)",
+              jobs.size(), requeued, dirs.size());
+  // Outside the lock: replicas whose launcher is gone are reported through OnReplicaExit.
   auto attached = executor_.Recover(dirs);
   for (const auto& key : attached) {
     TY_LOG_INFO(kLog, "re-attached to {} of job {}", key.TaskName(), key.job_id);
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    // Replicas of PREPARING/RUNNING jobs with no work dir never launched: fail them clearly.
-    for (auto& [k, aj] : active_) {
-      for (auto& r : aj.replicas) {
-        if (!r.launched || r.exited) continue;
-        bool found = std::find(attached.begin(), attached.end(), r.key) != attached.end();
-        if (!found && ::access(WorkDir(r.key).c_str(), F_OK) != 0) {
-          executor::ReplicaExit e;
-          e.phase = "lost";
-          e.exit_code = -1;
-          e.message = "the Trainyard daemon stopped before it was started";
-          r.exited = true;
-          r.exit = e;
+    for (auto it = active_.begin(); it != active_.end();) {
+      ActiveJob& aj = it->second;
+      // A cancel stored before the crash may not have reached the replicas: send it again.
+      if (!aj.cancel_reason.empty()) {
+        for (auto& r : aj.replicas) {
+          if (r.launched && !r.exited) executor_.Kill(r.key, options_.cancel_grace);
         }
       }
       MaybeFinishLocked(aj);
-    }
-    for (auto it = active_.begin(); it != active_.end();) {
-      if (model::IsTerminal(it->second.job.state)) {
+      if (model::IsTerminal(aj.job.state)) {
         it = active_.erase(it);
       } else {
         ++it;
@@ -173,7 +202,8 @@ void Scheduler::Stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-  FlushServiceLogs();
+  std::lock_guard<std::mutex> lock(mu_);
+  FlushServiceLogsLocked();
 }
 
 const RuntimeOptions* Scheduler::FindRuntime(const model::TrainingSpec& spec) const {
@@ -207,7 +237,7 @@ Status Scheduler::CheckRunnable(const Job& job) const {
     }
   }
   if (!job.spec.job_dir.empty()) {
-    Status jd = const_cast<storage::BucketStore&>(buckets_).ValidateJobDir(job.spec.job_dir);
+    Status jd = buckets_.ValidateJobDir(job.spec.job_dir);
     if (!jd.ok()) {
       bad = true;
       st.AddViolation("trainingInput.jobDir", jd.message());
@@ -231,9 +261,7 @@ Result<Job> Scheduler::Submit(Job job) {
   JobKey k{job.project, job.job_id};
   ActiveJob aj;
   aj.job = job;
-  Replica master;
-  master.key = executor::ReplicaKey{job.project, job.job_id, "", "master", 0};
-  aj.replicas.push_back(master);
+  aj.replicas = PlanReplicas(job);
   ServiceLogLocked(job, model::Severity::kInfo, "Validating job requirements...");
   ServiceLogLocked(job, model::Severity::kInfo,
                    "Job creation request has been successfully validated.");
@@ -241,6 +269,8 @@ Result<Job> Scheduler::Submit(Job job) {
   active_.emplace(k, std::move(aj));
   queue_.insert({-job.spec.scheduling.priority, job.seq, k});
   positions_dirty_ = true;
+  RecomputePositionsLocked();
+  job.job_position = positions_[k];
   cv_.notify_all();
   return job;
 }
@@ -381,12 +411,13 @@ SchedulerStats Scheduler::Stats() const {
 void Scheduler::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
-    AdmitLocked();
+    bool more = AdmitLocked();
     CheckDeadlinesLocked(NowMicros());
-    bool have_logs = !pending_logs_.empty();
-    if (have_logs) {
+    FlushServiceLogsLocked();
+    if (more) {
+      // Let API calls and executor events in between admission batches.
       lock.unlock();
-      FlushServiceLogs();
+      std::this_thread::yield();
       lock.lock();
       continue;
     }
@@ -394,34 +425,49 @@ void Scheduler::Loop() {
   }
 }
 
-void Scheduler::AdmitLocked() {
-  if (paused_) return;
+// Admits queued jobs in priority order, at most kAdmitBatch per call; returns true when more
+// could be admitted right away.
+bool Scheduler::AdmitLocked() {
+  constexpr int kAdmitBatch = 16;
+  if (paused_) return false;
   int running = 0;
   if (options_.max_running_jobs > 0) {
     for (const auto& [k, aj] : active_) {
       if (aj.job.state != JobState::kQueued) ++running;
     }
   }
-  while (!queue_.empty()) {
-    if (options_.max_running_jobs > 0 && running >= options_.max_running_jobs) break;
-    auto [prio, seq, key] = *queue_.begin();
+  for (int admitted = 0; !queue_.empty(); ++admitted) {
+    if (options_.max_running_jobs > 0 && running >= options_.max_running_jobs) return false;
+    if (admitted == kAdmitBatch) return true;
+    auto entry = *queue_.begin();
+    const JobKey key = std::get<2>(entry);
     queue_.erase(queue_.begin());
     positions_dirty_ = true;
     auto it = active_.find(key);
     if (it == active_.end()) continue;
     ActiveJob& aj = it->second;
+    Timestamp previous_start = aj.job.start_time;
     aj.job.start_time = NowMicros();
-    if (!TransitionLocked(aj, JobState::kPreparing, "admitted").ok()) continue;
+    if (!TransitionLocked(aj, JobState::kPreparing, "admitted").ok()) {
+      // The store refused the write: the job stays QUEUED and is tried again next pass.
+      aj.job.start_time = previous_start;
+      queue_.insert(entry);
+      return false;
+    }
     ServiceLogLocked(aj.job, model::Severity::kInfo, "Waiting for job to be provisioned.");
     ++running;
     Status st = LaunchLocked(aj);
     if (!st.ok()) {
+      for (auto& r : aj.replicas) {
+        if (r.launched) executor_.Kill(r.key, 0);
+      }
       FinishLocked(aj, JobState::kFailed, "The job could not be started: " + st.message());
       active_.erase(it);
       continue;
     }
     ServiceLogLocked(aj.job, model::Severity::kInfo, "Waiting for training program to start.");
   }
+  return false;
 }
 
 void Scheduler::CheckDeadlinesLocked(Timestamp now) {
@@ -464,6 +510,16 @@ Status Scheduler::LaunchLocked(ActiveJob& aj) {
   const Job& job = aj.job;
   const RuntimeOptions* rt = FindRuntime(job.spec);
   if (rt == nullptr) return FailedPrecondition("no configured runtime serves this job");
+  // One cluster map for the whole job: identical on every replica (compat §6.1).
+  const std::string primary = PrimaryTaskName(job.spec.runtime_version);
+  json cluster = json::object();
+  for (const auto& r : aj.replicas) {
+    std::string type = r.key.task_type == "master" ? primary : r.key.task_type;
+    if (type == "evaluator") continue;  // evaluators are never in the cluster
+    cluster[type].push_back("127.0.0.1:" + std::to_string(PickFreePort()));
+  }
+  const json job_json =
+      json::parse(job.training_input_json.empty() ? "{}" : job.training_input_json, nullptr, false);
   for (auto& r : aj.replicas) {
     executor::ReplicaSpec spec;
     spec.key = r.key;
@@ -480,15 +536,14 @@ Status Scheduler::LaunchLocked(ActiveJob& aj) {
       spec.args.push_back("--job-dir");
       spec.args.push_back(job.spec.job_dir);
     }
-    // TF_CONFIG, single-node form (compat §6.1).
-    std::string primary = PrimaryTaskName(job.spec.runtime_version);
     json tf;
-    tf["cluster"] = {{primary, {"127.0.0.1:" + std::to_string(PickFreePort())}}};
-    tf["task"] = {{"type", primary}, {"index", r.key.index}, {"cloud", "trainyard-" + job.job_id}};
-    tf["job"] = json::parse(job.training_input_json.empty() ? "{}" : job.training_input_json,
-                            nullptr, false);
+    tf["cluster"] = cluster;
+    tf["task"] = {{"type", r.key.task_type == "master" ? primary : r.key.task_type},
+                  {"index", r.key.index},
+                  {"cloud", "trainyard-" + job.job_id}};
+    tf["job"] = job_json;
     tf["environment"] = "cloud";
-    spec.env["TF_CONFIG"] = tf.dump();
+    spec.env["TF_CONFIG"] = tf.dump(-1, ' ', false, json::error_handler_t::replace);
     spec.env["CLOUD_ML_JOB_ID"] = job.job_id;
     spec.env["CLOUD_ML_PROJECT_ID"] = job.project;
     if (!storage_endpoint_.empty()) {
@@ -537,11 +592,17 @@ Status Scheduler::TransitionLocked(ActiveJob& aj, JobState to, const std::string
     TY_LOG_ERROR(kLog, "job {}: {}", aj.job.job_id, next.status().message());
     return next.status();
   }
-  aj.job.state = *next;
-  if (aj.job.state == JobState::kRunning) aj.running_since = NowMicros();
-  store::StateChange change{from, aj.job.state, NowMicros(), reason};
-  Status st = store_.UpdateJob(aj.job, change);
-  if (!st.ok()) TY_LOG_ERROR(kLog, "job {}: cannot store state: {}", aj.job.job_id, st.ToString());
+  model::Job updated = aj.job;
+  updated.state = *next;
+  store::StateChange change{from, updated.state, NowMicros(), reason};
+  Status st = store_.UpdateJob(updated, change);
+  if (!st.ok()) {
+    TY_LOG_ERROR(kLog, "job {}: cannot store state {}: {}", aj.job.job_id,
+                 model::JobStateName(updated.state), st.ToString());
+    return st;
+  }
+  aj.job = std::move(updated);
+  if (aj.job.state == JobState::kRunning) aj.running_since = change.time;
   return st;
 }
 
@@ -555,16 +616,9 @@ void Scheduler::FinishLocked(ActiveJob& aj, JobState to, const std::string& mess
   } else {
     ServiceLogLocked(aj.job, model::Severity::kInfo, "Job cancelled.");
   }
-  if (!pending_logs_.empty()) {
-    Status st = store_.AppendLogs(pending_logs_);
-    if (!st.ok()) TY_LOG_ERROR(kLog, "cannot store service log lines: {}", st.ToString());
-    pending_logs_.clear();
-  }
+  FlushServiceLogsLocked();
   aj.job.end_time = NowMicros();
   aj.job.error_message = message;
-  if (to == JobState::kCancelled && aj.job.state != JobState::kCancelling) {
-    (void)TransitionLocked(aj, JobState::kCancelling, message);
-  }
   (void)TransitionLocked(aj, to, message);
   cv_.notify_all();
 }
@@ -585,8 +639,9 @@ void Scheduler::MaybeFinishLocked(ActiveJob& aj) {
   const Replica* master = nullptr;
   for (const auto& r : aj.replicas) {
     if (r.key.task_type == "master") master = &r;
-    if (r.exited &&
-        (ExitStatusOf(r.exit) != 0 || r.exit.phase == "lost" || r.exit.phase == "launch")) {
+    // Replicas Trainyard stopped itself (after another failed or the master finished) are
+    // not failures of their own.
+    if (r.exited && !r.exit.killed_by_request && !ExitedCleanly(r.exit)) {
       if (!failures.empty()) failures += " ";
       failures += FailureMessage(r.key, r.exit);
     }
@@ -602,7 +657,7 @@ void Scheduler::MaybeFinishLocked(ActiveJob& aj) {
     }
     return;
   }
-  if (master != nullptr && master->exited) {
+  if (master != nullptr && master->exited && ExitedCleanly(master->exit)) {
     for (const auto& r : aj.replicas) {
       if (r.launched && !r.exited) executor_.Kill(r.key, options_.cancel_grace);
     }
@@ -627,10 +682,11 @@ void Scheduler::OnReplicaRunning(const executor::ReplicaKey& key) {
   }
 }
 
-void Scheduler::OnReplicaLogs(std::vector<model::LogEntry> entries) {
-  if (entries.empty()) return;
+Status Scheduler::OnReplicaLogs(std::vector<model::LogEntry> entries) {
+  if (entries.empty()) return Status::Ok();
   Status st = store_.AppendLogs(entries);
   if (!st.ok()) TY_LOG_ERROR(kLog, "cannot store {} log lines: {}", entries.size(), st.ToString());
+  return st;
 }
 
 void Scheduler::OnReplicaExit(const executor::ReplicaKey& key, const executor::ReplicaExit& exit) {
@@ -662,15 +718,13 @@ void Scheduler::ServiceLogLocked(const Job& job, model::Severity severity, std::
   pending_logs_.push_back(std::move(e));
 }
 
-void Scheduler::FlushServiceLogs() {
-  std::vector<model::LogEntry> batch;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    batch.swap(pending_logs_);
-  }
-  if (batch.empty()) return;
-  Status st = store_.AppendLogs(batch);
+// Service lines are written under the lock, like state changes, so a job's lines are stored
+// in the order they happened and before its terminal state.
+void Scheduler::FlushServiceLogsLocked() {
+  if (pending_logs_.empty()) return;
+  Status st = store_.AppendLogs(pending_logs_);
   if (!st.ok()) TY_LOG_ERROR(kLog, "cannot store service log lines: {}", st.ToString());
+  pending_logs_.clear();
 }
 
 }  // namespace trainyard::scheduler

@@ -136,6 +136,17 @@ def test_bad_requests_get_google_errors(daemon, tmp_path):
     status, body = daemon.request("POST", base, job_body("nojobdir_1", uri,
                                                           jobDir="gs://no-such-bucket/out"))
     assert status == 400 and "no-such-bucket" in body["error"]["message"], body
+    # Hostile paths: bytes that are not UTF-8, a project that would escape the data dir.
+    status, body = daemon.request("GET", "/%FF")
+    assert status == 404 and body["error"]["status"] == "NOT_FOUND", body
+    status, body = daemon.request("GET", base + "/%FF")
+    assert status == 404, body
+    status, body = daemon.request("GET", base + "?pageSize=%FF")
+    assert status == 400, body
+    status, body = daemon.request("POST", "/v1/projects/%2E%2E/jobs", job_body("escape_1", uri))
+    assert status == 400 and "project" in body["error"]["message"], body
+    status, body = daemon.request("POST", base, raw=b'{"jobId": "x\xff"}')
+    assert status == 400, body
     # The daemon is still healthy and nothing stored was lost.
     assert daemon.get_status("/healthz") == 200
     assert daemon.job("dup_1")["state"] == "QUEUED"

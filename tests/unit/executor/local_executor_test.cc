@@ -69,13 +69,14 @@ class Recorder : public ExecutorListener {
     running_[key]++;
     cv_.notify_all();
   }
-  void OnReplicaLogs(std::vector<model::LogEntry> entries) override {
+  Status OnReplicaLogs(std::vector<model::LogEntry> entries) override {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& e : entries) {
       events_.push_back("log " + e.task_name);
       logs_.push_back(std::move(e));
     }
     cv_.notify_all();
+    return Status::Ok();
   }
   void OnReplicaExit(const ReplicaKey& key, const ReplicaExit& exit) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -593,7 +594,7 @@ while True:
   ::kill(launcher, SIGKILL);
   auto exit = recorder_.WaitExit(spec.key);
   ASSERT_TRUE(exit.has_value());
-  EXPECT_EQ(exit->phase, "launch");
+  EXPECT_EQ(exit->phase, "lost");
   EXPECT_EQ(exit->exit_code, -1);
   EXPECT_FALSE(exit->killed_by_request);
   EXPECT_TRUE(WaitUntil([&] { return Leftovers(spec.work_dir, {child}).empty(); }, seconds(10)));
@@ -692,9 +693,9 @@ TEST_F(LocalExecutorTest, RecoverReportsALostLauncher) {
   EXPECT_TRUE(executor_->Recover({spec.work_dir, tmp_.path() + "/not-a-work-dir"}).empty());
   auto exit = recorder_.WaitExit(spec.key);
   ASSERT_TRUE(exit.has_value());
-  EXPECT_EQ(exit->phase, "launch");
+  EXPECT_EQ(exit->phase, "lost");
   EXPECT_EQ(exit->exit_code, -1);
-  EXPECT_NE(exit->message.find("the launcher exited without reporting"), std::string::npos);
+  EXPECT_NE(exit->message.find("its launcher exited without reporting"), std::string::npos);
   EXPECT_TRUE(recorder_.Find("last words").has_value());
 }
 

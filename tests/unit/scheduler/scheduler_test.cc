@@ -56,6 +56,12 @@ class FakeExecutor : public executor::Executor {
   std::vector<executor::ReplicaKey> reattach;
 };
 
+executor::ReplicaExit CleanExit() {
+  executor::ReplicaExit e;
+  e.phase = "run";
+  return e;
+}
+
 bool WaitFor(const std::function<bool()>& pred, int timeout_ms = 5000) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (std::chrono::steady_clock::now() < deadline) {
@@ -132,6 +138,7 @@ TEST_F(SchedulerTest, RunsAJobToSucceeded) {
   StartScheduler();
   auto job = sched_->Submit(MakeJob("j1"));
   ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->job_position, 1);
   EXPECT_GT(job->create_time, 0);
   EXPECT_FALSE(job->etag.empty());
   ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 1; }));
@@ -152,7 +159,7 @@ TEST_F(SchedulerTest, RunsAJobToSucceeded) {
 
   sched_->OnReplicaRunning(Master("j1"));
   EXPECT_EQ(StateOf("j1"), JobState::kRunning);
-  sched_->OnReplicaExit(Master("j1"), executor::ReplicaExit{});
+  sched_->OnReplicaExit(Master("j1"), CleanExit());
   auto done = sched_->GetJob("p", "j1");
   EXPECT_EQ(done->state, JobState::kSucceeded);
   EXPECT_GT(done->start_time, 0);
@@ -251,7 +258,7 @@ TEST_F(SchedulerTest, AdmitsByPriorityThenAgeAndReportsPositions) {
   EXPECT_EQ(exec_.Launched()[0].key.job_id, "high");
   EXPECT_EQ(sched_->GetJob("p", "low")->job_position, 1);
   sched_->OnReplicaRunning(Master("high"));
-  sched_->OnReplicaExit(Master("high"), executor::ReplicaExit{});
+  sched_->OnReplicaExit(Master("high"), CleanExit());
   ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 2; }));
   EXPECT_EQ(exec_.Launched()[1].key.job_id, "low");
 }
@@ -318,12 +325,78 @@ TEST_F(SchedulerTest, RecoveryKeepsReattachedReplicas) {
   Job running = MakeJob("running");
   running.state = JobState::kRunning;
   ASSERT_TRUE(store_->CreateJob(running).ok());
+  std::filesystem::create_directories(dir_ / "jobs" / "p" / "running" / "master-replica-0");
+  std::ofstream(dir_ / "jobs" / "p" / "running" / "master-replica-0" / "spec.json") << "{}";
   exec_.reattach = {Master("running")};
   StartScheduler();
   ASSERT_EQ(exec_.recovered_dirs.size(), 1u);
   EXPECT_EQ(StateOf("running"), JobState::kRunning);
-  sched_->OnReplicaExit(Master("running"), executor::ReplicaExit{});
+  sched_->OnReplicaExit(Master("running"), CleanExit());
   EXPECT_EQ(StateOf("running"), JobState::kSucceeded);
+}
+
+TEST_F(SchedulerTest, AnInstallPhaseEndingWithStatusZeroIsNotSuccess) {
+  StartScheduler();
+  ASSERT_TRUE(sched_->Submit(MakeJob("j1")).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 1; }));
+  executor::ReplicaExit e;
+  e.phase = "install";
+  e.exit_code = 0;
+  e.message = "interrupted";
+  sched_->OnReplicaExit(Master("j1"), e);
+  EXPECT_EQ(StateOf("j1"), JobState::kFailed);
+}
+
+TEST_F(SchedulerTest, LostLauncherFailsWithLostMessage) {
+  StartScheduler();
+  ASSERT_TRUE(sched_->Submit(MakeJob("j1")).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 1; }));
+  sched_->OnReplicaRunning(Master("j1"));
+  executor::ReplicaExit e;
+  e.phase = "lost";
+  e.exit_code = -1;
+  e.message = "its launcher exited without reporting how the trainer ended";
+  sched_->OnReplicaExit(Master("j1"), e);
+  auto job = sched_->GetJob("p", "j1");
+  EXPECT_EQ(job->state, JobState::kFailed);
+  EXPECT_EQ(job->error_message,
+            "The replica master 0 was lost: its launcher exited without reporting how the "
+            "trainer ended");
+}
+
+TEST_F(SchedulerTest, RecoveryRequeuesAPreparingJobThatNeverLaunched) {
+  Job job = MakeJob("prep");
+  job.state = JobState::kPreparing;
+  ASSERT_TRUE(store_->CreateJob(job).ok());
+  options_.admission_paused = true;
+  StartScheduler();
+  EXPECT_TRUE(exec_.recovered_dirs.empty());
+  auto got = sched_->GetJob("p", "prep");
+  EXPECT_EQ(got->state, JobState::kQueued);
+  EXPECT_EQ(got->job_position, 1);
+  sched_->SetAdmissionPaused(false);
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 1; }));
+}
+
+TEST_F(SchedulerTest, RecoveryResendsTheKillOfACancellingJob) {
+  Job job = MakeJob("stopping");
+  job.state = JobState::kCancelling;
+  job.error_message = "The job was cancelled at the user's request.";
+  ASSERT_TRUE(store_->CreateJob(job).ok());
+  std::filesystem::create_directories(dir_ / "jobs" / "p" / "stopping" / "master-replica-0");
+  std::ofstream(dir_ / "jobs" / "p" / "stopping" / "master-replica-0" / "spec.json") << "{}";
+  exec_.reattach = {Master("stopping")};
+  StartScheduler();
+  ASSERT_EQ(exec_.Killed().size(), 1u);
+  EXPECT_EQ(StateOf("stopping"), JobState::kCancelling);
+  executor::ReplicaExit e;
+  e.phase = "run";
+  e.signal = 15;
+  e.killed_by_request = true;
+  sched_->OnReplicaExit(Master("stopping"), e);
+  auto done = sched_->GetJob("p", "stopping");
+  EXPECT_EQ(done->state, JobState::kCancelled);
+  EXPECT_EQ(done->error_message, "The job was cancelled at the user's request.");
 }
 
 }  // namespace

@@ -71,7 +71,9 @@ class ExecutorListener {
   // The environment is ready and the trainer process started.
   virtual void OnReplicaRunning(const ReplicaKey& key) = 0;
   // New log lines (task_name, severity, timestamp, message filled; insert ids not yet).
-  virtual void OnReplicaLogs(std::vector<model::LogEntry> entries) = 0;
+  // Returns OK once they are stored; on an error the executor delivers the same lines again
+  // on its next poll (the replica's log offset only advances past stored lines).
+  virtual Status OnReplicaLogs(std::vector<model::LogEntry> entries) = 0;
   // The replica ended; all of its log lines were delivered before this call.
   virtual void OnReplicaExit(const ReplicaKey& key, const ReplicaExit& exit) = 0;
 };
@@ -86,7 +88,7 @@ class Executor {
   virtual void Kill(const ReplicaKey& key, Duration grace) = 0;
   // After a daemon restart: re-attaches to the replicas whose work dirs are given if their
   // launcher still runs (events then flow as usual), and reports OnReplicaExit for the others
-  // (from exit.json when present, else as lost). Returns the keys that were re-attached.
+  // (from exit.json when present, else with phase "lost"). Returns the keys re-attached.
   virtual std::vector<ReplicaKey> Recover(const std::vector<std::string>& work_dirs) = 0;
   // Number of replicas currently running (for /metrics).
   virtual int RunningCount() const = 0;

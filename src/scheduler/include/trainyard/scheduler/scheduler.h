@@ -92,7 +92,7 @@ class Scheduler : public executor::ExecutorListener {
 
   // ExecutorListener.
   void OnReplicaRunning(const executor::ReplicaKey& key) override;
-  void OnReplicaLogs(std::vector<model::LogEntry> entries) override;
+  Status OnReplicaLogs(std::vector<model::LogEntry> entries) override;
   void OnReplicaExit(const executor::ReplicaKey& key, const executor::ReplicaExit& exit) override;
 
  private:
@@ -112,9 +112,11 @@ class Scheduler : public executor::ExecutorListener {
   using JobKey = std::pair<std::string, std::string>;  // project, job id
 
   void Loop();
-  void AdmitLocked();
+  bool AdmitLocked();
   void CheckDeadlinesLocked(Timestamp now);
-  void FlushServiceLogs();
+  void FlushServiceLogsLocked();
+  // The replicas a job runs (one master until multi-replica jobs land).
+  static std::vector<Replica> PlanReplicas(const model::Job& job);
   Status LaunchLocked(ActiveJob& aj);
   Status TransitionLocked(ActiveJob& aj, model::JobState to, const std::string& reason);
   void FinishLocked(ActiveJob& aj, model::JobState to, const std::string& message);
