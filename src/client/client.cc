@@ -288,6 +288,7 @@ Client::Client(ClientOptions options) : options_(std::move(options)), impl_(new 
   impl_->http->set_read_timeout(options_.read_timeout_s, 0);
   impl_->http->set_write_timeout(options_.write_timeout_s, 0);
   impl_->http->set_keep_alive(true);
+  impl_->http->set_tcp_nodelay(true);  // see the API server: avoids ~40 ms per request
   impl_->headers.emplace("User-Agent", "trainyard-client");
   if (!options_.token.empty()) {
     impl_->headers.emplace("Authorization", "Bearer " + options_.token);

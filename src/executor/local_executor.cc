@@ -6,9 +6,12 @@
 // is what keeps one replica's events in order.
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -60,6 +63,7 @@ struct Replica {
   // Monitor thread only.
   bool exited = false;
   int log_fd = -1;
+  int pid_fd = -1;  // pidfd of the launcher: readable once it exits (wakes the monitor at once)
   uint64_t offset = 0;
   bool running_reported = false;
 };
@@ -69,10 +73,14 @@ class LocalExecutor final : public Executor {
   LocalExecutor(LocalExecutorOptions options, ExecutorListener* listener)
       : options_(std::move(options)), listener_(listener) {
     if (options_.log_poll_interval <= 0) options_.log_poll_interval = 20 * 1000;
+    wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     monitor_ = std::thread([this] { MonitorLoop(); });
   }
 
-  ~LocalExecutor() override { Shutdown(); }
+  ~LocalExecutor() override {
+    Shutdown();
+    if (wake_fd_ >= 0) ::close(wake_fd_);
+  }
 
   Status Launch(const ReplicaSpec& spec) override;
   void Kill(const ReplicaKey& key, Duration grace) override;
@@ -99,10 +107,17 @@ class LocalExecutor final : public Executor {
   ExecutorListener* const listener_;
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;
   std::map<ReplicaKey, std::shared_ptr<Replica>> replicas_;  // guarded by mu_
   bool stop_ = false;                                        // guarded by mu_
   std::thread monitor_;
+  int wake_fd_ = -1;  // eventfd: Launch, Kill and Shutdown wake the monitor through it
+
+  void Wake() {
+    if (wake_fd_ >= 0) {
+      uint64_t one = 1;
+      [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+    }
+  }
 };
 
 Status LocalExecutor::Launch(const ReplicaSpec& spec) {
@@ -179,7 +194,7 @@ Status LocalExecutor::Launch(const ReplicaSpec& spec) {
     std::lock_guard<std::mutex> lock(mu_);
     replicas_[spec.key] = std::move(r);
   }
-  cv_.notify_all();
+  Wake();
   return Status::Ok();
 }
 
@@ -202,7 +217,7 @@ void LocalExecutor::Kill(const ReplicaKey& key, Duration grace) {
   if (r->pid > 0 && ProcessAlive(r->pid, r->start_time)) ::kill(r->pid, SIGTERM);
   TY_LOG_INFO(kLog, "killing {} of job {} (grace {})", key.TaskName(), key.job_id,
               FormatDuration(grace));
-  cv_.notify_all();
+  Wake();
 }
 
 std::vector<ReplicaKey> LocalExecutor::Recover(const std::vector<std::string>& work_dirs) {
@@ -266,7 +281,7 @@ std::vector<ReplicaKey> LocalExecutor::Recover(const std::vector<std::string>& w
                   r->key.job_id);
     }
   }
-  cv_.notify_all();
+  Wake();
   return attached;
 }
 
@@ -275,13 +290,17 @@ void LocalExecutor::Shutdown() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  Wake();
   if (monitor_.joinable()) monitor_.join();
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [key, r] : replicas_) {
     if (r->log_fd >= 0) {
       ::close(r->log_fd);
       r->log_fd = -1;
+    }
+    if (r->pid_fd >= 0) {
+      ::close(r->pid_fd);
+      r->pid_fd = -1;
     }
   }
   replicas_.clear();
@@ -303,7 +322,22 @@ void LocalExecutor::MonitorLoop() {
     }
     lock.lock();
     if (stop_) break;
-    cv_.wait_for(lock, std::chrono::microseconds(options_.log_poll_interval));
+    // Sleep until a launcher exits (its pidfd turns readable), a call wakes us, or the next
+    // log poll is due: exits are seen at once, not a poll interval later.
+    std::vector<pollfd> fds;
+    fds.push_back({wake_fd_, POLLIN, 0});
+    for (auto& [key, r] : replicas_) {
+      if (r->pid_fd >= 0) fds.push_back({r->pid_fd, POLLIN, 0});
+    }
+    lock.unlock();
+    if (wake_fd_ >= 0) {
+      ::poll(fds.data(), fds.size(), static_cast<int>(options_.log_poll_interval / 1000));
+      uint64_t drained;
+      [[maybe_unused]] ssize_t n = ::read(wake_fd_, &drained, sizeof drained);
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(options_.log_poll_interval));
+    }
+    lock.lock();
   }
 }
 
@@ -323,6 +357,9 @@ bool LocalExecutor::Poll(Replica& r) {
 
 bool LocalExecutor::LauncherGone(Replica& r) {
   if (r.exited) return true;
+  if (r.pid_fd < 0 && r.pid > 0) {
+    r.pid_fd = static_cast<int>(::syscall(SYS_pidfd_open, r.pid, 0));  // -1: poll by interval
+  }
   auto st = r.pid > 0 ? ReadProcStat(r.pid) : std::nullopt;
   if (!st || (r.start_time != 0 && st->start_time != r.start_time)) {
     r.exited = true;  // reaped by someone else, or the pid now names another process
@@ -443,6 +480,10 @@ void LocalExecutor::ReportExit(Replica& r) {
   if (r.log_fd >= 0) {
     ::close(r.log_fd);
     r.log_fd = -1;
+  }
+  if (r.pid_fd >= 0) {
+    ::close(r.pid_fd);
+    r.pid_fd = -1;
   }
   ReplicaExit exit;
   auto text = ReadFile(Join(r.work_dir, kExitFile));

@@ -139,7 +139,11 @@ Status Scheduler::Start() {
       }
       if (aj.job.state == JobState::kQueued) {
         queue_.insert({-aj.job.spec.scheduling.priority, aj.job.seq, k});
-      } else {
+      }
+      if (aj.job.state == JobState::kRunning || aj.job.spec.scheduling.max_wait_time) {
+        timed_.insert(k);
+      }
+      if (aj.job.state != JobState::kQueued) {
         if (aj.job.state == JobState::kRunning) {
           // maxRunningTime counts from entering RUNNING (compat §2), not from admission.
           aj.running_since = aj.job.start_time;
@@ -163,7 +167,6 @@ Status Scheduler::Start() {
       }
       active_.emplace(k, std::move(aj));
     }
-    positions_dirty_ = true;
   }
   TY_LOG_INFO(kLog, "recovered {} unfinished jobs ({} requeued, {} replica dirs to re-attach)",
               jobs.size(), requeued, dirs.size());
@@ -268,10 +271,9 @@ Result<Job> Scheduler::Submit(Job job) {
   ServiceLogLocked(job, model::Severity::kInfo, "Job " + job.job_id + " is queued.");
   active_.emplace(k, std::move(aj));
   queue_.insert({-job.spec.scheduling.priority, job.seq, k});
-  positions_dirty_ = true;
-  RecomputePositionsLocked();
-  job.job_position = positions_[k];
-  cv_.notify_all();
+  if (job.spec.scheduling.max_wait_time) timed_.insert(k);
+  job.job_position = QueuePositionLocked(job);
+  if (!paused_) cv_.notify_all();
   return job;
 }
 
@@ -297,7 +299,6 @@ void Scheduler::RequestCancelLocked(ActiveJob& aj, const std::string& reason) {
   JobKey k{aj.job.project, aj.job.job_id};
   if (aj.job.state == JobState::kQueued) {
     queue_.erase({-aj.job.spec.scheduling.priority, aj.job.seq, k});
-    positions_dirty_ = true;
   }
   aj.job.error_message = reason;
   (void)TransitionLocked(aj, JobState::kCancelling, reason);
@@ -338,10 +339,7 @@ Result<Job> Scheduler::GetJob(const std::string& project, const std::string& job
     auto it = active_.find({project, job_id});
     if (it != active_.end()) {
       Job job = it->second.job;
-      if (job.state == JobState::kQueued) {
-        RecomputePositionsLocked();
-        job.job_position = positions_[{project, job_id}];
-      }
+      if (job.state == JobState::kQueued) job.job_position = QueuePositionLocked(job);
       return job;
     }
   }
@@ -354,19 +352,13 @@ void Scheduler::FillLiveFields(std::vector<Job>& jobs) {
     auto it = active_.find({job.project, job.job_id});
     if (it == active_.end()) continue;
     job = it->second.job;
-    if (job.state == JobState::kQueued) {
-      RecomputePositionsLocked();
-      job.job_position = positions_[{job.project, job.job_id}];
-    }
+    if (job.state == JobState::kQueued) job.job_position = QueuePositionLocked(job);
   }
 }
 
-void Scheduler::RecomputePositionsLocked() {
-  if (!positions_dirty_) return;
-  positions_.clear();
-  int64_t pos = 1;
-  for (const auto& [prio, seq, key] : queue_) positions_[key] = pos++;
-  positions_dirty_ = false;
+int64_t Scheduler::QueuePositionLocked(const Job& job) const {
+  QueueEntry entry{-job.spec.scheduling.priority, job.seq, JobKey{job.project, job.job_id}};
+  return static_cast<int64_t>(queue_.order_of_key(entry)) + 1;
 }
 
 void Scheduler::SetAdmissionPaused(bool paused) {
@@ -442,7 +434,6 @@ bool Scheduler::AdmitLocked() {
     auto entry = *queue_.begin();
     const JobKey key = std::get<2>(entry);
     queue_.erase(queue_.begin());
-    positions_dirty_ = true;
     auto it = active_.find(key);
     if (it == active_.end()) continue;
     ActiveJob& aj = it->second;
@@ -471,7 +462,14 @@ bool Scheduler::AdmitLocked() {
 }
 
 void Scheduler::CheckDeadlinesLocked(Timestamp now) {
-  for (auto& [k, aj] : active_) {
+  for (auto kit = timed_.begin(); kit != timed_.end();) {
+    auto it = active_.find(*kit);
+    if (it == active_.end() || model::IsTerminal(it->second.job.state)) {
+      kit = timed_.erase(kit);
+      continue;
+    }
+    ++kit;
+    ActiveJob& aj = it->second;
     if (!aj.cancel_reason.empty()) continue;
     const auto& sched = aj.job.spec.scheduling;
     if ((aj.job.state == JobState::kQueued || aj.job.state == JobState::kPreparing) &&
@@ -488,15 +486,11 @@ void Scheduler::CheckDeadlinesLocked(Timestamp now) {
                             "scheduling.maxRunningTime (" +
                                 FormatDuration(limit) + ").");
       }
-    }
-  }
-  for (auto it = active_.begin(); it != active_.end();) {
-    MaybeFinishLocked(it->second);
-    if (model::IsTerminal(it->second.job.state)) {
-      it = active_.erase(it);
     } else {
-      ++it;
+      continue;
     }
+    MaybeFinishLocked(aj);
+    if (model::IsTerminal(aj.job.state)) active_.erase(it);
   }
 }
 
@@ -602,7 +596,10 @@ Status Scheduler::TransitionLocked(ActiveJob& aj, JobState to, const std::string
     return st;
   }
   aj.job = std::move(updated);
-  if (aj.job.state == JobState::kRunning) aj.running_since = change.time;
+  if (aj.job.state == JobState::kRunning) {
+    aj.running_since = change.time;
+    timed_.insert({aj.job.project, aj.job.job_id});
+  }
   return st;
 }
 
