@@ -13,6 +13,8 @@ PACKAGES=(
   python3-joblib
   # tests
   python3-pytest curl
+  # Google's Python API client, for the drop-in compatibility tests
+  python3-googleapi python3-google-auth python3-httplib2 python3-oauth2client python3-uritemplate
 )
 
 missing=()
