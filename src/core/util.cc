@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -87,24 +88,34 @@ Result<std::string> ReadFile(const std::string& path) {
   return ss.str();
 }
 
-Status WriteFileAtomic(const std::string& path, std::string_view data) {
-  std::string tmp = path + ".tmp";
+Status WriteFileAtomic(const std::string& path, std::string_view data, bool durable) {
+  static std::atomic<uint64_t> counter{0};
+  std::string tmp =
+      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Internal("cannot write " + tmp + ": " + std::strerror(errno));
+  auto fail = [&](const std::string& what) {
+    int err = errno;
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());
+    return Internal("cannot " + what + " " + tmp + ": " + std::strerror(err));
+  };
   size_t off = 0;
   while (off < data.size()) {
     ssize_t n = ::write(fd, data.data() + off, data.size() - off);
     if (n < 0) {
       if (errno == EINTR) continue;
-      ::close(fd);
-      return Internal("cannot write " + tmp + ": " + std::strerror(errno));
+      return fail("write");
     }
     off += static_cast<size_t>(n);
   }
-  ::fsync(fd);
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0)
-    return Internal("cannot rename " + tmp + ": " + std::strerror(errno));
+  if (durable && ::fsync(fd) != 0) return fail("sync");
+  if (::close(fd) != 0) {
+    fd = -1;
+    return fail("close");
+  }
+  fd = -1;
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("rename");
   return Status::Ok();
 }
 

@@ -184,7 +184,8 @@ Status LocalExecutor::Launch(const ReplicaSpec& spec) {
   // The launcher writes the same file first thing; writing it here too closes the window in
   // which a daemon crash would leave a running launcher that Recover cannot find.
   if (r->start_time != 0) {
-    Status s = WriteFileReplace(Join(spec.work_dir, kPidFile), FormatPidFile(pid, r->start_time));
+    Status s = WriteFileAtomic(Join(spec.work_dir, kPidFile), FormatPidFile(pid, r->start_time),
+                               /*durable=*/false);
     if (!s.ok()) TY_LOG_WARN(kLog, "{}", s.ToString());
   }
   TY_LOG_INFO(kLog, "launched {} of job {} (launcher pid {})", spec.key.TaskName(), spec.key.job_id,
@@ -211,7 +212,8 @@ void LocalExecutor::Kill(const ReplicaKey& key, Duration grace) {
     r->kill_deadline = now + grace;
     r->launcher_kill_deadline = now + grace + kLauncherReportGrace;
   }
-  Status s = WriteFileReplace(Join(r->work_dir, kKillFile), std::to_string(grace) + "\n");
+  Status s = WriteFileAtomic(Join(r->work_dir, kKillFile), std::to_string(grace) + "\n",
+                             /*durable=*/false);
   if (!s.ok()) TY_LOG_WARN(kLog, "{}", s.ToString());
   if (r->pid > 0 && ProcessAlive(r->pid, r->start_time)) ::kill(r->pid, SIGTERM);
   TY_LOG_INFO(kLog, "killing {} of job {} (grace {})", key.TaskName(), key.job_id,
@@ -470,7 +472,8 @@ void LocalExecutor::TailLog(Replica& r, bool to_end) {
     if (!to_end) break;  // the rest on the next poll; keeps one replica from starving others
   }
   if (delivered) {
-    Status s = WriteFileReplace(Join(r.work_dir, kLogOffsetFile), std::to_string(r.offset) + "\n");
+    Status s = WriteFileAtomic(Join(r.work_dir, kLogOffsetFile), std::to_string(r.offset) + "\n",
+                               /*durable=*/false);
     if (!s.ok()) TY_LOG_WARN(kLog, "{}", s.ToString());
   }
 }

@@ -151,31 +151,6 @@ bool ParsePidFile(std::string_view text, pid_t* pid, uint64_t* start_time) {
   return true;
 }
 
-Status WriteFileReplace(const std::string& path, std::string_view data) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Internal("cannot write " + tmp + ": " + std::strerror(errno));
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return Internal("cannot write " + tmp + ": " + std::strerror(err));
-    }
-    off += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return Internal("cannot rename " + tmp + ": " + std::strerror(err));
-  }
-  return Status::Ok();
-}
-
 bool FileExists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
 Status RemoveTree(const std::string& path) {

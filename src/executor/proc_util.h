@@ -36,9 +36,6 @@ bool ProcessAlive(pid_t pid, uint64_t start_time);
 std::string FormatPidFile(pid_t pid, uint64_t start_time);
 bool ParsePidFile(std::string_view text, pid_t* pid, uint64_t* start_time);
 
-// Writes path via a temporary file unique to this process and renames it over path (no fsync:
-// for small state files that several processes may write).
-Status WriteFileReplace(const std::string& path, std::string_view data);
 bool FileExists(const std::string& path);
 // Removes a file or a directory tree; missing paths are fine.
 Status RemoveTree(const std::string& path);

@@ -229,9 +229,9 @@ int Launcher::Run() {
 bool Launcher::Init(std::string* error) {
   // Identity first: the executor (and a restarted daemon) find the launcher through it.
   auto self = executor::ReadProcStat(::getpid());
-  Status s =
-      executor::WriteFileReplace(Join(work_dir_, executor::kPidFile),
-                                 executor::FormatPidFile(::getpid(), self ? self->start_time : 0));
+  Status s = WriteFileAtomic(Join(work_dir_, executor::kPidFile),
+                             executor::FormatPidFile(::getpid(), self ? self->start_time : 0),
+                             /*durable=*/false);
   if (!s.ok()) std::fprintf(stderr, "trainyard-launcher: %s\n", s.ToString().c_str());
 
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) std::perror("trainyard-launcher: subreaper");
@@ -323,7 +323,7 @@ std::optional<std::string> Launcher::PythonVersion() {
   }
   std::string version = capture_;
   while (!version.empty() && version.back() == '\n') version.pop_back();
-  if (!cache_file.empty()) (void)executor::WriteFileReplace(cache_file, version + "\n");
+  if (!cache_file.empty()) (void)WriteFileAtomic(cache_file, version + "\n", /*durable=*/false);
   return version;
 }
 
@@ -454,7 +454,7 @@ std::optional<std::string> Launcher::BuildEnvironment(const std::string& hash,
     failure_ = InstallFailure(st, "installing the packages");
     return std::nullopt;
   }
-  Status s = executor::WriteFileReplace(dir + "/.complete", hash_input);
+  Status s = WriteFileAtomic(dir + "/.complete", hash_input, /*durable=*/false);
   if (!s.ok()) {
     (void)executor::RemoveTree(dir);
     failure_.phase = "install";

@@ -108,31 +108,8 @@ std::string ObjectSidecarPath(const BucketStore& store, std::string_view bucket,
 // Writes a small file via a uniquely named temp file and rename (no fsync: sidecars are either
 // re-derivable caches or written right after an fsynced object).
 Status WriteSmallFile(const std::string& path, std::string_view data) {
-  static std::atomic<uint64_t> counter{0};
   TRAINYARD_RETURN_IF_ERROR(MakeDirs(fs::path(path).parent_path().string()));
-  std::string tmp =
-      path + "." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1)) + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Internal("cannot write " + tmp + ": " + ErrnoText(errno));
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return Internal("cannot write " + tmp + ": " + ErrnoText(err));
-    }
-    off += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return Internal("cannot rename " + tmp + ": " + ErrnoText(err));
-  }
-  return Status::Ok();
+  return WriteFileAtomic(path, data, /*durable=*/false);
 }
 
 // key=value lines after a magic first line.

@@ -19,8 +19,10 @@ Result<std::string> Base64Decode(std::string_view data);
 std::string RandomEtag();
 
 Result<std::string> ReadFile(const std::string& path);
-// Writes to path.tmp, fsyncs and renames over path.
-Status WriteFileAtomic(const std::string& path, std::string_view data);
+// Replaces path with data atomically: writes a uniquely named temp file beside it, fsyncs it
+// when `durable` (skip that for small files rewritten often, e.g. cursors), and renames it over
+// path. Concurrent writers never share a temp file. The temp file is removed on failure.
+Status WriteFileAtomic(const std::string& path, std::string_view data, bool durable = true);
 Status MakeDirs(const std::string& path);
 
 std::vector<std::string> Split(std::string_view s, char sep);
