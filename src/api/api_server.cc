@@ -11,7 +11,12 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
+#include "api_util.h"
+#include "discovery.h"
+#include "logging_api.h"
+#include "routes.h"
 #include "trainyard/core/log.h"
 #include "trainyard/core/time.h"
 #include "trainyard/core/util.h"
@@ -27,6 +32,10 @@ namespace {
 
 constexpr const char* kLog = "api";
 
+// Bodies of ml v1 and Logging requests above this are refused (the storage routes take uploads
+// of any size: the listener's own limit is 4 GiB).
+constexpr size_t kMaxApiBody = 8 << 20;
+
 // Whether the request on this worker thread reached a route handler (set per request).
 thread_local bool routed = false;
 
@@ -40,6 +49,16 @@ struct RouteMetrics {
   uint64_t count = 0;
   double sum = 0;
 };
+
+// A Prometheus label value: backslash and double quote escaped (route patterns are regexes).
+std::string EscapeLabel(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
 
 class Metrics {
  public:
@@ -59,14 +78,14 @@ class Metrics {
         << "# TYPE trainyard_api_requests_total counter\n";
     for (const auto& [key, m] : routes_) {
       for (const auto& [code, n] : m.by_code) {
-        out << "trainyard_api_requests_total{method=\"" << key.first << "\",route=\"" << key.second
-            << "\",code=\"" << code << "\"} " << n << "\n";
+        out << "trainyard_api_requests_total{method=\"" << key.first << "\",route=\""
+            << EscapeLabel(key.second) << "\",code=\"" << code << "\"} " << n << "\n";
       }
     }
     out << "# HELP trainyard_api_request_duration_seconds API request latency.\n"
         << "# TYPE trainyard_api_request_duration_seconds histogram\n";
     for (const auto& [key, m] : routes_) {
-      std::string labels = "method=\"" + key.first + "\",route=\"" + key.second + "\"";
+      std::string labels = "method=\"" + key.first + "\",route=\"" + EscapeLabel(key.second) + "\"";
       for (size_t i = 0; i < kBuckets.size(); ++i) {
         out << "trainyard_api_request_duration_seconds_bucket{" << labels << ",le=\"" << kBuckets[i]
             << "\"} " << m.buckets[i] << "\n";
@@ -86,24 +105,6 @@ class Metrics {
 // JSON text that never throws: bytes that are not UTF-8 (a percent-decoded path, say) are
 // replaced rather than aborting the request.
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-// Project ids as Google Cloud allows them (letters, digits, '-', also domain-scoped "a.com:b"),
-// starting with a letter: keeps "..", "/" and control bytes out of paths built from them.
-Status ValidateProject(const std::string& project) {
-  bool ok = !project.empty() && project.size() <= 100 &&
-            std::isalpha(static_cast<unsigned char>(project[0]));
-  for (char c : project) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ||
-          c == ':')) {
-      ok = false;
-    }
-  }
-  if (ok) return Status::Ok();
-  return Status(StatusCode::kInvalidArgument,
-                "Invalid project id in the resource name: it must start with a letter and "
-                "contain only letters, digits, '-', '_', '.' and ':'")
-      .AddViolation("name", "invalid project id");
-}
 
 // google.rpc.Status JSON error body with the canonical HTTP status (compat §0).
 void WriteError(httplib::Response& res, const Status& st) {
@@ -156,112 +157,48 @@ Result<int64_t> ParseIntParam(const httplib::Request& req, const char* name, int
   return out;
 }
 
-struct Route {
-  const char* method;
-  const char* pattern;  // regex over the path
-  const char* help;
-  bool mutating;
-};
+// What a request presented as credentials (all of it ignored while authentication is off).
+RequestCredentials CredentialsOf(const httplib::Request& req) {
+  RequestCredentials c;
+  std::string auth = req.get_header_value("Authorization");
+  if (auth.size() > 7 &&
+      (auth.compare(0, 7, "Bearer ") == 0 || auth.compare(0, 7, "bearer ") == 0)) {
+    c.bearer_token = auth.substr(7);
+  } else if (req.has_param("access_token")) {
+    c.bearer_token = req.get_param_value("access_token");
+  } else if (req.has_param("oauth_token")) {
+    c.bearer_token = req.get_param_value("oauth_token");
+  }
+  if (req.has_param("key")) c.api_key = req.get_param_value("key");
+  return c;
+}
 
-// The ml v1 route table (order matters: the first match wins).
-constexpr Route kRoutes[] = {
-    {"POST", R"(/v1/projects/([^/]+)/jobs/([^/:]+):cancel)", "projects.jobs.cancel: cancel a job",
-     true},
-    {"GET", R"(/v1/projects/([^/]+)/jobs/([^/:]+)/logs)",
-     "job log entries after a cursor (afterInsertId, taskName, pageSize)", false},
-    {"GET", R"(/v1/projects/([^/]+)/jobs/([^/:]+))", "projects.jobs.get: describe a job", false},
-    {"PATCH", R"(/v1/projects/([^/]+)/jobs/([^/:]+))",
-     "projects.jobs.patch: replace labels (updateMask=labels,etag)", true},
-    {"POST", R"(/v1/projects/([^/]+)/jobs)", "projects.jobs.create: submit a training job", true},
-    {"GET", R"(/v1/projects/([^/]+)/jobs)",
-     "projects.jobs.list: list jobs (filter, pageSize, pageToken)", false},
-    {"GET", R"(/v1/admin/admission)", "admission state {\"paused\": bool}", false},
-    {"PUT", R"(/v1/admin/admission)", "pause or resume admission {\"paused\": bool}", true},
-    {"GET", R"(/v1/help)", "this table", false},
-    {"GET", R"(/healthz)", "liveness: 200 while the process serves", false},
-    {"GET", R"(/readyz)", "readiness: 200 once jobs are accepted", false},
-    {"GET", R"(/metrics)", "Prometheus metrics", false},
+class AllowAllAuthenticator : public Authenticator {
+ public:
+  Status Authenticate(const RequestCredentials&) override { return Status::Ok(); }
 };
 
 }  // namespace
 
-std::string RouteTableHelp() {
-  std::string out;
-  for (const auto& r : kRoutes) {
-    out += std::string(r.method) + " " + r.pattern + "  " + (r.mutating ? "[mutating] " : "") +
-           r.help + "\n";
-  }
-  return out;
-}
-
-struct ApiServer::Impl {
-  ApiOptions options;
-  scheduler::Scheduler& scheduler;
-  store::JobStore& store;
-  storage::BucketStore& buckets;
-  httplib::Server server;
-  Metrics metrics;
-  std::atomic<bool> ready{false};
-  model::Capabilities caps;
-
-  using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
-
-  Impl(ApiOptions o, scheduler::Scheduler& s, store::JobStore& st, storage::BucketStore& b)
-      : options(std::move(o)), scheduler(s), store(st), buckets(b) {}
-
-  // Wraps a handler: latency and code metrics, and no exception ever escapes.
-  Handler Wrap(const Route& route, Handler h) {
-    std::string label = std::string(route.pattern);
-    std::string method = route.method;
-    const bool has_project = label.rfind("/v1/projects/", 0) == 0;
-    return
-        [this, label, method, h, has_project](const httplib::Request& req, httplib::Response& res) {
-          int64_t start = MonotonicMicros();
-          routed = true;
-          try {
-            Status project_ok = has_project ? ValidateProject(req.matches[1]) : Status::Ok();
-            if (!project_ok.ok()) {
-              WriteError(res, project_ok);
-            } else {
-              h(req, res);
-            }
-          } catch (const std::exception& e) {
-            TY_LOG_ERROR(kLog, "{} {}: {}", req.method, req.path, e.what());
-            WriteError(res, Internal(std::string("internal error: ") + e.what()));
-          }
-          metrics.Record(label, method, res.status,
-                         static_cast<double>(MonotonicMicros() - start) / 1e6);
-        };
-  }
-
-  void Register(const Route& r, Handler h) {
-    auto wrapped = Wrap(r, std::move(h));
-    std::string m = r.method;
-    if (m == "GET")
-      server.Get(r.pattern, wrapped);
-    else if (m == "POST")
-      server.Post(r.pattern, wrapped);
-    else if (m == "PUT")
-      server.Put(r.pattern, wrapped);
-    else if (m == "PATCH")
-      server.Patch(r.pattern, wrapped);
-    else if (m == "DELETE")
-      server.Delete(r.pattern, wrapped);
-  }
+// Every handler of the route table; owns what they share.
+class Handlers {
+ public:
+  Handlers(const ApiOptions& options, scheduler::Scheduler& s, store::JobStore& st)
+      : options_(options), scheduler_(s), store_(st) {}
 
   void CreateJob(const httplib::Request& req, httplib::Response& res) {
     std::string project = req.matches[1];
-    auto job = model::ParseJobForCreate(req.body, project, caps);
+    auto job = model::ParseJobForCreate(req.body, project, caps_);
     if (!job.ok()) return WriteError(res, job.status());
-    Status runnable = scheduler.CheckRunnable(*job);
+    Status runnable = scheduler_.CheckRunnable(*job);
     if (!runnable.ok()) return WriteError(res, runnable);
-    auto stored = scheduler.Submit(std::move(job).value());
+    auto stored = scheduler_.Submit(std::move(job).value());
     if (!stored.ok()) return WriteError(res, stored.status());
     WriteJson(res, model::JobToJson(*stored));
   }
 
   void GetJob(const httplib::Request& req, httplib::Response& res) {
-    auto job = scheduler.GetJob(req.matches[1], req.matches[2]);
+    auto job = scheduler_.GetJob(req.matches[1], req.matches[2]);
     if (!job.ok()) return WriteError(res, job.status());
     WriteJson(res, model::JobToJson(*job));
   }
@@ -283,10 +220,10 @@ struct ApiServer::Impl {
     lr.filter = filter.get();
     lr.page_size = static_cast<int>(ps);
     lr.page_token = req.has_param("pageToken") ? req.get_param_value("pageToken") : "";
-    auto page = store.ListJobs(lr);
+    auto page = store_.ListJobs(lr);
     if (!page.ok()) return WriteError(res, page.status());
     if (page->jobs.empty() && page->next_page_token.empty()) return WriteJson(res, "{}");
-    scheduler.FillLiveFields(page->jobs);
+    scheduler_.FillLiveFields(page->jobs);
     std::string body = "{\"jobs\":[";
     for (size_t i = 0; i < page->jobs.size(); ++i) {
       if (i) body += ',';
@@ -301,7 +238,7 @@ struct ApiServer::Impl {
   }
 
   void CancelJob(const httplib::Request& req, httplib::Response& res) {
-    Status st = scheduler.Cancel(req.matches[1], req.matches[2]);
+    Status st = scheduler_.Cancel(req.matches[1], req.matches[2]);
     if (!st.ok()) return WriteError(res, st);
     WriteJson(res, "{}");
   }
@@ -317,8 +254,8 @@ struct ApiServer::Impl {
                                     "updateMask names etag but the request has no etag")
                                  .AddViolation("etag", "required when the update mask names it"));
     }
-    auto job = scheduler.UpdateLabels(req.matches[1], req.matches[2], patch->labels, patch->etag,
-                                      !patch->etag.empty());
+    auto job = scheduler_.UpdateLabels(req.matches[1], req.matches[2], patch->labels, patch->etag,
+                                       !patch->etag.empty());
     if (!job.ok()) return WriteError(res, job.status());
     WriteJson(res, model::JobToJson(*job));
   }
@@ -326,7 +263,7 @@ struct ApiServer::Impl {
   void JobLogs(const httplib::Request& req, httplib::Response& res) {
     std::string project = req.matches[1];
     std::string job_id = req.matches[2];
-    auto job = scheduler.GetJob(project, job_id);
+    auto job = scheduler_.GetJob(project, job_id);
     if (!job.ok()) return WriteError(res, job.status());
     auto after = ParseIntParam(req, "afterInsertId", 0);
     if (!after.ok()) return WriteError(res, after.status());
@@ -338,7 +275,7 @@ struct ApiServer::Impl {
     q.task_name = req.has_param("taskName") ? req.get_param_value("taskName") : "";
     q.after_insert_id = *after;
     q.limit = static_cast<int>(std::clamp<int64_t>(*limit, 1, 10000));
-    auto entries = store.ReadLogs(q);
+    auto entries = store_.ReadLogs(q);
     if (!entries.ok()) return WriteError(res, entries.status());
     json out;
     out["entries"] = json::array();
@@ -351,30 +288,120 @@ struct ApiServer::Impl {
     WriteJson(res, Dump(out));
   }
 
-  void RenderMetrics(httplib::Response& res) {
+  void ListLogEntries(const httplib::Request& req, httplib::Response& res) {
+    auto body = api::ListLogEntries(store_, req.body);
+    if (!body.ok()) return WriteError(res, body.status());
+    WriteJson(res, *body);
+  }
+
+  void Discovery(const httplib::Request& req, httplib::Response& res) {
+    if (req.has_param("version") && req.get_param_value("version") != "v1") {
+      return WriteError(res, NotFound("Discovery document not found for API service: ml "
+                                      "version " +
+                                      req.get_param_value("version")));
+    }
+    std::string host = req.get_header_value("Host");
+    if (host.empty() || host.find_first_of("/ \"\\") != std::string::npos) {
+      host = options_.host + ":" + std::to_string(options_.port);
+    }
+    std::string root = std::string(req.ssl != nullptr ? "https://" : "http://") + host + "/";
+    WriteJson(res, BuildDiscoveryDocument(Routes(), root));
+  }
+
+  void GetAdmission(const httplib::Request&, httplib::Response& res) {
+    WriteJson(res, json{{"paused", scheduler_.admission_paused()}}.dump());
+  }
+
+  void PutAdmission(const httplib::Request& req, httplib::Response& res) {
+    json body = json::parse(req.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object() || !body.contains("paused") ||
+        !body["paused"].is_boolean()) {
+      return WriteError(
+          res, Status(StatusCode::kInvalidArgument, "expected a body {\"paused\": true|false}")
+                   .AddViolation("paused", "required boolean"));
+    }
+    scheduler_.SetAdmissionPaused(body["paused"].get<bool>());
+    WriteJson(res, json{{"paused", scheduler_.admission_paused()}}.dump());
+  }
+
+  void Help(const httplib::Request&, httplib::Response& res) {
+    res.set_content(RouteTableHelp(), "text/plain");
+  }
+
+  void Healthz(const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", "text/plain");
+  }
+
+  void Readyz(const httplib::Request&, httplib::Response& res) {
+    if (ready_) {
+      res.set_content("ready\n", "text/plain");
+    } else {
+      res.status = 503;
+      res.set_content("starting\n", "text/plain");
+    }
+  }
+
+  void RenderMetrics(const httplib::Request&, httplib::Response& res) {
     std::ostringstream out;
     out << "# HELP trainyard_jobs Jobs by state.\n# TYPE trainyard_jobs gauge\n";
     std::map<model::JobState, int64_t> counts;
-    if (auto c = store.CountJobsByState(); c.ok()) {
+    if (auto c = store_.CountJobsByState(); c.ok()) {
       for (const auto& [s, n] : *c) counts[s] = n;
     }
     for (int i = 1; i <= 7; ++i) {
       auto s = static_cast<model::JobState>(i);
       out << "trainyard_jobs{state=\"" << model::JobStateName(s) << "\"} " << counts[s] << "\n";
     }
-    auto stats = scheduler.Stats();
+    auto stats = scheduler_.Stats();
     out << "# HELP trainyard_running_replicas Replicas whose processes run.\n"
         << "# TYPE trainyard_running_replicas gauge\n"
         << "trainyard_running_replicas " << stats.running_replicas << "\n"
         << "# HELP trainyard_admission_paused 1 while admission is paused.\n"
         << "# TYPE trainyard_admission_paused gauge\n"
-        << "trainyard_admission_paused " << (scheduler.admission_paused() ? 1 : 0) << "\n";
-    metrics.Render(out);
+        << "trainyard_admission_paused " << (scheduler_.admission_paused() ? 1 : 0) << "\n";
+    metrics_.Render(out);
     res.set_content(out.str(), "text/plain; version=0.0.4; charset=utf-8");
   }
 
-  void Setup() {
-    server.new_task_queue = [n = options.threads] {
+  // Checks that run before a route's handler: body size, credentials, the project id.
+  Status Admit(const Route& route, const httplib::Request& req) {
+    if (route.kind == RouteKind::kOther) return Status::Ok();
+    if (req.body.size() > kMaxApiBody) {
+      return InvalidArgument(
+          "Request payload size exceeds the limit: " + std::to_string(kMaxApiBody) + " bytes.");
+    }
+    TRAINYARD_RETURN_IF_ERROR(authenticator_->Authenticate(CredentialsOf(req)));
+    if (route.kind == RouteKind::kMl && req.matches.size() > 1) {
+      return ValidateProject(req.matches[1]);
+    }
+    return Status::Ok();
+  }
+
+  // Wraps a row's handler: admission checks, latency and code metrics, and no exception ever
+  // escapes.
+  httplib::Server::Handler Wrap(const Route& route) {
+    return [this, &route](const httplib::Request& req, httplib::Response& res) {
+      int64_t start = MonotonicMicros();
+      routed = true;
+      try {
+        Status admitted = Admit(route, req);
+        if (!admitted.ok()) {
+          WriteError(res, admitted);
+        } else {
+          (this->*route.handler)(req, res);
+        }
+      } catch (const std::exception& e) {
+        TY_LOG_ERROR(kLog, "{} {}: {}", req.method, req.path, e.what());
+        WriteError(res, Internal(std::string("internal error: ") + e.what()));
+      }
+      metrics_.Record(route.pattern, route.method, res.status,
+                      static_cast<double>(MonotonicMicros() - start) / 1e6);
+    };
+  }
+
+  // Configures `server` and registers every route on it.
+  void Setup(httplib::Server& server) {
+    server.new_task_queue = [n = options_.threads] {
       return new httplib::ThreadPool(static_cast<size_t>(n));
     };
     // Responses go out as two writes (headers, body): without TCP_NODELAY, Nagle's algorithm
@@ -383,40 +410,24 @@ struct ApiServer::Impl {
     server.set_keep_alive_max_count(100000);
     // Idle keep-alive connections hold a worker thread: keep the timeout short.
     server.set_keep_alive_timeout(5);
+    // The listener's limit serves storage uploads; Admit() limits the API's own bodies.
     server.set_payload_max_length(1ULL << 32);
-    const Route* r = kRoutes;
-    Register(r[0], [this](const auto& q, auto& s) { CancelJob(q, s); });
-    Register(r[1], [this](const auto& q, auto& s) { JobLogs(q, s); });
-    Register(r[2], [this](const auto& q, auto& s) { GetJob(q, s); });
-    Register(r[3], [this](const auto& q, auto& s) { PatchJob(q, s); });
-    Register(r[4], [this](const auto& q, auto& s) { CreateJob(q, s); });
-    Register(r[5], [this](const auto& q, auto& s) { ListJobs(q, s); });
-    Register(r[6], [this](const auto&, auto& s) {
-      WriteJson(s, json{{"paused", scheduler.admission_paused()}}.dump());
-    });
-    Register(r[7], [this](const auto& q, auto& s) {
-      json body = json::parse(q.body, nullptr, false);
-      if (body.is_discarded() || !body.is_object() || !body.contains("paused") ||
-          !body["paused"].is_boolean()) {
-        return WriteError(
-            s, Status(StatusCode::kInvalidArgument, "expected a body {\"paused\": true|false}")
-                   .AddViolation("paused", "required boolean"));
+    for (const Route& r : Routes()) {
+      auto wrapped = Wrap(r);
+      std::string m = r.method;
+      if (m == "GET") {
+        server.Get(r.pattern, wrapped);
+      } else if (m == "POST") {
+        server.Post(r.pattern, wrapped);
+      } else if (m == "PUT") {
+        server.Put(r.pattern, wrapped);
+      } else if (m == "PATCH") {
+        server.Patch(r.pattern, wrapped);
+      } else if (m == "DELETE") {
+        server.Delete(r.pattern, wrapped);
       }
-      scheduler.SetAdmissionPaused(body["paused"].get<bool>());
-      WriteJson(s, json{{"paused", scheduler.admission_paused()}}.dump());
-    });
-    Register(r[8], [](const auto&, auto& s) { s.set_content(RouteTableHelp(), "text/plain"); });
-    Register(r[9], [](const auto&, auto& s) { s.set_content("ok\n", "text/plain"); });
-    Register(r[10], [this](const auto&, auto& s) {
-      if (ready) {
-        s.set_content("ready\n", "text/plain");
-      } else {
-        s.status = 503;
-        s.set_content("starting\n", "text/plain");
-      }
-    });
-    Register(r[11], [this](const auto&, auto& s) { RenderMetrics(s); });
-    storage::RegisterStorageRoutes(server, buckets, options.default_project);
+    }
+    storage::RegisterStorageRoutes(server, *buckets_, options_.default_project);
     server.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
       routed = false;
       return httplib::Server::HandlerResponse::Unhandled;
@@ -429,7 +440,7 @@ struct ApiServer::Impl {
           WriteError(res,
                      NotFound("The requested URL " + req.path + " was not found on this server"));
         }
-        metrics.Record("unmatched", req.method, res.status, 0);
+        metrics_.Record("unmatched", req.method, res.status, 0);
       } catch (...) {
         res.status = 500;
         res.set_content("{\"error\":{\"code\":500,\"status\":\"INTERNAL\"}}", "application/json");
@@ -448,36 +459,265 @@ struct ApiServer::Impl {
           WriteError(res, Internal("internal error: " + what));
         });
   }
+
+  void set_buckets(storage::BucketStore* b) { buckets_ = b; }
+  void set_ready(bool ready) { ready_ = ready; }
+  void set_authenticator(std::unique_ptr<Authenticator> a) { authenticator_ = std::move(a); }
+
+ private:
+  const ApiOptions& options_;
+  scheduler::Scheduler& scheduler_;
+  store::JobStore& store_;
+  storage::BucketStore* buckets_ = nullptr;
+  Metrics metrics_;
+  std::atomic<bool> ready_{false};
+  model::Capabilities caps_;
+  std::unique_ptr<Authenticator> authenticator_ = std::make_unique<AllowAllAuthenticator>();
+};
+
+namespace {
+
+constexpr ParamSpec kParent = {"parent",
+                               "path",
+                               "string",
+                               nullptr,
+                               "^projects/[^/]+$",
+                               true,
+                               "Required. The project name, projects/PROJECT."};
+constexpr ParamSpec kName = {"name",
+                             "path",
+                             "string",
+                             nullptr,
+                             "^projects/[^/]+/jobs/[^/]+$",
+                             true,
+                             "Required. The job name, projects/PROJECT/jobs/JOB."};
+constexpr ParamSpec kParentParams[] = {kParent};
+constexpr ParamSpec kNameParams[] = {kName};
+constexpr ParamSpec kListParams[] = {
+    kParent,
+    {"filter", "query", "string", nullptr, nullptr, false,
+     "Optional. Jobs to list, e.g. jobId:census* AND state:FAILED."},
+    {"pageSize", "query", "integer", "int32", nullptr, false,
+     "Optional. Jobs per page: default 20, at most 100."},
+    {"pageToken", "query", "string", nullptr, nullptr, false,
+     "Optional. The nextPageToken of the previous page."},
+};
+constexpr ParamSpec kPatchParams[] = {
+    kName,
+    {"updateMask", "query", "string", "google-fieldmask", nullptr, false,
+     "Required. labels, or labels,etag."},
+};
+
+using H = Handlers;
+constexpr const char* kJob = "GoogleCloudMlV1__Job";
+
+// trainyardd's routes (the first match wins). The ml v1 rows carry their discovery metadata.
+const Route kRoutes[] = {
+    {"POST",
+     R"(/v1/projects/([^/]+)/jobs/([^/:]+):cancel)",
+     "projects.jobs.cancel: cancel a job",
+     true,
+     RouteKind::kMl,
+     &H::CancelJob,
+     {"ml.projects.jobs.cancel", "v1/{+name}:cancel",
+      "v1/projects/{projectsId}/jobs/{jobsId}:cancel", kNameParams,
+      "GoogleCloudMlV1__CancelJobRequest", "GoogleProtobuf__Empty", "Cancels a running job."}},
+    {"GET",
+     R"(/v1/projects/([^/]+)/jobs/([^/:]+)/logs)",
+     "job log entries after a cursor (afterInsertId, taskName, pageSize)",
+     false,
+     RouteKind::kMl,
+     &H::JobLogs,
+     {}},
+    {"GET",
+     R"(/v1/projects/([^/]+)/jobs/([^/:]+))",
+     "projects.jobs.get: describe a job",
+     false,
+     RouteKind::kMl,
+     &H::GetJob,
+     {"ml.projects.jobs.get", "v1/{+name}", "v1/projects/{projectsId}/jobs/{jobsId}", kNameParams,
+      nullptr, kJob, "Describes a job."}},
+    {"PATCH",
+     R"(/v1/projects/([^/]+)/jobs/([^/:]+))",
+     "projects.jobs.patch: replace labels (updateMask=labels,etag)",
+     true,
+     RouteKind::kMl,
+     &H::PatchJob,
+     {"ml.projects.jobs.patch", "v1/{+name}", "v1/projects/{projectsId}/jobs/{jobsId}",
+      kPatchParams, kJob, kJob, "Updates a specific job resource (labels only)."}},
+    {"POST",
+     R"(/v1/projects/([^/]+)/jobs)",
+     "projects.jobs.create: submit a training job",
+     true,
+     RouteKind::kMl,
+     &H::CreateJob,
+     {"ml.projects.jobs.create", "v1/{+parent}/jobs", "v1/projects/{projectsId}/jobs",
+      kParentParams, kJob, kJob, "Creates a training job."}},
+    {"GET",
+     R"(/v1/projects/([^/]+)/jobs)",
+     "projects.jobs.list: list jobs (filter, pageSize, pageToken)",
+     false,
+     RouteKind::kMl,
+     &H::ListJobs,
+     {"ml.projects.jobs.list", "v1/{+parent}/jobs", "v1/projects/{projectsId}/jobs", kListParams,
+      nullptr, "GoogleCloudMlV1__ListJobsResponse",
+      "Lists the jobs in the project, newest first."}},
+    {"POST",
+     R"(/v2/entries:list)",
+     "Cloud Logging entries.list: job log entries (resourceNames, filter, orderBy, pageSize, "
+     "pageToken)",
+     false,
+     RouteKind::kLogging,
+     &H::ListLogEntries,
+     {}},
+    {"GET",
+     R"(/discovery/v1/apis/ml/v1/rest)",
+     "the ml v1 discovery document",
+     false,
+     RouteKind::kOther,
+     &H::Discovery,
+     {}},
+    {"GET",
+     R"(/\$discovery/rest)",
+     "the ml v1 discovery document (?version=v1)",
+     false,
+     RouteKind::kOther,
+     &H::Discovery,
+     {}},
+    {"GET",
+     R"(/v1/admin/admission)",
+     "admission state {\"paused\": bool}",
+     false,
+     RouteKind::kOther,
+     &H::GetAdmission,
+     {}},
+    {"PUT",
+     R"(/v1/admin/admission)",
+     "pause or resume admission {\"paused\": bool}",
+     true,
+     RouteKind::kOther,
+     &H::PutAdmission,
+     {}},
+    {"GET", R"(/v1/help)", "this table", false, RouteKind::kOther, &H::Help, {}},
+    {"GET",
+     R"(/healthz)",
+     "liveness: 200 while the process serves",
+     false,
+     RouteKind::kOther,
+     &H::Healthz,
+     {}},
+    {"GET",
+     R"(/readyz)",
+     "readiness: 200 once jobs are accepted",
+     false,
+     RouteKind::kOther,
+     &H::Readyz,
+     {}},
+    {"GET", R"(/metrics)", "Prometheus metrics", false, RouteKind::kOther, &H::RenderMetrics, {}},
+};
+
+}  // namespace
+
+std::span<const Route> Routes() { return kRoutes; }
+
+std::string RouteTableHelp() {
+  std::string out;
+  for (const auto& r : kRoutes) {
+    out += std::string(r.method) + " " + r.pattern + "  " + (r.mutating ? "[mutating] " : "") +
+           r.help + "\n";
+  }
+  return out;
+}
+
+struct ApiServer::Impl {
+  ApiOptions options;
+  Handlers handlers;
+  httplib::Server server;
+  std::unique_ptr<httplib::SSLServer> tls_server;
+  int tls_port = -1;
+
+  Impl(ApiOptions o, scheduler::Scheduler& s, store::JobStore& st, storage::BucketStore& b)
+      : options(std::move(o)), handlers(options, s, st) {
+    handlers.set_buckets(&b);
+  }
 };
 
 ApiServer::ApiServer(ApiOptions options, scheduler::Scheduler& scheduler, store::JobStore& store,
                      storage::BucketStore& buckets)
     : impl_(std::make_unique<Impl>(std::move(options), scheduler, store, buckets)) {
-  impl_->Setup();
+  impl_->handlers.Setup(impl_->server);
 }
 
 ApiServer::~ApiServer() { Stop(); }
 
-Result<int> ApiServer::Bind() {
-  int port = impl_->options.port;
-  if (port == 0) {
-    port = impl_->server.bind_to_any_port(impl_->options.host);
-  } else if (!impl_->server.bind_to_port(impl_->options.host, port)) {
-    port = -1;
-  }
-  if (port < 0) {
-    return Unavailable("cannot listen on " + impl_->options.host + ":" +
-                       std::to_string(impl_->options.port) + " (address in use or not permitted)");
-  }
-  return port;
+void ApiServer::SetAuthenticator(std::unique_ptr<Authenticator> authenticator) {
+  impl_->handlers.set_authenticator(std::move(authenticator));
 }
 
-void ApiServer::Serve() { impl_->server.listen_after_bind(); }
+namespace {
+
+Result<int> BindServer(httplib::Server& server, const std::string& host, int port) {
+  int bound = port;
+  if (port == 0) {
+    bound = server.bind_to_any_port(host);
+  } else if (!server.bind_to_port(host, port)) {
+    bound = -1;
+  }
+  if (bound < 0) {
+    return Unavailable("cannot listen on " + host + ":" + std::to_string(port) +
+                       " (address in use or not permitted)");
+  }
+  return bound;
+}
+
+}  // namespace
+
+Result<int> ApiServer::Bind() {
+  const ApiOptions& o = impl_->options;
+  if (o.tls_port >= 0) {
+    impl_->tls_server =
+        std::make_unique<httplib::SSLServer>(o.tls_cert_file.c_str(), o.tls_key_file.c_str());
+    if (!impl_->tls_server->is_valid()) {
+      impl_->tls_server.reset();
+      return InvalidArgument("cannot use the TLS certificate " + o.tls_cert_file + " and key " +
+                             o.tls_key_file + " (unreadable, not PEM, or not a pair)");
+    }
+    impl_->handlers.Setup(*impl_->tls_server);
+    auto port = BindServer(*impl_->tls_server, o.tls_host, o.tls_port);
+    if (!port.ok()) return port.status();
+    impl_->tls_port = *port;
+  }
+  return BindServer(impl_->server, o.host, o.port);
+}
+
+int ApiServer::tls_port() const { return impl_->tls_port; }
+
+void ApiServer::Serve() {
+  std::thread tls_thread;
+  std::atomic<bool> tls_done{false};
+  if (impl_->tls_server) {
+    tls_thread = std::thread([this, &tls_done] {
+      impl_->tls_server->listen_after_bind();
+      tls_done = true;
+    });
+  }
+  impl_->server.listen_after_bind();
+  if (tls_thread.joinable()) {
+    // stop() is a no-op until the TLS listener runs: keep asking until its thread returns.
+    while (!tls_done) {
+      impl_->tls_server->stop();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    tls_thread.join();
+  }
+}
 
 void ApiServer::Stop() {
-  if (impl_) impl_->server.stop();
+  if (!impl_) return;
+  impl_->server.stop();
+  if (impl_->tls_server) impl_->tls_server->stop();
 }
 
-void ApiServer::SetReady(bool ready) { impl_->ready = ready; }
+void ApiServer::SetReady(bool ready) { impl_->handlers.set_ready(ready); }
 
 }  // namespace trainyard::api

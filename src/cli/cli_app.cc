@@ -79,6 +79,7 @@ class CommandTree {
   void Build(CLI::App* root) {
     root->require_subcommand(1);
     AddCommands(root);
+    AddGcloudConfig(root);
     CLI::App* ai = root->add_subcommand("ai-platform",
                                         "The same commands under gcloud's `ai-platform` group.");
     ai->require_subcommand(1);
@@ -287,6 +288,27 @@ class CommandTree {
         Leaf{[src, dst](const Invocation& inv) { return RunCopy(inv, *src, *dst); }, false};
   }
 
+  void AddGcloudConfig(CLI::App* root) {
+    CLI::App* c = root->add_subcommand(
+        "gcloud-config",
+        "Print (or write with --apply) a gcloud configuration and a gsutil boto file that "
+        "point Google's gcloud and gsutil at this daemon. See docs/gcloud.md.");
+    auto* a = Keep<GcloudConfigArgs>();
+    c->add_flag("--apply", a->apply,
+                "Write the files: configurations/config_NAME, NAME.boto and NAME.access_token "
+                "in $CLOUDSDK_CONFIG (default ~/.config/gcloud).");
+    c->add_flag("--activate", a->activate,
+                "With --apply, also make the configuration gcloud's active one.");
+    binder_.Add(c, "--name", &a->name, "Name of the gcloud configuration (default trainyard).");
+    binder_.Add(c, "--tls-endpoint", &a->tls_endpoint,
+                "The daemon's TLS listener for gsutil, https://HOST:PORT (default: "
+                "$TRAINYARD_TLS_ENDPOINT, else https://127.0.0.1:8471).");
+    binder_.Add(c, "--region", &a->region,
+                "compute/region, the jobs' region (default: $TRAINYARD_REGION, else "
+                "us-central1).");
+    leaves_[c] = Leaf{[a](const Invocation& inv) { return RunGcloudConfig(inv, *a); }, false};
+  }
+
   void AddAdmin(CLI::App* admin, const char* name, const char* help, AdminAction action) {
     CLI::App* c = admin->add_subcommand(name, help);
     leaves_[c] = Leaf{[action](const Invocation& inv) { return RunAdmin(inv, action); }, false};
@@ -349,7 +371,7 @@ int RunCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
   app.add_flag("-q,--quiet", inv.globals.quiet, "Accepted for gcloud compatibility; no prompts.");
   app.footer(
       "Environment: TRAINYARD_ENDPOINT, TRAINYARD_PROJECT, TRAINYARD_TOKEN, TRAINYARD_REGION, "
-      "TRAINYARD_PYTHON. See docs/cli.md.");
+      "TRAINYARD_PYTHON, TRAINYARD_TLS_ENDPOINT. See docs/cli.md.");
   CommandTree tree;
   tree.Build(&app);
 

@@ -100,6 +100,17 @@ int RunBucketsCreate(const Invocation& inv, const std::string& bucket_uri);
 int RunBucketsList(const Invocation& inv);
 int RunCopy(const Invocation& inv, const std::string& source, const std::string& destination);
 
+struct GcloudConfigArgs {
+  bool apply = false;
+  bool activate = false;
+  std::optional<std::string> name;
+  std::optional<std::string> tls_endpoint;
+  std::optional<std::string> region;
+};
+// Prints, or with --apply writes, the gcloud configuration and gsutil boto file that point
+// Google's clients at the daemon (gcloud_config.h, docs/gcloud.md).
+int RunGcloudConfig(const Invocation& inv, const GcloudConfigArgs& args);
+
 enum class AdminAction { kPause, kResume, kStatus };
 int RunAdmin(const Invocation& inv, AdminAction action);
 

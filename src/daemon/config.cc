@@ -44,6 +44,20 @@ Status ParseIntValue(const std::string& key, const std::string& v, int* out) {
   return Status::Ok();
 }
 
+}  // namespace
+
+std::optional<std::pair<std::string, int>> ParseHostPort(const std::string& v) {
+  size_t colon = v.rfind(':');
+  int port = -1;
+  if (colon != std::string::npos && colon > 0 &&
+      ParseIntValue("listen", v.substr(colon + 1), &port).ok() && port >= 0 && port <= 65535) {
+    return std::make_pair(v.substr(0, colon), port);
+  }
+  return std::nullopt;
+}
+
+namespace {
+
 std::string JoinList(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
@@ -54,11 +68,7 @@ const std::vector<Field>& Fields() {
   static const std::vector<Field> kFields = {
       {"listen", "HOST:PORT the API listens on (port 0 picks a free port)",
        [](DaemonConfig& c, const std::string& v) {
-         size_t colon = v.rfind(':');
-         int port = -1;
-         if (colon != std::string::npos && colon > 0 &&
-             ParseIntValue("listen", v.substr(colon + 1), &port).ok() && port >= 0 &&
-             port <= 65535) {
+         if (ParseHostPort(v)) {
            c.listen = v;
            return Status::Ok();
          }
@@ -135,6 +145,34 @@ const std::vector<Field>& Fields() {
          return ParseIntValue("api_threads", v, &c.api_threads);
        },
        [](const DaemonConfig& c) { return std::to_string(c.api_threads); }},
+      {"tls_listen",
+       "HOST:PORT of an extra HTTPS listener with the same routes (empty = off; port 0 picks a "
+       "free port); native gsutil needs https",
+       [](DaemonConfig& c, const std::string& v) {
+         if (v.empty()) {
+           c.tls_listen.clear();
+           return Status::Ok();
+         }
+         if (!ParseHostPort(v))
+           return InvalidArgument("config tls_listen: expected HOST:PORT, got \"" + v + "\"");
+         c.tls_listen = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.tls_listen; }},
+      {"tls_cert_file",
+       "PEM certificate (chain) of the TLS listener (empty = self-signed, made in "
+       "DATA_DIR/tls/)",
+       [](DaemonConfig& c, const std::string& v) {
+         c.tls_cert_file = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.tls_cert_file; }},
+      {"tls_key_file", "PEM private key of tls_cert_file",
+       [](DaemonConfig& c, const std::string& v) {
+         c.tls_key_file = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.tls_key_file; }},
       {"default_project", "project used by the storage API when a request names none",
        [](DaemonConfig& c, const std::string& v) {
          c.default_project = v;
@@ -257,6 +295,11 @@ Status FinalizeConfig(DaemonConfig& config) {
       return InvalidArgument("runtime " + rt.name + ": python " + rt.python +
                              " is not an executable");
     }
+  }
+  if (!config.tls_listen.empty() && config.tls_cert_file.empty() != config.tls_key_file.empty()) {
+    return InvalidArgument(
+        "config: tls_cert_file and tls_key_file go together (give both, or "
+        "neither for a self-signed pair in <data_dir>/tls/)");
   }
   if (config.api_threads < 1) return InvalidArgument("config api_threads: must be at least 1");
   return Status::Ok();

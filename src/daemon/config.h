@@ -3,7 +3,9 @@
 // the dump (`trainyardd --print-config`) and docs/configuration.md.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "trainyard/core/status.h"
@@ -24,6 +26,11 @@ struct DaemonConfig {
   std::string launcher_path;  // default: trainyard-launcher beside trainyardd
   int api_threads = 16;
   std::string default_project = "default";
+  // TLS listener (same routes as `listen`): empty = off. Without cert/key files a self-signed
+  // pair for localhost/127.0.0.1 is made in <data_dir>/tls/ and reused.
+  std::string tls_listen;
+  std::string tls_cert_file;
+  std::string tls_key_file;
   std::vector<scheduler::RuntimeOptions> runtimes = {scheduler::RuntimeOptions{}};
 };
 
@@ -37,6 +44,8 @@ Status SetConfigValue(DaemonConfig& config, const std::string& key, const std::s
 Status FinalizeConfig(DaemonConfig& config);
 // YAML text of the effective configuration.
 std::string DumpConfig(const DaemonConfig& config);
+// Splits "HOST:PORT" (port 0..65535); nullopt when malformed.
+std::optional<std::pair<std::string, int>> ParseHostPort(const std::string& value);
 // Markdown table of every key (for docs/configuration.md).
 std::string ConfigReference();
 

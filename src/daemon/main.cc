@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <iostream>
 #include <thread>
+#include <tuple>
 
 #include "config.h"
 #include "trainyard/api/api_server.h"
@@ -129,15 +130,30 @@ int Run(int argc, char** argv) {
   proxy.Set(&sched);
 
   api::ApiOptions ao;
-  size_t colon = config.listen.rfind(':');
-  ao.host = config.listen.substr(0, colon);
-  ao.port = std::atoi(config.listen.c_str() + colon + 1);
+  std::tie(ao.host, ao.port) = ParseHostPort(config.listen).value();
   ao.threads = config.api_threads;
   ao.default_project = config.default_project;
+  if (!config.tls_listen.empty()) {
+    std::tie(ao.tls_host, ao.tls_port) = ParseHostPort(config.tls_listen).value();
+    ao.tls_cert_file = config.tls_cert_file;
+    ao.tls_key_file = config.tls_key_file;
+    if (ao.tls_cert_file.empty()) {
+      ao.tls_cert_file = dd + "/tls/cert.pem";
+      ao.tls_key_file = dd + "/tls/key.pem";
+      if (Status st = api::EnsureSelfSignedCertificate(ao.tls_cert_file, ao.tls_key_file);
+          !st.ok()) {
+        Fatal("cannot make the self-signed TLS certificate: " + st.message());
+      }
+    }
+  }
   api::ApiServer server(ao, sched, **store, buckets);
   auto port = server.Bind();
   if (!port.ok()) Fatal(port.status().message());
   std::string endpoint = "http://" + ao.host + ":" + std::to_string(*port);
+  std::string tls_endpoint;
+  if (server.tls_port() >= 0) {
+    tls_endpoint = "https://" + ao.tls_host + ":" + std::to_string(server.tls_port());
+  }
   sched.SetStorageEndpoint(endpoint);
   if (Status st = sched.Start(); !st.ok()) Fatal("recovery failed: " + st.message());
   server.SetReady(true);
@@ -160,8 +176,13 @@ int Run(int argc, char** argv) {
   });
   TY_LOG_INFO("daemon", "trainyardd {} listening on {} (data dir {}{})", TRAINYARD_VERSION,
               endpoint, dd, config.admission_paused ? ", admission paused" : "");
-  // The address on stdout, for scripts and tests that start the daemon on port 0.
+  if (!tls_endpoint.empty()) {
+    TY_LOG_INFO("daemon", "TLS listener on {} (certificate {})", tls_endpoint, ao.tls_cert_file);
+  }
+  // The address on stdout, for scripts and tests that start the daemon on port 0; the TLS
+  // address, when there is one, on the next line.
   std::printf("listening on %s\n", endpoint.c_str());
+  if (!tls_endpoint.empty()) std::printf("tls listening on %s\n", tls_endpoint.c_str());
   std::fflush(stdout);
   if (!stop_requested) server.Serve();
   serve_returned = true;

@@ -1,7 +1,9 @@
 // The HTTP surface of trainyardd: AI Platform's ml v1 projects.jobs routes, the job-log route,
-// the Cloud Storage JSON API subset (from the storage module), admin routes and the operational
-// endpoints (/healthz, /readyz, /metrics). Every ml v1 route is registered from one table
-// (method, path, help line, mutating or not); GET /v1/help prints it.
+// the Cloud Logging entries:list subset, the ml v1 discovery document, the Cloud Storage JSON
+// API subset (from the storage module), admin routes and the operational endpoints (/healthz,
+// /readyz, /metrics). trainyardd's own routes come from one table (method, path, handler,
+// discovery metadata); GET /v1/help prints it. The same routes are served on the plain
+// listener and, when configured, on a TLS listener.
 #pragma once
 
 #include <memory>
@@ -19,6 +21,25 @@ struct ApiOptions {
   int port = 8470;  // 0 = any free port
   int threads = 16;
   std::string default_project = "default";
+  // TLS listener: off while tls_port < 0; 0 = any free port. Both files are PEM.
+  std::string tls_host = "127.0.0.1";
+  int tls_port = -1;
+  std::string tls_cert_file;
+  std::string tls_key_file;
+};
+
+// Decides whether a request may proceed. Called for every ml v1 and Logging request with what
+// the request presented; authentication is off in this version (AllowAllAuthenticator), so
+// credentials are accepted and ignored. The security issue brings enforcement.
+struct RequestCredentials {
+  std::string bearer_token;  // Authorization: Bearer <token>, or ?access_token= / ?oauth_token=
+  std::string api_key;       // ?key=
+};
+class Authenticator {
+ public:
+  virtual ~Authenticator() = default;
+  // OK to proceed; UNAUTHENTICATED or PERMISSION_DENIED to refuse.
+  virtual Status Authenticate(const RequestCredentials& credentials) = 0;
 };
 
 class ApiServer {
@@ -27,8 +48,12 @@ class ApiServer {
             storage::BucketStore& buckets);
   ~ApiServer();
 
-  // Binds the listening socket; returns the bound port.
+  // Replaces the authenticator (default: allow all). Call before Bind().
+  void SetAuthenticator(std::unique_ptr<Authenticator> authenticator);
+  // Binds the listening socket(s); returns the bound plain port.
   Result<int> Bind();
+  // The bound TLS port, or -1 when TLS is off (valid after Bind()).
+  int tls_port() const;
   // Serves until Stop(); call after Bind().
   void Serve();
   void Stop();
@@ -42,5 +67,9 @@ class ApiServer {
 
 // The route table as text (also served at GET /v1/help), for docs/api.md.
 std::string RouteTableHelp();
+
+// Writes a self-signed certificate for localhost, 127.0.0.1 and ::1 (P-256, ten years) and its
+// key (mode 0600) unless both files exist already; creates the directory.
+Status EnsureSelfSignedCertificate(const std::string& cert_path, const std::string& key_path);
 
 }  // namespace trainyard::api

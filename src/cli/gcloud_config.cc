@@ -1,0 +1,331 @@
+// gcloud-config: gcloud configuration and boto file for Google's clients (docs/gcloud.md).
+#include "gcloud_config.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <ostream>
+
+#include "commands.h"
+#include "trainyard/core/util.h"
+
+namespace trainyard::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string Trim(std::string_view s) {
+  size_t b = s.find_first_not_of(" \t\r");
+  if (b == std::string_view::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r");
+  return std::string(s.substr(b, e - b + 1));
+}
+
+std::string EnvOr(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
+}
+
+// Writes data to path atomically with the given mode (0600 for the token file).
+Status WriteFileWithMode(const std::string& path, std::string_view data, mode_t mode) {
+  std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0)
+    return Status(StatusCode::kInternal, "cannot write " + tmp + ": " + std::strerror(errno));
+  ::fchmod(fd, mode);
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      ::close(fd);
+      return Status(StatusCode::kInternal, "cannot write " + tmp + ": " + std::strerror(e));
+    }
+    off += static_cast<size_t>(n);
+  }
+  ::fsync(fd);
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    return Status(StatusCode::kInternal, "cannot rename " + tmp + ": " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+// Merges updates into the INI file at path (created when missing) and writes it back.
+Status MergeIntoFile(const std::string& path, const Ini& updates, mode_t mode) {
+  Ini base;
+  std::error_code ec;
+  if (fs::exists(path, ec)) {
+    auto text = ReadFile(path);
+    if (!text.ok()) return text.status();
+    base = ParseIni(*text);
+  }
+  return WriteFileWithMode(path, RenderIni(MergeIni(std::move(base), updates)), mode);
+}
+
+}  // namespace
+
+// --- INI ---------------------------------------------------------------------------------
+
+Ini ParseIni(std::string_view text) {
+  Ini ini;
+  for (const std::string& raw : Split(text, '\n')) {
+    std::string line = Trim(raw);
+    if (line.empty() || line[0] == '#' || line[0] == ';') continue;
+    if (line.front() == '[' && line.back() == ']') {
+      ini.push_back(IniSection{Trim(std::string_view(line).substr(1, line.size() - 2)), {}});
+      continue;
+    }
+    size_t eq = line.find_first_of("=:");
+    if (eq == std::string::npos || ini.empty()) continue;
+    std::string key = Trim(std::string_view(line).substr(0, eq));
+    if (key.empty()) continue;
+    ini.back().entries.emplace_back(key, Trim(std::string_view(line).substr(eq + 1)));
+  }
+  return ini;
+}
+
+std::string RenderIni(const Ini& ini) {
+  std::string out;
+  for (const IniSection& section : ini) {
+    if (!out.empty()) out += "\n";
+    out += "[" + section.name + "]\n";
+    for (const auto& [key, value] : section.entries) out += key + " = " + value + "\n";
+  }
+  return out;
+}
+
+Ini MergeIni(Ini base, const Ini& updates) {
+  for (const IniSection& update : updates) {
+    IniSection* target = nullptr;
+    for (IniSection& s : base) {
+      if (s.name == update.name) target = &s;
+    }
+    if (target == nullptr) {
+      base.push_back(IniSection{update.name, {}});
+      target = &base.back();
+    }
+    for (const auto& [key, value] : update.entries) {
+      bool found = false;
+      for (auto& entry : target->entries) {
+        if (entry.first == key) {
+          entry.second = value;
+          found = true;
+        }
+      }
+      if (!found) target->entries.emplace_back(key, value);
+    }
+  }
+  return base;
+}
+
+// --- settings ----------------------------------------------------------------------------
+
+bool IsValidGcloudConfigName(std::string_view name) {
+  if (name.empty() || name[0] < 'a' || name[0] > 'z') return false;
+  for (char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+  }
+  return true;
+}
+
+Result<std::string> NormalizeEndpoint(std::string_view endpoint) {
+  std::string e = Trim(endpoint);
+  if (e.find("://") == std::string::npos) e = "http://" + e;
+  if (!StartsWith(e, "http://") && !StartsWith(e, "https://")) {
+    return Status(StatusCode::kInvalidArgument,
+                  "endpoint [" + std::string(endpoint) + "] must be an http:// or https:// URL");
+  }
+  while (!e.empty() && e.back() == '/') e.pop_back();
+  size_t host_start = e.find("://") + 3;
+  if (host_start >= e.size() || e[host_start] == '/' || e[host_start] == ':') {
+    return Status(StatusCode::kInvalidArgument,
+                  "endpoint [" + std::string(endpoint) + "] has no host");
+  }
+  return e;
+}
+
+Result<std::pair<std::string, std::string>> ParseTlsEndpoint(std::string_view endpoint) {
+  std::string e = Trim(endpoint);
+  auto bad = [&](const std::string& why) {
+    return Status(StatusCode::kInvalidArgument,
+                  "TLS endpoint [" + std::string(endpoint) + "] " + why);
+  };
+  if (!StartsWith(e, "https://")) {
+    return bad("must be https://HOST:PORT: gsutil talks to its JSON API over https only");
+  }
+  std::string rest = e.substr(8);
+  while (!rest.empty() && rest.back() == '/') rest.pop_back();
+  if (rest.find('/') != std::string::npos) {
+    return bad("must not have a path: gsutil cannot use a base path");
+  }
+  size_t colon = rest.rfind(':');
+  std::string host = colon == std::string::npos ? rest : rest.substr(0, colon);
+  std::string port = colon == std::string::npos ? "" : rest.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host.empty()) return bad("has no host");
+  if (port.empty() || port.size() > 5 ||
+      port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) == 0 ||
+      std::stoi(port) > 65535) {
+    return bad("needs a port (https://HOST:PORT)");
+  }
+  return std::make_pair(host, port);
+}
+
+Result<std::string> GcloudConfigDirFromEnvironment() {
+  std::string dir = EnvOr("CLOUDSDK_CONFIG", "");
+  if (!dir.empty()) return dir;
+  std::string home = EnvOr("HOME", "");
+  if (home.empty()) {
+    return Status(StatusCode::kFailedPrecondition,
+                  "neither CLOUDSDK_CONFIG nor HOME is set: cannot find gcloud's configuration "
+                  "directory");
+  }
+  return (fs::path(home) / ".config" / "gcloud").string();
+}
+
+std::string GcloudConfigFilePath(const GcloudSetup& setup) {
+  return (fs::path(setup.config_dir) / "configurations" / ("config_" + setup.name)).string();
+}
+
+std::string GcloudTokenFilePath(const GcloudSetup& setup) {
+  return (fs::path(setup.config_dir) / (setup.name + ".access_token")).string();
+}
+
+std::string BotoFilePath(const GcloudSetup& setup) {
+  return (fs::path(setup.config_dir) / (setup.name + ".boto")).string();
+}
+
+Ini GcloudProperties(const GcloudSetup& s) {
+  return {
+      {"core",
+       {{"project", s.project},
+        {"disable_usage_reporting", "True"},
+        {"pass_credentials_to_gsutil", "False"}}},
+      {"compute", {{"region", s.region}}},
+      // Only models, versions and operations read this; a region there makes gcloud prefix the
+      // endpoint's host with "REGION-" (us-central1-127.0.0.1), which cannot resolve. Jobs use
+      // compute/region.
+      {"ai_platform", {{"region", "global"}}},
+      {"ml_engine", {{"polling_interval", "1"}}},
+      {"auth", {{"access_token_file", GcloudTokenFilePath(s)}}},
+      {"component_manager", {{"disable_update_check", "True"}}},
+      {"survey", {{"disable_prompts", "True"}}},
+      // The generated clients append their relative paths to these: `v1/projects/...` (ml),
+      // `b/...` (storage; uploads and downloads swap `/storage/v1/` for `/upload/storage/v1/`
+      // and `/download/storage/v1/`), `v2/entries:list` (logging).
+      {"api_endpoint_overrides",
+       {{"ml", s.endpoint + "/"},
+        {"storage", s.endpoint + "/storage/v1/"},
+        {"logging", s.endpoint + "/"}}},
+  };
+}
+
+Ini BotoSettings(const GcloudSetup& s) {
+  return {
+      // gs_host/gs_port: the XML API, which gsutil falls back to for a few operations. The
+      // daemon has none, but pointing it there keeps such calls local instead of sending them
+      // to Google.
+      {"Credentials",
+       {{"gs_json_host", s.tls_host},
+        {"gs_json_port", s.tls_port},
+        {"gs_host", s.tls_host},
+        {"gs_port", s.tls_port}}},
+      {"Boto", {{"https_validate_certificates", "False"}}},
+      {"GSUtil",
+       {{"default_project_id", s.project},
+        {"prefer_api", "json"},
+        {"software_update_check_period", "0"}}},
+  };
+}
+
+// --- the command -------------------------------------------------------------------------
+
+int RunGcloudConfig(const Invocation& inv, const GcloudConfigArgs& a) {
+  GcloudSetup s;
+  if (a.name) s.name = *a.name;
+  if (!IsValidGcloudConfigName(s.name)) {
+    return inv.Fail("argument --name: Invalid configuration name [" + s.name +
+                    "]. Names must start with a lowercase letter and contain only lowercase "
+                    "letters, digits and dashes");
+  }
+  client::ClientOptions options = inv.ResolvedClientOptions();
+  auto endpoint = NormalizeEndpoint(options.endpoint);
+  if (!endpoint.ok()) return inv.Fail(endpoint.status().message());
+  s.endpoint = *endpoint;
+  auto tls = ParseTlsEndpoint(
+      a.tls_endpoint ? *a.tls_endpoint : EnvOr("TRAINYARD_TLS_ENDPOINT", kDefaultTlsEndpoint));
+  if (!tls.ok()) return inv.Fail(tls.status().message());
+  s.tls_host = tls->first;
+  s.tls_port = tls->second;
+  s.project = options.project;
+  s.region = a.region ? *a.region : EnvOr("TRAINYARD_REGION", "us-central1");
+  auto dir = GcloudConfigDirFromEnvironment();
+  if (!dir.ok()) return inv.Fail(dir.status().message());
+  s.config_dir = *dir;
+
+  const std::string config_file = GcloudConfigFilePath(s);
+  const std::string token_file = GcloudTokenFilePath(s);
+  const std::string boto_file = BotoFilePath(s);
+
+  if (!a.apply) {
+    inv.Out() << "# gcloud configuration [" << s.name << "]: " << config_file << "\n"
+              << RenderIni(GcloudProperties(s)) << "\n"
+              << "# gsutil boto config: " << boto_file << " (export BOTO_CONFIG=" << boto_file
+              << ")\n"
+              << RenderIni(BotoSettings(s)) << "\n"
+              << "# access token file (any text while the daemon does not check tokens): "
+              << token_file << "\n";
+    inv.Err() << "Run `trainyard gcloud-config --apply` to write these files"
+              << (a.activate ? "" : " (add --activate to make the configuration active)") << ".\n";
+    return kExitOk;
+  }
+
+  Status st = MakeDirs((fs::path(s.config_dir) / "configurations").string());
+  if (!st.ok()) return inv.Fail(st.message());
+  // gcloud creates an empty `default` configuration the first time it runs in a directory with
+  // none (migrating a legacy `properties` file into it). Do the same, so that switching back
+  // with `gcloud config configurations activate default` works in a fresh directory.
+  std::error_code ec;
+  fs::path default_config = fs::path(s.config_dir) / "configurations" / "config_default";
+  if (s.name != "default" && !fs::exists(default_config, ec) &&
+      !fs::exists(fs::path(s.config_dir) / "properties", ec)) {
+    st = WriteFileWithMode(default_config.string(), "", 0644);
+    if (!st.ok()) return inv.Fail(st.message());
+  }
+  // The token gcloud sends as `Authorization: Bearer`: TRAINYARD_TOKEN when set, else any text.
+  std::string token = options.token.empty() ? "trainyard" : options.token;
+  st = WriteFileWithMode(token_file, token + "\n", 0600);
+  if (!st.ok()) return inv.Fail(st.message());
+  st = MergeIntoFile(config_file, GcloudProperties(s), 0644);
+  if (!st.ok()) return inv.Fail(st.message());
+  st = MergeIntoFile(boto_file, BotoSettings(s), 0644);
+  if (!st.ok()) return inv.Fail(st.message());
+  inv.Err() << "Wrote gcloud configuration [" << s.name << "] to " << config_file << ".\n"
+            << "Wrote the gsutil boto config to " << boto_file << ".\n"
+            << "Wrote the access token file " << token_file << ".\n";
+  if (a.activate) {
+    st = WriteFileWithMode((fs::path(s.config_dir) / "active_config").string(), s.name, 0644);
+    if (!st.ok()) return inv.Fail(st.message());
+    inv.Err() << "Activated [" << s.name << "].\n";
+  }
+  inv.Err() << "\nUse it with:\n";
+  if (!a.activate) inv.Err() << "  gcloud config configurations activate " << s.name << "\n";
+  inv.Err() << "  export BOTO_CONFIG=" << boto_file << "\n"
+            << "gcloud talks to " << s.endpoint << ", gsutil to https://" << s.tls_host << ":"
+            << s.tls_port << " (the daemon's tls_listen).\n"
+            << "Switch back with:\n"
+            << "  gcloud config configurations activate default && unset BOTO_CONFIG\n";
+  return kExitOk;
+}
+
+}  // namespace trainyard::cli
