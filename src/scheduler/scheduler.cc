@@ -138,31 +138,30 @@ Status Scheduler::Start() {
         }
       }
       if (aj.job.state == JobState::kQueued) {
-        queue_.insert({-aj.job.spec.scheduling.priority, aj.job.seq, k});
+        EnqueueLocked(aj.job);
+        continue;
       }
       if (aj.job.state == JobState::kRunning || aj.job.spec.scheduling.max_wait_time) {
         timed_.insert(k);
       }
-      if (aj.job.state != JobState::kQueued) {
-        if (aj.job.state == JobState::kRunning) {
-          // maxRunningTime counts from entering RUNNING (compat §2), not from admission.
-          aj.running_since = aj.job.start_time;
-          if (auto history = store_.GetStateHistory(aj.job.project, aj.job.job_id); history.ok()) {
-            for (const auto& change : *history) {
-              if (change.to == JobState::kRunning) aj.running_since = change.time;
-            }
+      if (aj.job.state == JobState::kRunning) {
+        // maxRunningTime counts from entering RUNNING (compat §2), not from admission.
+        aj.running_since = aj.job.start_time;
+        if (auto history = store_.GetStateHistory(aj.job.project, aj.job.job_id); history.ok()) {
+          for (const auto& change : *history) {
+            if (change.to == JobState::kRunning) aj.running_since = change.time;
           }
         }
-        for (auto& r : aj.replicas) {
-          r.running = aj.job.state == JobState::kRunning;
-          if (r.launched) {
-            dirs.push_back(WorkDir(r.key));
-          } else {
-            r.exited = true;
-            r.exit.phase = "lost";
-            r.exit.exit_code = -1;
-            r.exit.message = "the Trainyard daemon stopped before it was started";
-          }
+      }
+      for (auto& r : aj.replicas) {
+        r.running = aj.job.state == JobState::kRunning;
+        if (r.launched) {
+          dirs.push_back(WorkDir(r.key));
+        } else {
+          r.exited = true;
+          r.exit.phase = "lost";
+          r.exit.exit_code = -1;
+          r.exit.message = "the Trainyard daemon stopped before it was started";
         }
       }
       active_.emplace(k, std::move(aj));
@@ -261,20 +260,43 @@ Result<Job> Scheduler::Submit(Job job) {
   job.etag = RandomEtag();
   std::lock_guard<std::mutex> lock(mu_);
   TRAINYARD_ASSIGN_OR_RETURN(job.seq, store_.CreateJob(job));
-  JobKey k{job.project, job.job_id};
-  ActiveJob aj;
-  aj.job = job;
-  aj.replicas = PlanReplicas(job);
   ServiceLogLocked(job, model::Severity::kInfo, "Validating job requirements...");
   ServiceLogLocked(job, model::Severity::kInfo,
                    "Job creation request has been successfully validated.");
   ServiceLogLocked(job, model::Severity::kInfo, "Job " + job.job_id + " is queued.");
-  active_.emplace(k, std::move(aj));
-  queue_.insert({-job.spec.scheduling.priority, job.seq, k});
-  if (job.spec.scheduling.max_wait_time) timed_.insert(k);
+  EnqueueLocked(job);
   job.job_position = QueuePositionLocked(job);
   if (!paused_) cv_.notify_all();
   return job;
+}
+
+// Queued jobs live in the store; the scheduler keeps only their queue entry (and a wait
+// deadline when they have one), so 100,000 queued jobs cost a few MB here.
+void Scheduler::EnqueueLocked(const Job& job) {
+  QueueEntry entry{-job.spec.scheduling.priority, job.seq, JobKey{job.project, job.job_id}};
+  queue_.insert(entry);
+  if (job.spec.scheduling.max_wait_time) {
+    wait_deadlines_.insert({job.create_time + *job.spec.scheduling.max_wait_time, entry});
+  }
+}
+
+bool Scheduler::IsQueuedLocked(const Job& job) const {
+  QueueEntry entry{-job.spec.scheduling.priority, job.seq, JobKey{job.project, job.job_id}};
+  return queue_.find(entry) != queue_.end();
+}
+
+// Cancels a job that is still in the queue: it never ran, so it goes straight through
+// CANCELLING to CANCELLED.
+void Scheduler::CancelQueuedLocked(Job job, const std::string& reason) {
+  queue_.erase(QueueEntry{-job.spec.scheduling.priority, job.seq, JobKey{job.project, job.job_id}});
+  ActiveJob aj;
+  aj.job = std::move(job);
+  aj.cancel_reason = reason;
+  aj.job.error_message = reason;
+  ServiceLogLocked(aj.job, model::Severity::kInfo, reason);
+  if (TransitionLocked(aj, JobState::kCancelling, reason).ok()) {
+    FinishLocked(aj, JobState::kCancelled, reason);
+  }
 }
 
 Status Scheduler::Cancel(const std::string& project, const std::string& job_id) {
@@ -282,8 +304,10 @@ Status Scheduler::Cancel(const std::string& project, const std::string& job_id) 
   auto it = active_.find({project, job_id});
   if (it == active_.end()) {
     // Finished jobs are a successful no-op (gcloud's documented behaviour); absent is 404.
-    auto job = store_.GetJob(project, job_id);
-    if (!job.ok()) return job.status();
+    TRAINYARD_ASSIGN_OR_RETURN(auto job, store_.GetJob(project, job_id));
+    if (job.state == JobState::kQueued && IsQueuedLocked(job)) {
+      CancelQueuedLocked(std::move(job), "The job was cancelled at the user's request.");
+    }
     return Status::Ok();
   }
   RequestCancelLocked(it->second, "The job was cancelled at the user's request.");
@@ -296,10 +320,6 @@ Status Scheduler::Cancel(const std::string& project, const std::string& job_id) 
 void Scheduler::RequestCancelLocked(ActiveJob& aj, const std::string& reason) {
   if (!aj.cancel_reason.empty()) return;
   aj.cancel_reason = reason;
-  JobKey k{aj.job.project, aj.job.job_id};
-  if (aj.job.state == JobState::kQueued) {
-    queue_.erase({-aj.job.spec.scheduling.priority, aj.job.seq, k});
-  }
   aj.job.error_message = reason;
   (void)TransitionLocked(aj, JobState::kCancelling, reason);
   ServiceLogLocked(aj.job, model::Severity::kInfo, reason);
@@ -334,25 +354,23 @@ Result<Job> Scheduler::UpdateLabels(const std::string& project, const std::strin
 }
 
 Result<Job> Scheduler::GetJob(const std::string& project, const std::string& job_id) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = active_.find({project, job_id});
-    if (it != active_.end()) {
-      Job job = it->second.job;
-      if (job.state == JobState::kQueued) job.job_position = QueuePositionLocked(job);
-      return job;
-    }
-  }
-  return store_.GetJob(project, job_id);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = active_.find({project, job_id});
+  if (it != active_.end()) return it->second.job;
+  TRAINYARD_ASSIGN_OR_RETURN(auto job, store_.GetJob(project, job_id));
+  if (job.state == JobState::kQueued) job.job_position = QueuePositionLocked(job);
+  return job;
 }
 
 void Scheduler::FillLiveFields(std::vector<Job>& jobs) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& job : jobs) {
     auto it = active_.find({job.project, job.job_id});
-    if (it == active_.end()) continue;
-    job = it->second.job;
-    if (job.state == JobState::kQueued) job.job_position = QueuePositionLocked(job);
+    if (it != active_.end()) {
+      job = it->second.job;
+    } else if (job.state == JobState::kQueued) {
+      job.job_position = QueuePositionLocked(job);
+    }
   }
 }
 
@@ -378,11 +396,9 @@ bool Scheduler::admission_paused() const {
 SchedulerStats Scheduler::Stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   SchedulerStats s;
+  s.queued = static_cast<int>(queue_.size());
   for (const auto& [k, aj] : active_) {
     switch (aj.job.state) {
-      case JobState::kQueued:
-        ++s.queued;
-        break;
       case JobState::kPreparing:
         ++s.preparing;
         break;
@@ -422,29 +438,36 @@ void Scheduler::Loop() {
 bool Scheduler::AdmitLocked() {
   constexpr int kAdmitBatch = 16;
   if (paused_) return false;
-  int running = 0;
-  if (options_.max_running_jobs > 0) {
-    for (const auto& [k, aj] : active_) {
-      if (aj.job.state != JobState::kQueued) ++running;
-    }
-  }
+  int running = static_cast<int>(active_.size());  // every admitted, unfinished job
   for (int admitted = 0; !queue_.empty(); ++admitted) {
     if (options_.max_running_jobs > 0 && running >= options_.max_running_jobs) return false;
     if (admitted == kAdmitBatch) return true;
     auto entry = *queue_.begin();
     const JobKey key = std::get<2>(entry);
+    auto stored = store_.GetJob(key.first, key.second);
+    if (!stored.ok()) {
+      if (stored.status().code() != StatusCode::kNotFound) {
+        TY_LOG_ERROR(kLog, "job {}: cannot load it for admission: {}", key.second,
+                     stored.status().ToString());
+        return false;  // tried again next pass
+      }
+      queue_.erase(queue_.begin());
+      continue;
+    }
     queue_.erase(queue_.begin());
-    auto it = active_.find(key);
-    if (it == active_.end()) continue;
-    ActiveJob& aj = it->second;
-    Timestamp previous_start = aj.job.start_time;
-    aj.job.start_time = NowMicros();
-    if (!TransitionLocked(aj, JobState::kPreparing, "admitted").ok()) {
+    if (stored->state != JobState::kQueued) continue;
+    ActiveJob candidate;
+    candidate.job = std::move(stored).value();
+    candidate.replicas = PlanReplicas(candidate.job);
+    candidate.job.start_time = NowMicros();
+    if (!TransitionLocked(candidate, JobState::kPreparing, "admitted").ok()) {
       // The store refused the write: the job stays QUEUED and is tried again next pass.
-      aj.job.start_time = previous_start;
       queue_.insert(entry);
       return false;
     }
+    auto it = active_.emplace(key, std::move(candidate)).first;
+    ActiveJob& aj = it->second;
+    if (aj.job.spec.scheduling.max_wait_time) timed_.insert(key);
     ServiceLogLocked(aj.job, model::Severity::kInfo, "Waiting for job to be provisioned.");
     ++running;
     Status st = LaunchLocked(aj);
@@ -462,6 +485,23 @@ bool Scheduler::AdmitLocked() {
 }
 
 void Scheduler::CheckDeadlinesLocked(Timestamp now) {
+  // Queued jobs past their maxWaitTime, earliest deadline first.
+  while (!wait_deadlines_.empty() && wait_deadlines_.begin()->first < now) {
+    QueueEntry entry = wait_deadlines_.begin()->second;
+    wait_deadlines_.erase(wait_deadlines_.begin());
+    if (queue_.find(entry) == queue_.end()) continue;  // admitted or cancelled meanwhile
+    const JobKey key = std::get<2>(entry);
+    auto job = store_.GetJob(key.first, key.second);
+    if (!job.ok() || job->state != JobState::kQueued) {
+      queue_.erase(entry);
+      continue;
+    }
+    std::string reason =
+        "The job was cancelled because it waited longer than "
+        "scheduling.maxWaitTime (" +
+        FormatDuration(*job->spec.scheduling.max_wait_time) + ") to start running.";
+    CancelQueuedLocked(std::move(job).value(), reason);
+  }
   for (auto kit = timed_.begin(); kit != timed_.end();) {
     auto it = active_.find(*kit);
     if (it == active_.end() || model::IsTerminal(it->second.job.state)) {

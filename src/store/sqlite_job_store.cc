@@ -469,7 +469,7 @@ class SqliteJobStore final : public JobStore {
                                Connection::Open(path_, SQLITE_OPEN_READWRITE));
     TRAINYARD_RETURN_IF_ERROR(conn->Exec(
         ("PRAGMA busy_timeout = " + std::to_string(kBusyTimeoutMs) +
-         "; PRAGMA cache_size = -16384; PRAGMA query_only = 1; PRAGMA temp_store = MEMORY")
+         "; PRAGMA cache_size = -2048; PRAGMA query_only = 1; PRAGMA temp_store = MEMORY")
             .c_str()));
     return Reader(conn.release(), ReaderReturn{this});
   }

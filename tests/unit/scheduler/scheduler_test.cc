@@ -281,6 +281,22 @@ TEST_F(SchedulerTest, MaxRunningTimeCancelsWithAMessageNamingTheLimit) {
       << done->error_message;
 }
 
+TEST_F(SchedulerTest, MaxWaitTimeCancelsAJobStillQueued) {
+  options_.admission_paused = true;
+  StartScheduler();
+  Job job = MakeJob("waiter");
+  job.spec.scheduling.max_wait_time = 20 * 1000;  // 20 ms
+  ASSERT_TRUE(sched_->Submit(job).ok());
+  ASSERT_TRUE(sched_->Submit(MakeJob("patient")).ok());
+  ASSERT_TRUE(WaitFor([&] { return StateOf("waiter") == JobState::kCancelled; }));
+  auto done = sched_->GetJob("p", "waiter");
+  EXPECT_NE(done->error_message.find("scheduling.maxWaitTime (0.02s)"), std::string::npos)
+      << done->error_message;
+  EXPECT_EQ(sched_->GetJob("p", "patient")->job_position, 1);
+  EXPECT_EQ(sched_->Stats().queued, 1);
+  EXPECT_TRUE(exec_.Launched().empty());
+}
+
 TEST_F(SchedulerTest, LabelPatchChecksTheEtag) {
   options_.admission_paused = true;
   StartScheduler();

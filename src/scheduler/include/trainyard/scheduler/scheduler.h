@@ -127,6 +127,9 @@ class Scheduler : public executor::ExecutorListener {
   void ServiceLogLocked(const model::Job& job, model::Severity severity, std::string message);
   std::string WorkDir(const executor::ReplicaKey& key) const;
   const RuntimeOptions* FindRuntime(const model::TrainingSpec& spec) const;
+  void EnqueueLocked(const model::Job& job);
+  bool IsQueuedLocked(const model::Job& job) const;
+  void CancelQueuedLocked(model::Job job, const std::string& reason);
   // 1-based position of a QUEUED job in the admission order (O(log n)).
   int64_t QueuePositionLocked(const model::Job& job) const;
 
@@ -140,6 +143,7 @@ class Scheduler : public executor::ExecutorListener {
   std::condition_variable cv_;
   bool stopping_ = false;
   bool paused_ = false;
+  // Admitted, unfinished jobs (PREPARING, RUNNING, CANCELLING). Queued jobs are only in queue_.
   std::map<JobKey, ActiveJob> active_;
   // Queue order: higher priority first, then older (lower seq) first. An order-statistics tree,
   // so jobPosition is O(log n) with 100,000 queued jobs.
@@ -147,8 +151,10 @@ class Scheduler : public executor::ExecutorListener {
   __gnu_pbds::tree<QueueEntry, __gnu_pbds::null_type, std::less<QueueEntry>,
                    __gnu_pbds::rb_tree_tag, __gnu_pbds::tree_order_statistics_node_update>
       queue_;
-  // Jobs with a deadline to watch: RUNNING ones (maxRunningTime) and QUEUED/PREPARING ones with
-  // a maxWaitTime. Entries of jobs that moved on are dropped lazily.
+  // Queued jobs with a maxWaitTime, by deadline (stale entries are skipped when reached).
+  std::set<std::pair<Timestamp, QueueEntry>> wait_deadlines_;
+  // Admitted jobs with a deadline to watch: RUNNING ones (maxRunningTime) and PREPARING ones
+  // with a maxWaitTime. Entries of jobs that moved on are dropped lazily.
   std::set<JobKey> timed_;
   std::vector<model::LogEntry> pending_logs_;
   std::string storage_endpoint_;
