@@ -1,6 +1,7 @@
 #include "trainyard/api/api_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <array>
 #include <atomic>
@@ -394,7 +395,8 @@ class Handlers {
         TY_LOG_ERROR(kLog, "{} {}: {}", req.method, req.path, e.what());
         WriteError(res, Internal(std::string("internal error: ") + e.what()));
       }
-      metrics_.Record(route.pattern, route.method, res.status,
+      // httplib sets 200 only after the handler returns when the handler set no status.
+      metrics_.Record(route.pattern, route.method, res.status == -1 ? 200 : res.status,
                       static_cast<double>(MonotonicMicros() - start) / 1e6);
     };
   }
@@ -656,7 +658,16 @@ void ApiServer::SetAuthenticator(std::unique_ptr<Authenticator> authenticator) {
 
 namespace {
 
+// httplib (as Debian builds it) listens with a backlog of 5: a burst of new connections then
+// waits for 1 s SYN retransmits. The socket is captured before bind and given a real backlog
+// after it (listen() on a listening socket only updates the backlog).
 Result<int> BindServer(httplib::Server& server, const std::string& host, int port) {
+  auto fd = std::make_shared<int>(-1);
+  server.set_socket_options([fd](int sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    *fd = sock;
+  });
   int bound = port;
   if (port == 0) {
     bound = server.bind_to_any_port(host);
@@ -667,6 +678,7 @@ Result<int> BindServer(httplib::Server& server, const std::string& host, int por
     return Unavailable("cannot listen on " + host + ":" + std::to_string(port) +
                        " (address in use or not permitted)");
   }
+  if (*fd >= 0) ::listen(*fd, SOMAXCONN);
   return bound;
 }
 

@@ -1,9 +1,7 @@
 // gcloud-config: gcloud configuration and boto file for Google's clients (docs/gcloud.md).
 #include "gcloud_config.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -32,34 +30,20 @@ std::string EnvOr(const char* name, const std::string& fallback) {
   return v != nullptr && *v != '\0' ? std::string(v) : fallback;
 }
 
-// Writes data to path atomically with the given mode (0600 for the token file).
-Status WriteFileWithMode(const std::string& path, std::string_view data, mode_t mode) {
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0)
-    return Status(StatusCode::kInternal, "cannot write " + tmp + ": " + std::strerror(errno));
-  ::fchmod(fd, mode);
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      ::close(fd);
-      return Status(StatusCode::kInternal, "cannot write " + tmp + ": " + std::strerror(e));
-    }
-    off += static_cast<size_t>(n);
+// Writes a file only its owner can read: core's atomic writer under a 077 umask (the CLI is
+// single-threaded, so changing the process umask for the call is safe).
+Status WriteOwnerOnlyFile(const std::string& path, std::string_view data) {
+  mode_t old = ::umask(077);
+  Status st = WriteFileAtomic(path, data);
+  ::umask(old);
+  if (st.ok() && ::chmod(path.c_str(), 0600) != 0) {
+    return Status(StatusCode::kInternal, "cannot chmod " + path + ": " + std::strerror(errno));
   }
-  ::fsync(fd);
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    return Status(StatusCode::kInternal, "cannot rename " + tmp + ": " + std::strerror(errno));
-  }
-  return Status::Ok();
+  return st;
 }
 
 // Merges updates into the INI file at path (created when missing) and writes it back.
-Status MergeIntoFile(const std::string& path, const Ini& updates, mode_t mode) {
+Status MergeIntoFile(const std::string& path, const Ini& updates) {
   Ini base;
   std::error_code ec;
   if (fs::exists(path, ec)) {
@@ -67,7 +51,7 @@ Status MergeIntoFile(const std::string& path, const Ini& updates, mode_t mode) {
     if (!text.ok()) return text.status();
     base = ParseIni(*text);
   }
-  return WriteFileWithMode(path, RenderIni(MergeIni(std::move(base), updates)), mode);
+  return WriteFileAtomic(path, RenderIni(MergeIni(std::move(base), updates)));
 }
 
 }  // namespace
@@ -299,22 +283,22 @@ int RunGcloudConfig(const Invocation& inv, const GcloudConfigArgs& a) {
   fs::path default_config = fs::path(s.config_dir) / "configurations" / "config_default";
   if (s.name != "default" && !fs::exists(default_config, ec) &&
       !fs::exists(fs::path(s.config_dir) / "properties", ec)) {
-    st = WriteFileWithMode(default_config.string(), "", 0644);
+    st = WriteFileAtomic(default_config.string(), "");
     if (!st.ok()) return inv.Fail(st.message());
   }
   // The token gcloud sends as `Authorization: Bearer`: TRAINYARD_TOKEN when set, else any text.
   std::string token = options.token.empty() ? "trainyard" : options.token;
-  st = WriteFileWithMode(token_file, token + "\n", 0600);
+  st = WriteOwnerOnlyFile(token_file, token + "\n");
   if (!st.ok()) return inv.Fail(st.message());
-  st = MergeIntoFile(config_file, GcloudProperties(s), 0644);
+  st = MergeIntoFile(config_file, GcloudProperties(s));
   if (!st.ok()) return inv.Fail(st.message());
-  st = MergeIntoFile(boto_file, BotoSettings(s), 0644);
+  st = MergeIntoFile(boto_file, BotoSettings(s));
   if (!st.ok()) return inv.Fail(st.message());
   inv.Err() << "Wrote gcloud configuration [" << s.name << "] to " << config_file << ".\n"
             << "Wrote the gsutil boto config to " << boto_file << ".\n"
             << "Wrote the access token file " << token_file << ".\n";
   if (a.activate) {
-    st = WriteFileWithMode((fs::path(s.config_dir) / "active_config").string(), s.name, 0644);
+    st = WriteFileAtomic((fs::path(s.config_dir) / "active_config").string(), s.name);
     if (!st.ok()) return inv.Fail(st.message());
     inv.Err() << "Activated [" << s.name << "].\n";
   }
