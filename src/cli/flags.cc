@@ -10,20 +10,6 @@ namespace trainyard::cli {
 
 namespace {
 
-constexpr const char* kAcceleratorTypes[] = {
-    "NVIDIA_TESLA_K80",
-    "NVIDIA_TESLA_P100",
-    "NVIDIA_TESLA_V100",
-    "NVIDIA_TESLA_P4",
-    "NVIDIA_TESLA_T4",
-    "NVIDIA_TESLA_A100",
-    "TPU_V2",
-    "TPU_V3",
-    "TPU_V2_POD",
-    "TPU_V3_POD",
-    "TPU_V4_POD",
-};
-
 constexpr const char* kScaleTiers[] = {"BASIC",     "STANDARD_1", "PREMIUM_1",
                                        "BASIC_GPU", "BASIC_TPU",  "CUSTOM"};
 
@@ -89,7 +75,7 @@ Result<std::map<std::string, std::string>> ParseLabelsFlag(std::string_view valu
 const std::vector<std::string>& AcceleratorChoices() {
   static const std::vector<std::string> choices = [] {
     std::vector<std::string> c;
-    for (const char* t : kAcceleratorTypes) c.push_back(EnumToChoice(t));
+    for (std::string_view t : model::AcceleratorTypeNames()) c.push_back(EnumToChoice(t));
     std::sort(c.begin(), c.end());
     return c;
   }();
@@ -125,8 +111,8 @@ Result<AcceleratorFlag> ParseAcceleratorFlag(std::string_view value) {
   if (!have_type) return InvalidArgument("Key [type] required in dict arg but not provided");
   if (!have_count) return InvalidArgument("Key [count] required in dict arg but not provided");
   std::string enum_name = ChoiceToEnum(out.type);
-  bool known = std::any_of(std::begin(kAcceleratorTypes), std::end(kAcceleratorTypes),
-                           [&](const char* t) { return enum_name == t; });
+  auto names = model::AcceleratorTypeNames();
+  bool known = std::find(names.begin(), names.end(), enum_name) != names.end();
   if (!known) {
     std::vector<std::string> quoted;
     for (const auto& c : AcceleratorChoices()) quoted.push_back("'" + c + "'");

@@ -587,3 +587,11 @@ Result<json> ParseJsonStrict(std::string_view text) {
 }
 
 }  // namespace trainyard::model::schema
+
+namespace trainyard::model {
+
+std::vector<std::string_view> AcceleratorTypeNames() {
+  return {std::begin(schema::kAcceleratorTypeValues) + 1, std::end(schema::kAcceleratorTypeValues)};
+}
+
+}  // namespace trainyard::model

@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "trainyard/core/status.h"
 #include "trainyard/model/job.h"
@@ -29,6 +30,10 @@ struct Capabilities {
 // Errors are INVALID_ARGUMENT with field violations, or UNIMPLEMENTED for fields beyond `caps`.
 Result<Job> ParseJobForCreate(std::string_view body, std::string_view project,
                               const Capabilities& caps);
+
+// The AcceleratorConfig.type values a job may name (without ACCELERATOR_TYPE_UNSPECIFIED), from
+// the model's schema table; the CLI offers them as --*-accelerator choices.
+std::vector<std::string_view> AcceleratorTypeNames();
 
 // Validates a jobId (letters, digits, underscore; starts with a letter; <= 128 chars).
 Status ValidateJobId(std::string_view job_id);
