@@ -6,7 +6,8 @@
 namespace trainyard::store::sqlite {
 namespace {
 
-// Version 1: jobs, their state history, and job log lines.
+// Version 1: jobs, their state history, and job log lines (in chunks). Unreleased: edited in
+// place when logs moved from one row per line to chunks; append new versions from here on.
 constexpr const char* kV1 = R"sql(
 CREATE TABLE jobs (
   seq                   INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -40,17 +41,22 @@ CREATE TABLE job_state_history (
 );
 CREATE INDEX job_state_history_job ON job_state_history (job_seq, id);
 
-CREATE TABLE logs (
-  insert_id INTEGER PRIMARY KEY AUTOINCREMENT,
+-- Log lines in chunks: consecutive lines of one (project, job_id, task_name, trial_id) stream
+-- with insert ids first_id..last_id (log_chunk.h encodes `data`). AUTOINCREMENT makes
+-- sqlite_sequence remember the highest last_id ever used, so insert ids are never reused.
+CREATE TABLE log_chunks (
+  last_id   INTEGER PRIMARY KEY AUTOINCREMENT,
+  first_id  INTEGER NOT NULL,
   project   TEXT    NOT NULL,
   job_id    TEXT    NOT NULL,
-  timestamp INTEGER NOT NULL,
-  severity  INTEGER NOT NULL,
   task_name TEXT    NOT NULL DEFAULT '',
   trial_id  TEXT    NOT NULL DEFAULT '',
-  message   TEXT    NOT NULL DEFAULT ''
+  min_ts    INTEGER NOT NULL,
+  max_ts    INTEGER NOT NULL,
+  data      BLOB    NOT NULL
 );
-CREATE INDEX logs_job ON logs (project, job_id, insert_id);
+CREATE INDEX log_chunks_job ON log_chunks (project, job_id, last_id);
+CREATE INDEX log_chunks_project ON log_chunks (project, last_id);
 
 )sql";
 

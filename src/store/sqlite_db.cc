@@ -55,6 +55,12 @@ Stmt& Stmt::Bind(int index, int64_t value) {
   return *this;
 }
 
+Stmt& Stmt::BindBlob(int index, std::string_view bytes) {
+  int rc = sqlite3_bind_blob64(stmt_, index, bytes.data(), bytes.size(), SQLITE_STATIC);
+  if (rc != SQLITE_OK && bind_rc_ == SQLITE_OK) bind_rc_ = rc;
+  return *this;
+}
+
 Stmt& Stmt::Bind(int index, double value) {
   int rc = sqlite3_bind_double(stmt_, index, value);
   if (rc != SQLITE_OK && bind_rc_ == SQLITE_OK) bind_rc_ = rc;
@@ -81,6 +87,13 @@ Status Stmt::Run() {
     if (!row.ok()) return row.status();
     if (!row.value()) return Status::Ok();
   }
+}
+
+std::string_view Stmt::BlobView(int col) const {
+  const void* blob = sqlite3_column_blob(stmt_, col);
+  int size = sqlite3_column_bytes(stmt_, col);
+  if (blob == nullptr) return {};
+  return {static_cast<const char*>(blob), static_cast<size_t>(size)};
 }
 
 std::string_view Stmt::TextView(int col) const {

@@ -33,6 +33,8 @@ class Stmt {
   Stmt& Bind(int index, std::string_view text);
   Stmt& Bind(int index, int64_t value);
   Stmt& Bind(int index, double value);
+  // Binds a BLOB; `bytes` must stay valid until the statement has run (not copied).
+  Stmt& BindBlob(int index, std::string_view bytes);
 
   // true: a row is available; false: done.
   Result<bool> Step();
@@ -47,6 +49,8 @@ class Stmt {
   double Double(int col) const { return sqlite3_column_double(stmt_, col); }
   std::string_view TextView(int col) const;
   std::string Text(int col) const { return std::string(TextView(col)); }
+  // Valid until the next Step/Reset of this statement.
+  std::string_view BlobView(int col) const;
 
  private:
   sqlite3_stmt* stmt_;

@@ -9,6 +9,9 @@
 //
 // Reads use a pool of separate connections: WAL lets them run concurrently with each other and
 // with the writer, so GetJob/ListJobs/ReadLogs never wait behind a commit or a log append.
+//
+// Log lines are stored in chunks, one row per run of consecutive lines of one stream (see
+// log_chunk.h and docs/store.md), so the per-row SQLite cost is paid per chunk, not per line.
 #include <algorithm>
 #include <cctype>
 #include <condition_variable>
@@ -24,6 +27,7 @@
 #include <vector>
 
 #include "job_codec.h"
+#include "log_chunk.h"
 #include "migrations.h"
 #include "sqlite_db.h"
 #include "store_common.h"
@@ -48,8 +52,9 @@ constexpr size_t kMaxIdleReaders = 8;
 // A jobId prefix matching at most this many jobs is listed through the (project, job_id) index
 // and sorted; a less selective prefix is checked while walking the seq-ordered index.
 constexpr int64_t kPrefixIndexMaxRows = 2000;
-// Log lines per multi-row INSERT statement.
-constexpr size_t kLogRowsPerInsert = 64;
+// Bounds of one log chunk (a chunk is read whole even when a cursor or limit needs a few lines).
+constexpr size_t kMaxChunkLines = 4096;
+constexpr size_t kMaxChunkBytes = 1 << 20;
 
 constexpr const char* kJobColumns =
     "seq, project, job_id, state, create_time, start_time, end_time, etag, error_message, "
@@ -116,16 +121,6 @@ std::optional<std::string> PrefixUpperBound(std::string prefix) {
   if (prefix.empty()) return std::nullopt;
   prefix.back() = static_cast<char>(static_cast<unsigned char>(prefix.back()) + 1);
   return prefix;
-}
-
-std::string LogInsertSql(size_t rows) {
-  std::string sql =
-      "INSERT INTO logs (project, job_id, timestamp, severity, task_name, trial_id, message) "
-      "VALUES ";
-  for (size_t r = 0; r < rows; ++r) {
-    sql += r == 0 ? "(?, ?, ?, ?, ?, ?, ?)" : ", (?, ?, ?, ?, ?, ?, ?)";
-  }
-  return sql;
 }
 
 class SqliteJobStore final : public JobStore {
@@ -357,50 +352,59 @@ class SqliteJobStore final : public JobStore {
 
   Status AppendLogs(std::vector<LogEntry>& entries) override {
     if (entries.empty()) return Status::Ok();
+    // Encoded outside the write transaction, so the group-commit leader only inserts rows.
+    std::vector<PendingChunk> chunks = EncodeChunks(entries);
     return Write([&](Connection& conn) -> Status {
-      // Multi-row INSERTs: one statement per kLogRowsPerInsert lines amortises the per-statement
-      // cost (AUTOINCREMENT bookkeeping included). Rows of one statement get consecutive
-      // rowids in VALUES order.
-      size_t i = 0;
-      while (i < entries.size()) {
-        const size_t rows = entries.size() - i >= kLogRowsPerInsert ? kLogRowsPerInsert : 1;
-        TRAINYARD_ASSIGN_OR_RETURN(Stmt stmt, conn.Prepare(LogInsertSql(rows)));
-        for (size_t r = 0; r < rows; ++r) {
-          const LogEntry& entry = entries[i + r];
-          const int p = static_cast<int>(r) * 7;
-          stmt.Bind(p + 1, entry.project)
-              .Bind(p + 2, entry.job_id)
-              .Bind(p + 3, entry.timestamp)
-              .Bind(p + 4, static_cast<int64_t>(entry.severity))
-              .Bind(p + 5, entry.task_name)
-              .Bind(p + 6, entry.trial_id)
-              .Bind(p + 7, entry.message);
-        }
+      // The highest insert id ever used, read inside the transaction: correct after a reopen,
+      // after a rolled-back operation, and with other writers of the same file.
+      int64_t last_used = 0;
+      {
+        TRAINYARD_ASSIGN_OR_RETURN(
+            Stmt seq, conn.Prepare("SELECT seq FROM sqlite_sequence WHERE name = 'log_chunks'"));
+        TRAINYARD_ASSIGN_OR_RETURN(bool row, seq.Step());
+        if (row) last_used = seq.Int(0);
+      }
+      TRAINYARD_ASSIGN_OR_RETURN(
+          Stmt stmt,
+          conn.Prepare("INSERT INTO log_chunks (last_id, first_id, project, job_id, task_name, "
+                       "trial_id, min_ts, max_ts, data) "
+                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
+      for (const PendingChunk& chunk : chunks) {
+        const LogEntry& head = entries[chunk.begin];
+        const int64_t first_id = last_used + 1;
+        const int64_t last_id = last_used + static_cast<int64_t>(chunk.end - chunk.begin);
+        stmt.Bind(1, last_id)
+            .Bind(2, first_id)
+            .Bind(3, head.project)
+            .Bind(4, head.job_id)
+            .Bind(5, head.task_name)
+            .Bind(6, head.trial_id)
+            .Bind(7, chunk.min_ts)
+            .Bind(8, chunk.max_ts)
+            .BindBlob(9, chunk.data);
         TRAINYARD_RETURN_IF_ERROR(stmt.Run());
-        int64_t last = conn.last_insert_rowid();
-        for (size_t r = 0; r < rows; ++r) {
-          entries[i + r].insert_id = last - static_cast<int64_t>(rows - 1 - r);
+        stmt.Reset();
+        for (size_t i = chunk.begin; i < chunk.end; ++i) {
+          entries[i].insert_id = first_id + static_cast<int64_t>(i - chunk.begin);
         }
-        i += rows;
+        last_used = last_id;
       }
       return Status::Ok();
     });
   }
 
   Result<std::vector<LogEntry>> ReadLogs(const LogQuery& query) override {
-    // Bound parameters: ?1 project, ?2 job, ?3 cursor, ?4 task, ?5 min time, ?6 max time, ?7 limit.
+    // Bound parameters: ?1 project, ?2 job, ?3 cursor, ?4 task, ?5 min time, ?6 max time.
+    // Chunks are selected by their last id and time range; lines are filtered while decoding.
     std::string sql =
-        "SELECT insert_id, project, job_id, timestamp, severity, task_name, trial_id, message "
-        "FROM ";
-    // Every job of a project: walk insert ids (the rowid) past the cursor; no per-project index
-    // (it would cost a fifth of the append throughput).
-    sql += query.job_id.empty() ? "logs NOT INDEXED WHERE project = ?1"
-                                : "logs INDEXED BY logs_job WHERE project = ?1 AND job_id = ?2";
-    sql += " AND insert_id > ?3";
+        "SELECT first_id, last_id, job_id, task_name, trial_id, data FROM log_chunks INDEXED BY ";
+    sql += query.job_id.empty() ? "log_chunks_project WHERE project = ?1"
+                                : "log_chunks_job WHERE project = ?1 AND job_id = ?2";
+    sql += " AND last_id > ?3";
     if (!query.task_name.empty()) sql += " AND task_name = ?4";
-    if (query.min_timestamp != 0) sql += " AND timestamp >= ?5";
-    if (query.max_timestamp != 0) sql += " AND timestamp < ?6";
-    sql += " ORDER BY insert_id LIMIT ?7";
+    if (query.min_timestamp != 0) sql += " AND max_ts >= ?5";
+    if (query.max_timestamp != 0) sql += " AND min_ts < ?6";
+    sql += " ORDER BY last_id";
 
     TRAINYARD_ASSIGN_OR_RETURN(Reader reader, AcquireReader());
     TRAINYARD_ASSIGN_OR_RETURN(Stmt stmt, reader->Prepare(sql));
@@ -409,26 +413,85 @@ class SqliteJobStore final : public JobStore {
     if (!query.task_name.empty()) stmt.Bind(4, query.task_name);
     if (query.min_timestamp != 0) stmt.Bind(5, query.min_timestamp);
     if (query.max_timestamp != 0) stmt.Bind(6, query.max_timestamp);
-    stmt.Bind(7, static_cast<int64_t>(internal::EffectiveLogLimit(query.limit)));
+    const size_t limit = static_cast<size_t>(internal::EffectiveLogLimit(query.limit));
     std::vector<LogEntry> entries;
-    while (true) {
+    while (entries.size() < limit) {
       TRAINYARD_ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) break;
-      LogEntry entry;
-      entry.insert_id = stmt.Int(0);
-      entry.project = stmt.Text(1);
-      entry.job_id = stmt.Text(2);
-      entry.timestamp = stmt.Int(3);
-      entry.severity = DecodeSeverity(stmt.Int(4));
-      entry.task_name = stmt.Text(5);
-      entry.trial_id = stmt.Text(6);
-      entry.message = stmt.Text(7);
-      entries.push_back(std::move(entry));
+      const int64_t first_id = stmt.Int(0);
+      const int64_t last_id = stmt.Int(1);
+      sqlite::LogChunkReader lines(stmt.BlobView(5));
+      sqlite::DecodedLogLine line;
+      int64_t id = first_id;
+      for (;; ++id) {
+        auto next = lines.Next(&line);
+        if (!next.ok()) {
+          return Internal("log chunk " + std::to_string(last_id) + ": " + next.status().message());
+        }
+        if (!*next) break;
+        if (id <= query.after_insert_id) continue;
+        if (query.min_timestamp != 0 && line.timestamp < query.min_timestamp) continue;
+        if (query.max_timestamp != 0 && line.timestamp >= query.max_timestamp) continue;
+        if (entries.size() == limit) break;
+        LogEntry& entry = entries.emplace_back();
+        entry.insert_id = id;
+        entry.project = query.project;
+        entry.job_id.assign(stmt.TextView(2));
+        entry.timestamp = line.timestamp;
+        entry.severity = DecodeSeverity(line.severity);
+        entry.task_name.assign(stmt.TextView(3));
+        entry.trial_id.assign(stmt.TextView(4));
+        entry.message.assign(line.message);
+      }
+      if (entries.size() < limit && id != last_id + 1) {
+        return Internal("log chunk " + std::to_string(last_id) + " holds " +
+                        std::to_string(id - first_id) + " lines, not " +
+                        std::to_string(last_id - first_id + 1));
+      }
     }
     return entries;
   }
 
  private:
+  // Lines [begin, end) of an AppendLogs batch, encoded as one chunk.
+  struct PendingChunk {
+    size_t begin = 0;
+    size_t end = 0;
+    int64_t min_ts = 0;
+    int64_t max_ts = 0;
+    std::string data;
+  };
+
+  // Splits `entries` into runs of consecutive lines of one stream (project, job, task, trial),
+  // at most kMaxChunkLines lines or about kMaxChunkBytes each, and encodes each run.
+  static std::vector<PendingChunk> EncodeChunks(const std::vector<LogEntry>& entries) {
+    std::vector<PendingChunk> chunks;
+    size_t i = 0;
+    while (i < entries.size()) {
+      const LogEntry& head = entries[i];
+      PendingChunk& chunk = chunks.emplace_back();
+      chunk.begin = i;
+      chunk.min_ts = head.timestamp;
+      chunk.max_ts = head.timestamp;
+      int64_t prev_ts = 0;
+      while (i < entries.size() && i - chunk.begin < kMaxChunkLines &&
+             chunk.data.size() < kMaxChunkBytes) {
+        const LogEntry& e = entries[i];
+        if (i != chunk.begin && (e.job_id != head.job_id || e.task_name != head.task_name ||
+                                 e.trial_id != head.trial_id || e.project != head.project)) {
+          break;
+        }
+        sqlite::AppendLogLine(&chunk.data, &prev_ts, e.timestamp, static_cast<int64_t>(e.severity),
+                              e.message);
+        chunk.min_ts = std::min(chunk.min_ts, e.timestamp);
+        chunk.max_ts = std::max(chunk.max_ts, e.timestamp);
+        ++i;
+      }
+      chunk.end = i;
+    }
+    return chunks;
+  }
+
   // A reader connection borrowed from the pool; returned when destroyed.
   struct ReaderReturn {
     SqliteJobStore* store;

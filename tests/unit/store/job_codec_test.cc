@@ -3,10 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "flat_json.h"
+#include "log_chunk.h"
 #include "migrations.h"
 
 namespace trainyard::store::sqlite {
@@ -128,6 +130,49 @@ TEST(MigrationsTest, VersionsAreConsecutiveFromOne) {
     EXPECT_NE(m.sql, nullptr);
   }
   EXPECT_EQ(LatestSchemaVersion(), expected - 1);
+}
+
+TEST(LogChunkTest, LinesRoundTripIncludingExtremeValues) {
+  struct Line {
+    int64_t timestamp;
+    int64_t severity;
+    std::string message;
+  };
+  const std::vector<Line> lines = {
+      {1700000000123456, 200, "first"},    {1700000000123400, 800, ""},
+      {0, 0, std::string("nul\0byte", 9)}, {INT64_MAX, -5, std::string(300, 'x')},
+      {INT64_MIN, 100, "ünïcødé ✓"},       {-1, 400, "\n"}};
+  std::string data;
+  int64_t prev = 0;
+  for (const Line& l : lines) AppendLogLine(&data, &prev, l.timestamp, l.severity, l.message);
+  LogChunkReader reader(data);
+  DecodedLogLine line;
+  for (const Line& want : lines) {
+    auto next = reader.Next(&line);
+    ASSERT_TRUE(next.ok() && *next);
+    EXPECT_EQ(line.timestamp, want.timestamp);
+    EXPECT_EQ(line.severity, want.severity);
+    EXPECT_EQ(line.message, want.message);
+  }
+  auto end = reader.Next(&line);
+  ASSERT_TRUE(end.ok());
+  EXPECT_FALSE(*end);
+}
+
+TEST(LogChunkTest, TruncatedDataIsAnError) {
+  std::string data;
+  int64_t prev = 0;
+  AppendLogLine(&data, &prev, 1700000000000000, 200, "hello world");
+  for (size_t cut = 1; cut < data.size(); ++cut) {
+    LogChunkReader reader(std::string_view(data).substr(0, cut));
+    DecodedLogLine line;
+    EXPECT_FALSE(reader.Next(&line).ok()) << cut;
+  }
+  // An over-long varint.
+  const std::string overlong(11, '\xff');
+  LogChunkReader reader(overlong);
+  DecodedLogLine line;
+  EXPECT_FALSE(reader.Next(&line).ok());
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -602,6 +603,163 @@ TEST_P(JobStoreContractTest, ConcurrentLogAppendsKeepIdsUniqueAndOrdered) {
   std::set<int64_t> ids;
   for (const LogEntry& e : *all) ids.insert(e.insert_id);
   EXPECT_EQ(ids.size(), all->size());
+}
+
+// Reads every line of `query` by following the cursor, `page` lines at a time.
+std::vector<LogEntry> ReadAllPages(JobStore& store, LogQuery query, int page) {
+  std::vector<LogEntry> out;
+  query.limit = page;
+  while (true) {
+    auto got = store.ReadLogs(query);
+    EXPECT_TRUE(got.ok()) << got.status().ToString();
+    if (!got.ok() || got->empty()) break;
+    EXPECT_LE(got->size(), static_cast<size_t>(page));
+    query.after_insert_id = got->back().insert_id;
+    out.insert(out.end(), got->begin(), got->end());
+  }
+  return out;
+}
+
+std::vector<std::string> Messages(const std::vector<LogEntry>& entries) {
+  std::vector<std::string> out;
+  for (const LogEntry& e : entries) out.push_back(e.message);
+  return out;
+}
+
+TEST_P(JobStoreContractTest, LogCursorAndLimitMayFallInsideABatch) {
+  std::vector<LogEntry> batch;
+  for (int i = 0; i < 100; ++i) batch.push_back(Line("a", "t", i, "m" + std::to_string(i)));
+  ASSERT_TRUE(store_->AppendLogs(batch).ok());
+  auto got = store_->ReadLogs(
+      {.project = "p", .job_id = "a", .after_insert_id = batch[37].insert_id, .limit = 10});
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->size(), 10u);
+  for (size_t i = 0; i < 10; ++i) {
+    EXPECT_EQ((*got)[i].insert_id, batch[38 + i].insert_id);
+    EXPECT_EQ((*got)[i].message, batch[38 + i].message);
+  }
+  EXPECT_EQ(Messages(ReadAllPages(*store_, {.project = "p", .job_id = "a"}, 7)), Messages(batch));
+  EXPECT_EQ(Messages(ReadAllPages(*store_, {.project = "p"}, 13)), Messages(batch));
+  got = store_->ReadLogs({.project = "p", .after_insert_id = batch[99].insert_id});
+  ASSERT_TRUE(got.ok());
+  EXPECT_TRUE(got->empty());
+}
+
+TEST_P(JobStoreContractTest, LogTaskAndTimeFiltersApplyPerLine) {
+  // Mixed tasks and out-of-order timestamps within each batch.
+  std::vector<LogEntry> all;
+  for (int b = 0; b < 4; ++b) {
+    std::vector<LogEntry> batch;
+    for (int i = 0; i < 50; ++i) {
+      int n = b * 50 + i;
+      batch.push_back(Line("a", (i / 5) % 3 == 0 ? "master-replica-0" : "worker-replica-0",
+                           1000 + (n * 37) % 200, "m" + std::to_string(n)));
+    }
+    ASSERT_TRUE(store_->AppendLogs(batch).ok());
+    all.insert(all.end(), batch.begin(), batch.end());
+  }
+  auto want = [&](const std::string& task, Timestamp min, Timestamp max, int64_t after,
+                  size_t limit) {
+    std::vector<std::string> out;
+    for (const LogEntry& e : all) {
+      if (out.size() == limit) break;
+      if (e.insert_id <= after || (!task.empty() && e.task_name != task)) continue;
+      if ((min != 0 && e.timestamp < min) || (max != 0 && e.timestamp >= max)) continue;
+      out.push_back(e.message);
+    }
+    return out;
+  };
+  for (const std::string task : {"", "master-replica-0", "worker-replica-0", "none"}) {
+    for (auto [min, max] : std::vector<std::pair<Timestamp, Timestamp>>{
+             {0, 0}, {1050, 0}, {0, 1050}, {1100, 1110}, {1199, 1200}, {5000, 0}}) {
+      for (int64_t after : {int64_t{0}, all[73].insert_id}) {
+        for (int limit : {3, 1000}) {
+          LogQuery q{.project = "p",
+                     .job_id = "a",
+                     .task_name = task,
+                     .after_insert_id = after,
+                     .min_timestamp = min,
+                     .max_timestamp = max,
+                     .limit = limit};
+          auto got = store_->ReadLogs(q);
+          ASSERT_TRUE(got.ok());
+          EXPECT_EQ(Messages(*got), want(task, min, max, after, static_cast<size_t>(limit)))
+              << task << " [" << min << ", " << max << ") after " << after << " limit " << limit;
+          q.job_id = "";
+          got = store_->ReadLogs(q);
+          ASSERT_TRUE(got.ok());
+          EXPECT_EQ(Messages(*got), want(task, min, max, after, static_cast<size_t>(limit)));
+        }
+      }
+    }
+  }
+}
+
+TEST_P(JobStoreContractTest, ProjectWideLogReadsInterleaveJobsByInsertId) {
+  std::vector<LogEntry> want;
+  for (int b = 0; b < 12; ++b) {
+    std::vector<LogEntry> batch;
+    for (int i = 0; i < 9; ++i) {
+      const std::string job = "j" + std::to_string((b + i / 3) % 4);
+      batch.push_back(Line(job, "t", b * 10 + i, job + ":" + std::to_string(b * 10 + i),
+                           b % 3 == 2 ? "other" : "p"));
+    }
+    ASSERT_TRUE(store_->AppendLogs(batch).ok());
+    for (const LogEntry& e : batch) {
+      if (e.project == "p") want.push_back(e);
+    }
+  }
+  std::vector<LogEntry> got = ReadAllPages(*store_, {.project = "p"}, 5);
+  EXPECT_EQ(Messages(got), Messages(want));
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    EXPECT_EQ(got[i].insert_id, want[i].insert_id);
+    EXPECT_EQ(got[i].job_id, want[i].job_id);
+  }
+  std::vector<LogEntry> want_j1;
+  for (const LogEntry& e : want) {
+    if (e.job_id == "j1") want_j1.push_back(e);
+  }
+  EXPECT_EQ(Messages(ReadAllPages(*store_, {.project = "p", .job_id = "j1"}, 4)),
+            Messages(want_j1));
+}
+
+TEST_P(JobStoreContractTest, ConcurrentLogAppendsAreEachReadExactlyOnce) {
+  const int kThreads = 6;
+  const int kBatches = 25;
+  std::vector<std::thread> threads;
+  std::vector<std::vector<LogEntry>> appended(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int b = 0; b < kBatches; ++b) {
+        std::vector<LogEntry> batch;
+        for (int i = 0; i < 40; ++i) {
+          batch.push_back(
+              Line("j" + std::to_string(t % 3), i % 10 < 6 ? "a" : "b", i,
+                   std::to_string(t) + "/" + std::to_string(b) + "/" + std::to_string(i)));
+        }
+        ASSERT_TRUE(store_->AppendLogs(batch).ok());
+        appended[t].insert(appended[t].end(), batch.begin(), batch.end());
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  std::map<int64_t, std::string> want;
+  for (const auto& lines : appended) {
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (i > 0) {
+        EXPECT_GT(lines[i].insert_id, lines[i - 1].insert_id);
+      }
+      EXPECT_TRUE(want.emplace(lines[i].insert_id, lines[i].message).second)
+          << "duplicate insert id " << lines[i].insert_id;
+    }
+  }
+  std::vector<LogEntry> got = ReadAllPages(*store_, {.project = "p"}, 333);
+  ASSERT_EQ(got.size(), want.size());
+  auto it = want.begin();
+  for (size_t i = 0; i < got.size(); ++i, ++it) {
+    EXPECT_EQ(got[i].insert_id, it->first);
+    EXPECT_EQ(got[i].message, it->second);
+  }
 }
 
 std::string ImplName(const ::testing::TestParamInfo<Impl>& param) { return param.param.name; }

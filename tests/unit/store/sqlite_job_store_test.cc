@@ -96,6 +96,136 @@ TEST(SqliteJobStoreTest, DataSurvivesReopen) {
   EXPECT_GT(*seq, job->seq);
 }
 
+model::LogEntry LogLine(const std::string& job, const std::string& task, int64_t ts,
+                        const std::string& message) {
+  model::LogEntry e;
+  e.project = "p";
+  e.job_id = job;
+  e.task_name = task;
+  e.timestamp = ts;
+  e.message = message;
+  return e;
+}
+
+TEST(SqliteJobStoreTest, LogInsertIdsKeepIncreasingAcrossAppendsAndReopens) {
+  TempDir dir;
+  const std::string path = dir.path() + "/db";
+  int64_t last = 0;
+  std::vector<std::string> want;
+  for (int round = 0; round < 3; ++round) {
+    auto store = MustOpen(path);
+    ASSERT_NE(store, nullptr);
+    for (int b = 0; b < 20; ++b) {
+      std::vector<model::LogEntry> batch;
+      for (int i = 0; i < 1 + (b * 7) % 30; ++i) {
+        std::string m = std::to_string(round) + "/" + std::to_string(b) + "/" + std::to_string(i);
+        batch.push_back(LogLine(b % 2 ? "a" : "b", i % 5 == 0 ? "s" : "t", i, m));
+        want.push_back(m);
+      }
+      ASSERT_TRUE(store->AppendLogs(batch).ok());
+      for (const auto& e : batch) {
+        ASSERT_GT(e.insert_id, last);
+        last = e.insert_id;
+      }
+    }
+  }
+  auto store = MustOpen(path);
+  ASSERT_NE(store, nullptr);
+  auto all = store->ReadLogs({.project = "p", .limit = 100000});
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  std::vector<std::string> got;
+  for (const auto& e : *all) got.push_back(e.message);
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(all->back().insert_id, last);
+}
+
+TEST(SqliteJobStoreTest, InsertIdsAreNotReusedAfterTheNewestChunkIsDeleted) {
+  TempDir dir;
+  const std::string path = dir.path() + "/db";
+  auto store = MustOpen(path);
+  ASSERT_NE(store, nullptr);
+  std::vector<model::LogEntry> batch = {LogLine("a", "t", 1, "x"), LogLine("a", "t", 2, "y")};
+  ASSERT_TRUE(store->AppendLogs(batch).ok());
+  RawDb(path).Exec("DELETE FROM log_chunks");
+  std::vector<model::LogEntry> next = {LogLine("a", "t", 3, "z")};
+  ASSERT_TRUE(store->AppendLogs(next).ok());
+  EXPECT_GT(next[0].insert_id, batch[1].insert_id);
+}
+
+TEST(SqliteJobStoreTest, AppendLogsStoresOneChunkPerRunOfAStream) {
+  TempDir dir;
+  const std::string path = dir.path() + "/db";
+  auto store = MustOpen(path);
+  ASSERT_NE(store, nullptr);
+  // Runs: a/t x3, a/u x2, b/t x1, a/t x4 (trial 1 for the last two), a/t x1 (project q).
+  std::vector<model::LogEntry> batch;
+  for (int i = 0; i < 3; ++i) batch.push_back(LogLine("a", "t", i, "r1"));
+  for (int i = 0; i < 2; ++i) batch.push_back(LogLine("a", "u", i, "r2"));
+  batch.push_back(LogLine("b", "t", 0, "r3"));
+  for (int i = 0; i < 4; ++i) {
+    batch.push_back(LogLine("a", "t", i, i < 2 ? "r4" : "r5"));
+    if (i >= 2) batch.back().trial_id = "1";
+  }
+  batch.push_back(LogLine("a", "t", 9, "r6"));
+  batch.back().project = "q";
+  ASSERT_TRUE(store->AppendLogs(batch).ok());
+  EXPECT_EQ(RawDb(path).Text("SELECT count(*) FROM log_chunks"), "6");
+  auto all = store->ReadLogs({.project = "p"});
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), batch.size() - 1);
+  for (size_t i = 0; i < all->size(); ++i) {
+    EXPECT_EQ((*all)[i].insert_id, batch[i].insert_id);
+    EXPECT_EQ((*all)[i].message, batch[i].message);
+    EXPECT_EQ((*all)[i].task_name, batch[i].task_name);
+    EXPECT_EQ((*all)[i].trial_id, batch[i].trial_id);
+  }
+}
+
+TEST(SqliteJobStoreTest, LargeBatchesAreSplitIntoBoundedChunks) {
+  TempDir dir;
+  const std::string path = dir.path() + "/db";
+  auto store = MustOpen(path);
+  ASSERT_NE(store, nullptr);
+  std::vector<model::LogEntry> many;
+  for (int i = 0; i < 10000; ++i) many.push_back(LogLine("a", "t", i, std::to_string(i)));
+  ASSERT_TRUE(store->AppendLogs(many).ok());
+  EXPECT_EQ(RawDb(path).Text("SELECT count(*) FROM log_chunks"), "3");  // 4096 lines each
+  std::vector<model::LogEntry> big;
+  for (int i = 0; i < 40; ++i)
+    big.push_back(LogLine("b", "t", i, std::string(100000, 'a' + i % 26)));
+  ASSERT_TRUE(store->AppendLogs(big).ok());
+  EXPECT_EQ(RawDb(path).Text("SELECT count(*) FROM log_chunks WHERE job_id = 'b'"), "4");
+  EXPECT_EQ(RawDb(path).Text("SELECT max(length(data)) < 1200000 FROM log_chunks"), "1");
+  auto got = store->ReadLogs({.project = "p", .job_id = "a", .limit = 10000});
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->size(), many.size());
+  for (size_t i = 0; i < many.size(); ++i) {
+    ASSERT_EQ((*got)[i].insert_id, many[i].insert_id);
+    ASSERT_EQ((*got)[i].message, many[i].message);
+  }
+  got = store->ReadLogs({.project = "p", .job_id = "b", .after_insert_id = big[14].insert_id});
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->size(), 25u);
+  EXPECT_EQ((*got)[0].message, big[15].message);
+}
+
+TEST(SqliteJobStoreTest, CorruptLogChunkIsAnInternalError) {
+  TempDir dir;
+  const std::string path = dir.path() + "/db";
+  auto store = MustOpen(path);
+  ASSERT_NE(store, nullptr);
+  std::vector<model::LogEntry> batch = {LogLine("a", "t", 1, "hello"), LogLine("a", "t", 2, "x")};
+  ASSERT_TRUE(store->AppendLogs(batch).ok());
+  RawDb(path).Exec("UPDATE log_chunks SET data = x'02900305414243'");  // length 5, 3 bytes
+  auto got = store->ReadLogs({.project = "p"});
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), StatusCode::kInternal);
+  RawDb(path).Exec("UPDATE log_chunks SET data = x'02900300'");  // 1 line where 2 are due
+  got = store->ReadLogs({.project = "p"});
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), StatusCode::kInternal);
+}
+
 TEST(SqliteJobStoreTest, CreatesMissingParentDirectories) {
   TempDir dir;
   const std::string path = dir.path() + "/a/b/c/trainyard.db";
@@ -143,7 +273,7 @@ TEST(SqliteJobStoreTest, RefusesDatabaseFromNewerVersion) {
 TEST(SqliteJobStoreTest, FailedMigrationLeavesDatabaseUnchanged) {
   TempDir dir;
   const std::string path = dir.path() + "/db";
-  { RawDb(path).Exec("CREATE TABLE logs (x)"); }  // collides with migration 1
+  { RawDb(path).Exec("CREATE TABLE log_chunks (x)"); }  // collides with migration 1
   auto store = OpenSqliteJobStore({.path = path});
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), StatusCode::kInternal);
@@ -249,7 +379,10 @@ TEST(SqliteJobStoreTest, ReadsProceedWhileAnotherConnectionHoldsTheWriteLock) {
   ASSERT_TRUE(store->CreateJob(MakeJob("p", "a")).ok());
   RawDb raw(path);
   raw.Exec("BEGIN IMMEDIATE");
-  raw.Exec("INSERT INTO logs (project, job_id, timestamp, severity) VALUES ('p', 'a', 1, 200)");
+  // One line (log_chunk.h): timestamp delta 1, severity 200 (zigzag varint 0x90 0x03), empty.
+  raw.Exec(
+      "INSERT INTO log_chunks (last_id, first_id, project, job_id, min_ts, max_ts, data) "
+      "VALUES (1, 1, 'p', 'a', 1, 1, x'02900300')");
   int64_t start = MonotonicMicros();
   EXPECT_TRUE(store->GetJob("p", "a").ok());
   EXPECT_TRUE(store->ListJobs({.project = "p"}).ok());
@@ -257,7 +390,11 @@ TEST(SqliteJobStoreTest, ReadsProceedWhileAnotherConnectionHoldsTheWriteLock) {
   EXPECT_TRUE(store->ReadLogs({.project = "p"})->empty());
   EXPECT_LT(MonotonicMicros() - start, 2 * kMicrosPerSecond);  // busy_timeout is 5 s
   raw.Exec("COMMIT");
-  EXPECT_EQ(store->ReadLogs({.project = "p"})->size(), 1u);
+  auto lines = store->ReadLogs({.project = "p"});
+  ASSERT_TRUE(lines.ok());
+  ASSERT_EQ(lines->size(), 1u);
+  EXPECT_EQ((*lines)[0].timestamp, 1);
+  EXPECT_EQ((*lines)[0].severity, model::Severity::kInfo);
 }
 
 // The durability promise: every create the store acknowledged survives a SIGKILL of the process
