@@ -430,3 +430,12 @@ def count_rows(data_dir, sql, params=()):
         return db.execute(sql, params).fetchone()
     finally:
         db.close()
+
+
+def parse_rfc3339(text):
+    """Seconds since the epoch from a UTC timestamp like 2026-11-21T10:00:00.123456Z."""
+    import datetime
+    base, _, frac = text.rstrip("Z").partition(".")
+    t = datetime.datetime.strptime(base, "%Y-%m-%dT%H:%M:%S").replace(
+        tzinfo=datetime.timezone.utc).timestamp()
+    return t + (float("0." + frac) if frac else 0.0)
