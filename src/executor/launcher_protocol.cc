@@ -180,9 +180,17 @@ Result<LogRecord> ParseLogRecord(std::string_view line) {
   if (ec != std::errc() || p != line.data() + t1) {
     return InvalidArgument("invalid log record timestamp");
   }
-  auto sev = model::ParseSeverity(line.substr(t1 + 1, t2 - t1 - 1));
-  if (!sev) return InvalidArgument("invalid log record severity");
-  rec.severity = *sev;
+  std::string_view sev_name = line.substr(t1 + 1, t2 - t1 - 1);
+  // The launcher writes almost only these two; the rest take the general path.
+  if (sev_name == "INFO") {
+    rec.severity = model::Severity::kInfo;
+  } else if (sev_name == "ERROR") {
+    rec.severity = model::Severity::kError;
+  } else {
+    auto sev = model::ParseSeverity(sev_name);
+    if (!sev) return InvalidArgument("invalid log record severity");
+    rec.severity = *sev;
+  }
   std::string_view source = line.substr(t2 + 1, t3 - t2 - 1);
   if (source == "S") {
     rec.service = true;
@@ -192,10 +200,15 @@ Result<LogRecord> ParseLogRecord(std::string_view line) {
   std::string_view msg = line.substr(t3 + 1);
   rec.message.reserve(msg.size());
   for (size_t i = 0; i < msg.size(); ++i) {
-    char c = msg[i];
-    if (c != '\\' || i + 1 == msg.size()) {
-      rec.message.push_back(c);
-      continue;
+    // Copy the run up to the next escape in one go (most lines have none).
+    size_t next = msg.find('\\', i);
+    if (next == std::string_view::npos) next = msg.size();
+    rec.message.append(msg.data() + i, next - i);
+    i = next;
+    if (i >= msg.size()) break;
+    if (i + 1 == msg.size()) {
+      rec.message.push_back('\\');
+      break;
     }
     char e = msg[++i];
     switch (e) {
@@ -285,6 +298,15 @@ model::Severity ClassifyLine(std::string_view line, bool is_stderr) {
 }
 
 std::string SanitizeUtf8(std::string_view s) {
+  // Fast path: plain ASCII (most log lines) is valid as it is.
+  bool ascii = true;
+  for (unsigned char c : s) {
+    if (c >= 0x80) {
+      ascii = false;
+      break;
+    }
+  }
+  if (ascii) return std::string(s);
   std::string out;
   out.reserve(s.size());
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());

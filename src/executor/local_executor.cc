@@ -427,7 +427,10 @@ void LocalExecutor::TailLog(Replica& r, bool to_end) {
     r.log_fd = ::open(Join(r.work_dir, kLogFile).c_str(), O_RDONLY | O_CLOEXEC);
     if (r.log_fd < 0) return;
   }
-  std::string buf;
+  // One buffer per monitor thread, kept between polls: a fresh 4 MiB string per poll cost page
+  // faults and zero-filling on every read of a chatty replica.
+  thread_local std::string buf;
+  const std::string task_name = r.key.TaskName();
   bool delivered = false;
   while (true) {
     struct stat st;
@@ -459,8 +462,11 @@ void LocalExecutor::TailLog(Replica& r, bool to_end) {
       e.trial_id = r.key.trial_id;
       e.timestamp = rec->ts;
       e.severity = rec->severity;
-      e.task_name = rec->service ? "service" : r.key.TaskName();
-      e.message = SanitizeUtf8(rec->message);
+      e.task_name = rec->service ? "service" : task_name;
+      // ASCII lines (nearly all) move through; anything else is made valid UTF-8 first.
+      bool ascii = std::all_of(rec->message.begin(), rec->message.end(),
+                               [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+      e.message = ascii ? std::move(rec->message) : SanitizeUtf8(rec->message);
       entries.push_back(std::move(e));
     }
     if (!entries.empty()) {
