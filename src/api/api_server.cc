@@ -37,9 +37,6 @@ constexpr const char* kLog = "api";
 // of any size: the listener's own limit is 4 GiB).
 constexpr size_t kMaxApiBody = 8 << 20;
 
-// Whether the request on this worker thread reached a route handler (set per request).
-thread_local bool routed = false;
-
 // Latency histogram buckets (seconds), Prometheus convention.
 constexpr std::array<double, 12> kBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                              0.05,   0.1,   0.25,   0.5,   1.0,  2.5};
@@ -383,7 +380,6 @@ class Handlers {
   httplib::Server::Handler Wrap(const Route& route) {
     return [this, &route](const httplib::Request& req, httplib::Response& res) {
       int64_t start = MonotonicMicros();
-      routed = true;
       try {
         Status admitted = Admit(route, req);
         if (!admitted.ok()) {
@@ -430,17 +426,20 @@ class Handlers {
       }
     }
     storage::RegisterStorageRoutes(server, *buckets_, options_.default_project);
-    server.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
-      routed = false;
-      return httplib::Server::HandlerResponse::Unhandled;
-    });
-    // Runs for every response >= 400, routed or not, outside httplib's handler try/catch.
+    // Runs for every response >= 400, outside httplib's handler try/catch. Route handlers always
+    // write an error body; an empty one means no route answered (no match, or httplib refused
+    // the request before routing), which gets a Google error body here.
     server.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
-      if (routed) return;
+      if (!res.body.empty()) return;
       try {
-        if (res.status == 404 && res.body.empty()) {
+        if (res.status == 404) {
           WriteError(res,
                      NotFound("The requested URL " + req.path + " was not found on this server"));
+        } else {
+          int code = res.status;
+          WriteError(res, Status(code >= 500 ? StatusCode::kInternal : StatusCode::kInvalidArgument,
+                                 "The request was refused (HTTP " + std::to_string(code) + ")"));
+          res.status = code;
         }
         metrics_.Record("unmatched", req.method, res.status, 0);
       } catch (...) {

@@ -337,7 +337,8 @@ void LocalExecutor::MonitorLoop() {
     }
     lock.unlock();
     if (wake_fd_ >= 0) {
-      ::poll(fds.data(), fds.size(), static_cast<int>(options_.log_poll_interval / 1000));
+      ::poll(fds.data(), fds.size(),
+             static_cast<int>(std::max<int64_t>(1, options_.log_poll_interval / 1000)));
       uint64_t drained;
       [[maybe_unused]] ssize_t n = ::read(wake_fd_, &drained, sizeof drained);
     } else {
@@ -506,7 +507,13 @@ void LocalExecutor::ReportExit(Replica& r) {
   } else {
     // The launcher died abnormally (SIGKILL, OOM) and could not clean up: its orphans still
     // carry its session id.
-    if (r.pid > 0) {
+    // Only when the pid does not name another live process: Linux does not reuse a pid that
+    // is still some process's session id, so then every member of session `pid` is ours. A
+    // pid that names another process (e.g. after a reboot) leaves that session alone.
+    auto current = r.pid > 0 ? ReadProcStat(r.pid) : std::nullopt;
+    bool pid_reused = current && current->state != 'Z' &&
+                      (r.start_time == 0 || current->start_time != r.start_time);
+    if (r.pid > 0 && !pid_reused) {
       for (const ProcStat& p : ListProcesses()) {
         if (p.session == r.pid && p.state != 'Z') ::kill(p.pid, SIGKILL);
       }

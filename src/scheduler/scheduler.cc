@@ -133,6 +133,7 @@ Status Scheduler::Start() {
       }
       if (aj.job.state == JobState::kPreparing && !any_launched) {
         // Admitted but never started before the daemon stopped: queue it again.
+        aj.job.start_time = 0;
         if (TransitionLocked(aj, JobState::kQueued, "requeued after a daemon restart").ok()) {
           ++requeued;
         }
@@ -287,16 +288,23 @@ bool Scheduler::IsQueuedLocked(const Job& job) const {
 
 // Cancels a job that is still in the queue: it never ran, so it goes straight through
 // CANCELLING to CANCELLED.
-void Scheduler::CancelQueuedLocked(Job job, const std::string& reason) {
-  queue_.erase(QueueEntry{-job.spec.scheduling.priority, job.seq, JobKey{job.project, job.job_id}});
+Status Scheduler::CancelQueuedLocked(Job job, const std::string& reason) {
+  QueueEntry entry{-job.spec.scheduling.priority, job.seq, JobKey{job.project, job.job_id}};
   ActiveJob aj;
   aj.job = std::move(job);
   aj.cancel_reason = reason;
   aj.job.error_message = reason;
+  // Leaves the queue only once the store has the cancel: a failed write keeps it queued.
+  TRAINYARD_RETURN_IF_ERROR(TransitionLocked(aj, JobState::kCancelling, reason));
+  queue_.erase(entry);
   ServiceLogLocked(aj.job, model::Severity::kInfo, reason);
-  if (TransitionLocked(aj, JobState::kCancelling, reason).ok()) {
-    FinishLocked(aj, JobState::kCancelled, reason);
+  FinishLocked(aj, JobState::kCancelled, reason);
+  if (!model::IsTerminal(aj.job.state)) {
+    // CANCELLING is stored but CANCELLED is not: keep it where the deadline pass finishes it.
+    active_.emplace(std::get<2>(entry), std::move(aj));
+    timed_.insert(std::get<2>(entry));
   }
+  return Status::Ok();
 }
 
 Status Scheduler::Cancel(const std::string& project, const std::string& job_id) {
@@ -306,7 +314,7 @@ Status Scheduler::Cancel(const std::string& project, const std::string& job_id) 
     // Finished jobs are a successful no-op (gcloud's documented behaviour); absent is 404.
     TRAINYARD_ASSIGN_OR_RETURN(auto job, store_.GetJob(project, job_id));
     if (job.state == JobState::kQueued && IsQueuedLocked(job)) {
-      CancelQueuedLocked(std::move(job), "The job was cancelled at the user's request.");
+      return CancelQueuedLocked(std::move(job), "The job was cancelled at the user's request.");
     }
     return Status::Ok();
   }
@@ -376,6 +384,7 @@ void Scheduler::FillLiveFields(std::vector<Job>& jobs) {
 
 int64_t Scheduler::QueuePositionLocked(const Job& job) const {
   QueueEntry entry{-job.spec.scheduling.priority, job.seq, JobKey{job.project, job.job_id}};
+  if (queue_.find(entry) == queue_.end()) return 0;  // 0: already scheduled (compat §1)
   return static_cast<int64_t>(queue_.order_of_key(entry)) + 1;
 }
 
@@ -446,12 +455,14 @@ bool Scheduler::AdmitLocked() {
     const JobKey key = std::get<2>(entry);
     auto stored = store_.GetJob(key.first, key.second);
     if (!stored.ok()) {
-      if (stored.status().code() != StatusCode::kNotFound) {
-        TY_LOG_ERROR(kLog, "job {}: cannot load it for admission: {}", key.second,
-                     stored.status().ToString());
-        return false;  // tried again next pass
+      StatusCode code = stored.status().code();
+      TY_LOG_ERROR(kLog, "job {}: cannot load it for admission: {}", key.second,
+                   stored.status().ToString());
+      if (code == StatusCode::kUnavailable || code == StatusCode::kResourceExhausted ||
+          code == StatusCode::kAborted) {
+        return false;  // transient: tried again next pass
       }
-      queue_.erase(queue_.begin());
+      queue_.erase(queue_.begin());  // gone or unreadable: it must not block the jobs behind it
       continue;
     }
     queue_.erase(queue_.begin());
@@ -467,7 +478,10 @@ bool Scheduler::AdmitLocked() {
     }
     auto it = active_.emplace(key, std::move(candidate)).first;
     ActiveJob& aj = it->second;
-    if (aj.job.spec.scheduling.max_wait_time) timed_.insert(key);
+    if (aj.job.spec.scheduling.max_wait_time) {
+      wait_deadlines_.erase({aj.job.create_time + *aj.job.spec.scheduling.max_wait_time, entry});
+      timed_.insert(key);  // PREPARING still counts against maxWaitTime
+    }
     ServiceLogLocked(aj.job, model::Severity::kInfo, "Waiting for job to be provisioned.");
     ++running;
     Status st = LaunchLocked(aj);
@@ -476,7 +490,7 @@ bool Scheduler::AdmitLocked() {
         if (r.launched) executor_.Kill(r.key, 0);
       }
       FinishLocked(aj, JobState::kFailed, "The job could not be started: " + st.message());
-      active_.erase(it);
+      if (model::IsTerminal(aj.job.state)) active_.erase(it);
       continue;
     }
     ServiceLogLocked(aj.job, model::Severity::kInfo, "Waiting for training program to start.");
@@ -492,6 +506,11 @@ void Scheduler::CheckDeadlinesLocked(Timestamp now) {
     if (queue_.find(entry) == queue_.end()) continue;  // admitted or cancelled meanwhile
     const JobKey key = std::get<2>(entry);
     auto job = store_.GetJob(key.first, key.second);
+    if (!job.ok() && job.status().code() != StatusCode::kNotFound) {
+      // The store could not answer: try again at the next pass.
+      wait_deadlines_.insert({now + options_.tick, entry});
+      break;
+    }
     if (!job.ok() || job->state != JobState::kQueued) {
       queue_.erase(entry);
       continue;
@@ -500,7 +519,10 @@ void Scheduler::CheckDeadlinesLocked(Timestamp now) {
         "The job was cancelled because it waited longer than "
         "scheduling.maxWaitTime (" +
         FormatDuration(*job->spec.scheduling.max_wait_time) + ") to start running.";
-    CancelQueuedLocked(std::move(job).value(), reason);
+    if (!CancelQueuedLocked(std::move(job).value(), reason).ok()) {
+      wait_deadlines_.insert({now + options_.tick, entry});
+      break;
+    }
   }
   for (auto kit = timed_.begin(); kit != timed_.end();) {
     auto it = active_.find(*kit);
@@ -510,7 +532,12 @@ void Scheduler::CheckDeadlinesLocked(Timestamp now) {
     }
     ++kit;
     ActiveJob& aj = it->second;
-    if (!aj.cancel_reason.empty()) continue;
+    if (!aj.cancel_reason.empty()) {
+      // Already cancelling: finish it once its replicas are gone (retries a failed write).
+      MaybeFinishLocked(aj);
+      if (model::IsTerminal(aj.job.state)) active_.erase(it);
+      continue;
+    }
     const auto& sched = aj.job.spec.scheduling;
     if ((aj.job.state == JobState::kQueued || aj.job.state == JobState::kPreparing) &&
         sched.max_wait_time && now - aj.job.create_time > *sched.max_wait_time) {

@@ -129,7 +129,7 @@ class Scheduler : public executor::ExecutorListener {
   const RuntimeOptions* FindRuntime(const model::TrainingSpec& spec) const;
   void EnqueueLocked(const model::Job& job);
   bool IsQueuedLocked(const model::Job& job) const;
-  void CancelQueuedLocked(model::Job job, const std::string& reason);
+  Status CancelQueuedLocked(model::Job job, const std::string& reason);
   // 1-based position of a QUEUED job in the admission order (O(log n)).
   int64_t QueuePositionLocked(const model::Job& job) const;
 
