@@ -43,6 +43,9 @@ constexpr const char* kLog = "exec";
 constexpr Duration kLauncherReportGrace = 5 * kMicrosPerSecond;
 // The most of a log file read (and delivered) per replica per poll.
 constexpr size_t kMaxReadPerPoll = 4 << 20;
+// After a launcher exits, polls spent retrying lines the store refused before the exit is
+// reported anyway (about 10 s at the default interval).
+constexpr int kMaxDrainRetries = 500;
 
 std::string Join(const std::string& dir, const char* file) { return dir + "/" + file; }
 
@@ -66,6 +69,7 @@ struct Replica {
   int pid_fd = -1;  // pidfd of the launcher: readable once it exits (wakes the monitor at once)
   uint64_t offset = 0;
   bool running_reported = false;
+  int drain_retries = 0;  // polls spent re-delivering the last lines after the launcher exited
 };
 
 class LocalExecutor final : public Executor {
@@ -97,7 +101,9 @@ class LocalExecutor final : public Executor {
   bool Poll(Replica& r);
   bool LauncherGone(Replica& r);
   void EnforceKillDeadlines(Replica& r);
-  void TailLog(Replica& r, bool to_end);
+  // Delivers new complete records; returns false when the listener refused some (they stay
+  // for the next call).
+  bool TailLog(Replica& r, bool to_end);
   void ReportExit(Replica& r);
   // SIGKILLs every process of the replica's session and every descendant of its launcher;
   // the launcher itself only when include_launcher.
@@ -356,8 +362,16 @@ bool LocalExecutor::Poll(Replica& r) {
     r.running_reported = true;
     listener_->OnReplicaRunning(r.key);
   }
-  TailLog(r, gone);
+  bool drained = TailLog(r, gone);
   if (!gone) return false;
+  if (r.pid_fd >= 0) {
+    // Stays readable once the process is gone: close it so retries wait a poll interval.
+    ::close(r.pid_fd);
+    r.pid_fd = -1;
+  }
+  if (!drained && ++r.drain_retries < kMaxDrainRetries) {
+    return false;  // the store refused the last lines: try again before reporting the exit
+  }
   ReportExit(r);
   return true;
 }
@@ -423,19 +437,20 @@ void LocalExecutor::Sweep(const Replica& r, bool include_launcher) {
   if (include_launcher && launcher_alive) ::kill(r.pid, SIGKILL);
 }
 
-void LocalExecutor::TailLog(Replica& r, bool to_end) {
+bool LocalExecutor::TailLog(Replica& r, bool to_end) {
   if (r.log_fd < 0) {
     r.log_fd = ::open(Join(r.work_dir, kLogFile).c_str(), O_RDONLY | O_CLOEXEC);
-    if (r.log_fd < 0) return;
+    if (r.log_fd < 0) return true;
   }
   // One buffer per monitor thread, kept between polls: a fresh 4 MiB string per poll cost page
   // faults and zero-filling on every read of a chatty replica.
   thread_local std::string buf;
   const std::string task_name = r.key.TaskName();
   bool delivered = false;
+  bool refused = false;
   while (true) {
     struct stat st;
-    if (::fstat(r.log_fd, &st) != 0) return;
+    if (::fstat(r.log_fd, &st) != 0) return true;
     const uint64_t size = static_cast<uint64_t>(st.st_size);
     if (size <= r.offset) break;
     const size_t want = static_cast<size_t>(std::min<uint64_t>(size - r.offset, kMaxReadPerPoll));
@@ -476,6 +491,7 @@ void LocalExecutor::TailLog(Replica& r, bool to_end) {
         // Not advanced: the same lines are delivered again on the next poll.
         TY_LOG_WARN(kLog, "log lines of {} not stored, retrying: {}", r.work_dir,
                     stored.ToString());
+        refused = true;
         break;
       }
     }
@@ -488,6 +504,7 @@ void LocalExecutor::TailLog(Replica& r, bool to_end) {
                                /*durable=*/false);
     if (!s.ok()) TY_LOG_WARN(kLog, "{}", s.ToString());
   }
+  return !refused;
 }
 
 void LocalExecutor::ReportExit(Replica& r) {
