@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "trainyard/core/util.h"
+
 namespace trainyard::client {
 
 using json = nlohmann::json;
@@ -179,23 +181,6 @@ StatusCode StatusCodeFromHttp(int http_status) {
   return StatusCode::kUnknown;
 }
 
-std::string UrlEncode(std::string_view s) {
-  static const char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(s.size() * 3);
-  for (unsigned char c : s) {
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-        c == '_' || c == '.' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  return out;
-}
-
 bool IsConnectionError(const Status& status) {
   return status.code() == StatusCode::kUnavailable &&
          status.message().rfind(kConnectionErrorMarker, 0) == 0;
@@ -299,7 +284,7 @@ Client::~Client() = default;
 
 namespace {
 std::string JobsPath(const ClientOptions& o) {
-  return "/v1/projects/" + UrlEncode(o.project) + "/jobs";
+  return "/v1/projects/" + PercentEncode(o.project) + "/jobs";
 }
 }  // namespace
 
@@ -309,7 +294,7 @@ Result<std::string> Client::CreateJob(std::string_view job_json) {
 }
 
 Result<std::string> Client::GetJob(std::string_view job_id) {
-  return impl_->Call("GET", JobsPath(options_) + "/" + UrlEncode(job_id));
+  return impl_->Call("GET", JobsPath(options_) + "/" + PercentEncode(job_id));
 }
 
 Result<JobPage> Client::ListJobs(std::string_view filter, int page_size,
@@ -317,14 +302,14 @@ Result<JobPage> Client::ListJobs(std::string_view filter, int page_size,
   std::string path = JobsPath(options_);
   std::string sep = "?";
   if (!filter.empty()) {
-    path += sep + "filter=" + UrlEncode(filter);
+    path += sep + "filter=" + PercentEncode(filter);
     sep = "&";
   }
   if (page_size > 0) {
     path += sep + "pageSize=" + std::to_string(page_size);
     sep = "&";
   }
-  if (!page_token.empty()) path += sep + "pageToken=" + UrlEncode(page_token);
+  if (!page_token.empty()) path += sep + "pageToken=" + PercentEncode(page_token);
   TRAINYARD_ASSIGN_OR_RETURN(std::string text, impl_->Call("GET", path));
   TRAINYARD_ASSIGN_OR_RETURN(json j, ParseObject(text));
   JobPage page;
@@ -339,7 +324,7 @@ Result<JobPage> Client::ListJobs(std::string_view filter, int page_size,
 
 Status Client::CancelJob(std::string_view job_id) {
   std::string body = "{}";
-  auto r = impl_->Call("POST", JobsPath(options_) + "/" + UrlEncode(job_id) + ":cancel", &body);
+  auto r = impl_->Call("POST", JobsPath(options_) + "/" + PercentEncode(job_id) + ":cancel", &body);
   return r.ok() ? Status::Ok() : r.status();
 }
 
@@ -357,20 +342,21 @@ Result<std::string> Client::PatchJobLabels(std::string_view job_id, std::string_
   }
   std::string text = body.dump();
   return impl_->Call(
-      "PATCH", JobsPath(options_) + "/" + UrlEncode(job_id) + "?updateMask=" + UrlEncode(mask),
+      "PATCH",
+      JobsPath(options_) + "/" + PercentEncode(job_id) + "?updateMask=" + PercentEncode(mask),
       &text);
 }
 
 Result<LogPage> Client::ListJobLogs(std::string_view job_id, std::string_view after_insert_id,
                                     std::string_view task_name, int page_size) {
-  std::string path = JobsPath(options_) + "/" + UrlEncode(job_id) + "/logs";
+  std::string path = JobsPath(options_) + "/" + PercentEncode(job_id) + "/logs";
   std::string sep = "?";
   if (!after_insert_id.empty()) {
-    path += sep + "afterInsertId=" + UrlEncode(after_insert_id);
+    path += sep + "afterInsertId=" + PercentEncode(after_insert_id);
     sep = "&";
   }
   if (!task_name.empty()) {
-    path += sep + "taskName=" + UrlEncode(task_name);
+    path += sep + "taskName=" + PercentEncode(task_name);
     sep = "&";
   }
   if (page_size > 0) path += sep + "pageSize=" + std::to_string(page_size);
@@ -388,12 +374,12 @@ Result<LogPage> Client::ListJobLogs(std::string_view job_id, std::string_view af
 
 Status Client::CreateBucket(std::string_view bucket) {
   std::string body = json{{"name", std::string(bucket)}}.dump();
-  auto r = impl_->Call("POST", "/storage/v1/b?project=" + UrlEncode(options_.project), &body);
+  auto r = impl_->Call("POST", "/storage/v1/b?project=" + PercentEncode(options_.project), &body);
   return r.ok() ? Status::Ok() : r.status();
 }
 
 Result<bool> Client::BucketExists(std::string_view bucket) {
-  auto r = impl_->Call("GET", "/storage/v1/b/" + UrlEncode(bucket));
+  auto r = impl_->Call("GET", "/storage/v1/b/" + PercentEncode(bucket));
   if (r.ok()) return true;
   if (r.status().code() == StatusCode::kNotFound) return false;
   return r.status();
@@ -403,8 +389,8 @@ Result<std::vector<std::string>> Client::ListBuckets() {
   std::vector<std::string> names;
   std::string token;
   do {
-    std::string path = "/storage/v1/b?project=" + UrlEncode(options_.project);
-    if (!token.empty()) path += "&pageToken=" + UrlEncode(token);
+    std::string path = "/storage/v1/b?project=" + PercentEncode(options_.project);
+    if (!token.empty()) path += "&pageToken=" + PercentEncode(token);
     TRAINYARD_ASSIGN_OR_RETURN(std::string text, impl_->Call("GET", path));
     TRAINYARD_ASSIGN_OR_RETURN(json j, ParseObject(text));
     if (j.contains("items") && j["items"].is_array()) {
@@ -420,10 +406,10 @@ Result<std::vector<std::string>> Client::ListBuckets() {
 Result<std::string> Client::UploadObject(std::string_view bucket, std::string_view object,
                                          std::string_view data) {
   std::string body(data);
-  return impl_->Call(
-      "POST",
-      "/upload/storage/v1/b/" + UrlEncode(bucket) + "/o?uploadType=media&name=" + UrlEncode(object),
-      &body, "application/octet-stream");
+  return impl_->Call("POST",
+                     "/upload/storage/v1/b/" + PercentEncode(bucket) +
+                         "/o?uploadType=media&name=" + PercentEncode(object),
+                     &body, "application/octet-stream");
 }
 
 Result<std::vector<std::string>> Client::ListObjects(std::string_view bucket,
@@ -431,13 +417,13 @@ Result<std::vector<std::string>> Client::ListObjects(std::string_view bucket,
   std::vector<std::string> names;
   std::string token;
   do {
-    std::string path = "/storage/v1/b/" + UrlEncode(bucket) + "/o";
+    std::string path = "/storage/v1/b/" + PercentEncode(bucket) + "/o";
     std::string sep = "?";
     if (!prefix.empty()) {
-      path += sep + "prefix=" + UrlEncode(prefix);
+      path += sep + "prefix=" + PercentEncode(prefix);
       sep = "&";
     }
-    if (!token.empty()) path += sep + "pageToken=" + UrlEncode(token);
+    if (!token.empty()) path += sep + "pageToken=" + PercentEncode(token);
     TRAINYARD_ASSIGN_OR_RETURN(std::string text, impl_->Call("GET", path));
     TRAINYARD_ASSIGN_OR_RETURN(json j, ParseObject(text));
     if (j.contains("items") && j["items"].is_array()) {
@@ -451,8 +437,8 @@ Result<std::vector<std::string>> Client::ListObjects(std::string_view bucket,
 }
 
 Result<std::string> Client::DownloadObject(std::string_view bucket, std::string_view object) {
-  return impl_->Call(
-      "GET", "/storage/v1/b/" + UrlEncode(bucket) + "/o/" + UrlEncode(object) + "?alt=media");
+  return impl_->Call("GET", "/storage/v1/b/" + PercentEncode(bucket) + "/o/" +
+                                PercentEncode(object) + "?alt=media");
 }
 
 namespace {

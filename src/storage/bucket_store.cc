@@ -21,31 +21,6 @@ namespace fs = std::filesystem;
 
 bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// Decodes %XX escapes of a file:// URI path.
-Result<std::string> PercentDecode(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '%') {
-      out.push_back(s[i]);
-      continue;
-    }
-    if (i + 2 >= s.size() || HexValue(s[i + 1]) < 0 || HexValue(s[i + 2]) < 0) {
-      return InvalidArgument("invalid percent escape in \"" + std::string(s) + "\"");
-    }
-    out.push_back(static_cast<char>(HexValue(s[i + 1]) * 16 + HexValue(s[i + 2])));
-    i += 2;
-  }
-  return out;
-}
-
 Result<Location> ParseLocalPath(std::string_view original, std::string path) {
   if (path.find('\0') != std::string::npos) {
     return InvalidArgument("location \"" + std::string(original) + "\" contains a NUL byte");

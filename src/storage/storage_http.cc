@@ -40,46 +40,11 @@ constexpr Duration kSessionMaxAge = 7LL * 24 * 3600 * kMicrosPerSecond;
 // ---------------------------------------------------------------------------------------------
 // Small helpers
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 // Percent-decoding of one path segment ('+' stays '+').
 std::optional<std::string> DecodeSegment(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '%') {
-      out.push_back(s[i]);
-      continue;
-    }
-    if (i + 2 >= s.size()) return std::nullopt;
-    int hi = HexValue(s[i + 1]);
-    int lo = HexValue(s[i + 2]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    out.push_back(static_cast<char>(hi * 16 + lo));
-    i += 2;
-  }
-  return out;
-}
-
-std::string EncodeComponent(std::string_view s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-        c == '.' || c == '_' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xF]);
-    }
-  }
-  return out;
+  auto decoded = PercentDecode(s);
+  if (!decoded.ok()) return std::nullopt;
+  return std::move(decoded).value();
 }
 
 std::string FormatMillis(Timestamp ts) {
@@ -167,8 +132,8 @@ void SendStatus(httplib::Response& res, const Status& s) {
 
 json ObjectJson(const ObjectMeta& m, const std::string& base) {
   const std::string gen = std::to_string(m.info.generation);
-  const std::string enc_b = EncodeComponent(m.info.bucket);
-  const std::string enc_o = EncodeComponent(m.info.name);
+  const std::string enc_b = PercentEncode(m.info.bucket);
+  const std::string enc_o = PercentEncode(m.info.name);
   json j = {
       {"kind", "storage#object"},
       {"id", m.info.bucket + "/" + m.info.name + "/" + gen},
@@ -993,8 +958,8 @@ void StorageService::StartResumable(const httplib::Request& req, httplib::Respon
     return SendStatus(res, s);
   }
   res.status = 200;
-  res.set_header("Location", BaseUrl(req) + "/upload/storage/v1/b/" + EncodeComponent(bucket) +
-                                 "/o?uploadType=resumable&name=" + EncodeComponent(name) +
+  res.set_header("Location", BaseUrl(req) + "/upload/storage/v1/b/" + PercentEncode(bucket) +
+                                 "/o?uploadType=resumable&name=" + PercentEncode(name) +
                                  "&upload_id=" + id);
   res.set_header("X-GUploader-UploadID", id);
   res.set_content("", "text/plain");

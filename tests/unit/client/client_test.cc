@@ -178,7 +178,6 @@ TEST(ClientConnectionTest, UnreachableDaemonIsAConnectionError) {
 }
 
 TEST(ClientHelpersTest, EncodesAndMapsCodes) {
-  EXPECT_EQ(UrlEncode("a b/c:d~e"), "a%20b%2Fc%3Ad~e");
   EXPECT_EQ(StatusCodeFromName("FAILED_PRECONDITION"), StatusCode::kFailedPrecondition);
   EXPECT_EQ(StatusCodeFromName("bogus"), StatusCode::kUnknown);
   EXPECT_EQ(StatusCodeFromHttp(404), StatusCode::kNotFound);

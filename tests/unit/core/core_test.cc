@@ -68,6 +68,15 @@ TEST(UtilTest, Base64AndSha256) {
   EXPECT_EQ(Base64Decode(RandomEtag())->size(), 8u);
 }
 
+TEST(UtilTest, PercentEncodingRoundTrips) {
+  EXPECT_EQ(PercentEncode("a b/c:d~e"), "a%20b%2Fc%3Ad~e");
+  EXPECT_EQ(*PercentDecode("a%20b%2Fc%3ad~e+f"), "a b/c:d~e+f");
+  const std::string binary("\xff\x00x", 3);
+  EXPECT_EQ(*PercentDecode(PercentEncode(binary)), binary);
+  EXPECT_FALSE(PercentDecode("bad%2").ok());
+  EXPECT_FALSE(PercentDecode("bad%zz").ok());
+}
+
 TEST(UtilTest, SplitKeepsEmptyFields) {
   std::vector<std::string> want = {"a", "", "b"};
   EXPECT_EQ(Split("a,,b", ','), want);

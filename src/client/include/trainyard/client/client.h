@@ -125,8 +125,5 @@ StatusCode StatusCodeFromName(std::string_view name);
 // Maps an HTTP status to the canonical code (404 -> NOT_FOUND, 409 -> ALREADY_EXISTS, ...).
 StatusCode StatusCodeFromHttp(int http_status);
 
-// Percent-encodes everything but RFC 3986 unreserved characters (for path segments and query
-// values; '/' is encoded too, as object names require).
-std::string UrlEncode(std::string_view s);
 
 }  // namespace trainyard::client

@@ -25,6 +25,11 @@ Result<std::string> ReadFile(const std::string& path);
 Status WriteFileAtomic(const std::string& path, std::string_view data, bool durable = true);
 Status MakeDirs(const std::string& path);
 
+// RFC 3986 percent-encoding of one URI component: unreserved characters stay, all else is %XX.
+std::string PercentEncode(std::string_view s);
+// Decodes %XX escapes ('+' stays '+'); INVALID_ARGUMENT names the text on a malformed escape.
+Result<std::string> PercentDecode(std::string_view s);
+
 std::vector<std::string> Split(std::string_view s, char sep);
 bool StartsWith(std::string_view s, std::string_view prefix);
 bool EndsWith(std::string_view s, std::string_view suffix);
