@@ -125,5 +125,4 @@ StatusCode StatusCodeFromName(std::string_view name);
 // Maps an HTTP status to the canonical code (404 -> NOT_FOUND, 409 -> ALREADY_EXISTS, ...).
 StatusCode StatusCodeFromHttp(int http_status);
 
-
 }  // namespace trainyard::client
