@@ -247,6 +247,22 @@ class LocalExecutorTest : public ::testing::Test {
     return dist + "/" + name + "-0.1.tar.gz";
   }
 
+  // The pid a test trainer printed as "child PID" (0 if none came in time).
+  pid_t WaitForChildPid() {
+    pid_t child = 0;
+    WaitUntil([&] {
+      for (const auto& e : recorder_.Logs()) {
+        int c = 0;
+        if (std::sscanf(e.message.c_str(), "child %d", &c) == 1) {
+          child = c;
+          return true;
+        }
+      }
+      return false;
+    });
+    return child;
+  }
+
   TempDir tmp_;
   std::string code_dir_;
   std::string cache_dir_;
@@ -505,17 +521,8 @@ while True:
 )");
   ReplicaSpec spec = Spec("trainer_stubborn");
   ASSERT_TRUE(executor_->Launch(spec).ok());
-  pid_t child = 0;
-  ASSERT_TRUE(WaitUntil([&] {
-    for (const auto& e : recorder_.Logs()) {
-      int c = 0;
-      if (std::sscanf(e.message.c_str(), "child %d", &c) == 1) {
-        child = c;
-        return true;
-      }
-    }
-    return false;
-  }));
+  pid_t child = WaitForChildPid();
+  ASSERT_GT(child, 0);
   auto start = std::chrono::steady_clock::now();
   executor_->Kill(spec.key, kMicrosPerSecond);
   auto exit = recorder_.WaitExit(spec.key);
@@ -576,17 +583,8 @@ while True:
 )");
   ReplicaSpec spec = Spec("trainer_orphan");
   ASSERT_TRUE(executor_->Launch(spec).ok());
-  pid_t child = 0;
-  ASSERT_TRUE(WaitUntil([&] {
-    for (const auto& e : recorder_.Logs()) {
-      int c = 0;
-      if (std::sscanf(e.message.c_str(), "child %d", &c) == 1) {
-        child = c;
-        return true;
-      }
-    }
-    return false;
-  }));
+  pid_t child = WaitForChildPid();
+  ASSERT_GT(child, 0);
   auto text = ReadFile(spec.work_dir + "/" + kPidFile);
   pid_t launcher = 0;
   uint64_t start = 0;
