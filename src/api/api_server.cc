@@ -475,7 +475,10 @@ class Handlers {
   storage::BucketStore* buckets_ = nullptr;
   Metrics metrics_;
   std::atomic<bool> ready_{false};
-  model::Capabilities caps_;
+  // What this Trainyard runs: multi-replica jobs and GPUs (scheduler), not yet containers or
+  // tuning (those fields are refused with 501 until their issues land).
+  model::Capabilities caps_{
+      .multi_replica = true, .containers = false, .tuning = false, .gpus = true};
   std::unique_ptr<Authenticator> authenticator_ = std::make_unique<AllowAllAuthenticator>();
 };
 

@@ -44,7 +44,57 @@ Status ParseIntValue(const std::string& key, const std::string& v, int* out) {
   return Status::Ok();
 }
 
+Status ParseDoubleValue(const std::string& key, const std::string& v, double* out) {
+  try {
+    size_t pos = 0;
+    *out = std::stod(v, &pos);
+    if (pos != v.size()) throw std::invalid_argument(v);
+  } catch (...) {
+    return InvalidArgument("config " + key + ": \"" + v + "\" is not a number");
+  }
+  return Status::Ok();
+}
+
+std::string FormatDouble(double d) {
+  std::ostringstream out;
+  out << d;
+  return out.str();
+}
+
 }  // namespace
+
+Result<int64_t> ParseByteSize(const std::string& text) {
+  size_t pos = 0;
+  double n = 0;
+  try {
+    n = std::stod(text, &pos);
+  } catch (...) {
+    return InvalidArgument("\"" + text + "\" is not a size such as 24GiB or 512M");
+  }
+  std::string unit = text.substr(pos);
+  while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
+  static const std::pair<const char*, double> kUnits[] = {{"", 1},
+                                                          {"B", 1},
+                                                          {"K", 1024.0},
+                                                          {"KiB", 1024.0},
+                                                          {"M", 1048576.0},
+                                                          {"MiB", 1048576.0},
+                                                          {"G", 1073741824.0},
+                                                          {"GiB", 1073741824.0},
+                                                          {"T", 1099511627776.0},
+                                                          {"TiB", 1099511627776.0},
+                                                          {"KB", 1e3},
+                                                          {"MB", 1e6},
+                                                          {"GB", 1e9},
+                                                          {"TB", 1e12}};
+  for (const auto& [name, factor] : kUnits) {
+    if (unit == name) {
+      if (n < 0) break;
+      return static_cast<int64_t>(n * factor);
+    }
+  }
+  return InvalidArgument("\"" + text + "\" is not a size such as 24GiB or 512M");
+}
 
 std::optional<std::pair<std::string, int>> ParseHostPort(const std::string& v) {
   size_t colon = v.rfind(':');
@@ -173,6 +223,86 @@ const std::vector<Field>& Fields() {
          return Status::Ok();
        },
        [](const DaemonConfig& c) { return c.tls_key_file; }},
+      {"node_cpus", "CPUs this node offers to replicas (0 = the CPUs this process may use)",
+       [](DaemonConfig& c, const std::string& v) {
+         Status st = ParseIntValue("node_cpus", v, &c.node_cpus);
+         if (st.ok() && c.node_cpus < 0) return InvalidArgument("config node_cpus: must be >= 0");
+         return st;
+       },
+       [](const DaemonConfig& c) { return std::to_string(c.node_cpus); }},
+      {"node_memory", "memory this node offers to replicas, e.g. \"24GiB\" (empty = MemTotal)",
+       [](DaemonConfig& c, const std::string& v) {
+         if (!v.empty()) {
+           auto b = ParseByteSize(v);
+           if (!b.ok()) return InvalidArgument("config node_memory: " + b.status().message());
+         }
+         c.node_memory = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.node_memory; }},
+      {"cpu_overcommit",
+       "admission counts node_cpus x this many vCPUs (machine types ask for vCPUs the node may "
+       "not have; 1 = strict)",
+       [](DaemonConfig& c, const std::string& v) {
+         Status st = ParseDoubleValue("cpu_overcommit", v, &c.cpu_overcommit);
+         if (st.ok() && !(c.cpu_overcommit > 0))
+           return InvalidArgument("config cpu_overcommit: must be > 0");
+         return st;
+       },
+       [](const DaemonConfig& c) { return FormatDouble(c.cpu_overcommit); }},
+      {"memory_overcommit", "admission counts node_memory x this much memory (1 = strict)",
+       [](DaemonConfig& c, const std::string& v) {
+         Status st = ParseDoubleValue("memory_overcommit", v, &c.memory_overcommit);
+         if (st.ok() && !(c.memory_overcommit > 0))
+           return InvalidArgument("config memory_overcommit: must be > 0");
+         return st;
+       },
+       [](const DaemonConfig& c) { return FormatDouble(c.memory_overcommit); }},
+      {"gpus",
+       "GPU inventory: auto (nvidia-smi), none, or accelerator types one per GPU, e.g. "
+       "\"NVIDIA_TESLA_T4,NVIDIA_TESLA_T4\" or \"2xNVIDIA_TESLA_T4\" (GPUs are never "
+       "overcommitted)",
+       [](DaemonConfig& c, const std::string& v) {
+         if (v != "auto") {
+           auto list = scheduler::ParseGpuList(v);
+           if (!list.ok()) return list.status();
+         }
+         c.gpus = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.gpus; }},
+      {"gpu_type_match",
+       "any: a request for any GPU type may use any GPU; exact: only GPUs of the requested type",
+       [](DaemonConfig& c, const std::string& v) {
+         if (v != "any" && v != "exact")
+           return InvalidArgument("config gpu_type_match: expected any or exact");
+         c.gpu_type_match = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.gpu_type_match; }},
+      {"resource_limits",
+       "run each replica in cgroup v1 groups limited to its machine type's memory and vCPUs "
+       "(where cgroup v1 is writable)",
+       [](DaemonConfig& c, const std::string& v) {
+         return ParseBool("resource_limits", v, &c.resource_limits);
+       },
+       [](const DaemonConfig& c) { return std::string(c.resource_limits ? "true" : "false"); }},
+      {"cgroup_root", "where the cgroup v1 hierarchies are mounted",
+       [](DaemonConfig& c, const std::string& v) {
+         c.cgroup_root = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.cgroup_root; }},
+      {"replica_restarts",
+       "restarts of a replica killed by a signal Trainyard did not send (OOM, kill -9) before "
+       "its job fails",
+       [](DaemonConfig& c, const std::string& v) {
+         Status st = ParseIntValue("replica_restarts", v, &c.replica_restarts);
+         if (st.ok() && c.replica_restarts < 0)
+           return InvalidArgument("config replica_restarts: must be >= 0");
+         return st;
+       },
+       [](const DaemonConfig& c) { return std::to_string(c.replica_restarts); }},
       {"default_project", "project used by the storage API when a request names none",
        [](DaemonConfig& c, const std::string& v) {
          c.default_project = v;

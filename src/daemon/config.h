@@ -32,7 +32,23 @@ struct DaemonConfig {
   std::string tls_cert_file;
   std::string tls_key_file;
   std::vector<scheduler::RuntimeOptions> runtimes = {scheduler::RuntimeOptions{}};
+  // Node resources for admission (docs/scheduling.md). 0 / "" = detected.
+  int node_cpus = 0;
+  std::string node_memory;
+  // Defaults let a CUSTOM job of 8 n1-standard-4 replicas (or STANDARD_1) run on a 2-core,
+  // 24 GiB development machine; 1 and 1 admit only what really fits.
+  double cpu_overcommit = 32;
+  double memory_overcommit = 8;
+  std::string gpus = "auto";  // "auto" (nvidia-smi), "none", or accelerator types, one per GPU
+  std::string gpu_type_match = "any";  // "any" or "exact"
+  bool resource_limits = true;         // cgroup v1 memory/CPU limits per replica where possible
+  std::string cgroup_root = "/sys/fs/cgroup";
+  int replica_restarts = 5;
 };
+
+// Parses a size such as "24GiB", "512M", "1.5G" or "1000000" (bytes). Binary units for
+// K/M/G/T and KiB..TiB, decimal for KB..TB.
+Result<int64_t> ParseByteSize(const std::string& text);
 
 // Applies the YAML file (unknown keys are an error naming the key and the file).
 Status ApplyConfigFile(const std::string& path, DaemonConfig& config);

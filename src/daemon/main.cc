@@ -2,6 +2,8 @@
 // scheduler and API server, recovers unfinished jobs, and serves until SIGTERM or SIGINT.
 #include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <atomic>
@@ -16,6 +18,7 @@
 #include "trainyard/api/api_server.h"
 #include "trainyard/core/log.h"
 #include "trainyard/core/util.h"
+#include "trainyard/executor/cgroups.h"
 #include "trainyard/executor/executor.h"
 #include "trainyard/scheduler/scheduler.h"
 #include "trainyard/storage/bucket_store.h"
@@ -23,6 +26,49 @@
 
 namespace trainyard::daemon {
 namespace {
+
+// The node's capacity for admission: detected or configured CPUs, memory and GPUs, with the
+// overcommit factors applied to CPUs and memory (never to GPUs).
+scheduler::NodeCapacity NodeFromConfig(const DaemonConfig& config) {
+  scheduler::NodeCapacity node;
+  node.cpus = config.node_cpus;
+  if (node.cpus <= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    node.cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+    if (node.cpus <= 0) node.cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  }
+  if (!config.node_memory.empty()) {
+    node.physical_memory_bytes = ParseByteSize(config.node_memory).value();
+  } else {
+    node.physical_memory_bytes =
+        static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+  }
+  node.cpu_overcommit = config.cpu_overcommit;
+  node.memory_overcommit = config.memory_overcommit;
+  node.cpu_millis = static_cast<int64_t>(node.cpus * 1000.0 * config.cpu_overcommit);
+  node.memory_bytes = static_cast<int64_t>(static_cast<double>(node.physical_memory_bytes) *
+                                           config.memory_overcommit);
+  std::string gpu_note;
+  if (config.gpus == "auto") {
+    node.gpus = scheduler::DetectGpus(&gpu_note);
+  } else {
+    node.gpus = scheduler::ParseGpuList(config.gpus).value();
+    gpu_note = "configured";
+  }
+  std::string gpu_text;
+  for (const auto& g : node.gpus) {
+    gpu_text += (gpu_text.empty() ? "" : ", ") + std::to_string(g.index) + ":" + g.type;
+    if (!g.name.empty()) gpu_text += " (" + g.name + ")";
+  }
+  TY_LOG_INFO("daemon",
+              "node capacity: {} CPUs x {} overcommit, {:.1f} GiB x {} overcommit, {} GPU(s){}{}",
+              node.cpus, config.cpu_overcommit,
+              static_cast<double>(node.physical_memory_bytes) / (1LL << 30),
+              config.memory_overcommit, node.gpus.size(), gpu_text.empty() ? "" : ": ",
+              gpu_text.empty() ? " (" + gpu_note + ")" : gpu_text);
+  return node;
+}
 
 // Executor events reach the scheduler, which is built after the executor.
 class ListenerProxy : public executor::ExecutorListener {
@@ -127,6 +173,23 @@ int Run(int argc, char** argv) {
   opts.admission_paused = config.admission_paused;
   opts.pip_index_url = config.pip_index_url;
   opts.pip_find_links = config.pip_find_links;
+  opts.node = NodeFromConfig(config);
+  opts.exact_gpu_type = config.gpu_type_match == "exact";
+  opts.replica_restarts = config.replica_restarts;
+  if (config.resource_limits) {
+    executor::CgroupProbe probe = executor::ProbeCgroupV1(config.cgroup_root);
+    if (probe.usable) {
+      opts.cgroup_root = config.cgroup_root;
+      TY_LOG_INFO("daemon", "replica limits: cgroup v1 under {} (memory and CPU per machine type)",
+                  config.cgroup_root);
+    } else {
+      TY_LOG_WARN("daemon",
+                  "replicas run without memory/CPU limits: cgroup v1 is not usable under {} ({})",
+                  config.cgroup_root, probe.reason);
+    }
+  } else {
+    TY_LOG_INFO("daemon", "replica limits are off (resource_limits: false)");
+  }
   scheduler::Scheduler sched(opts, **store, *executor, buckets);
   proxy.Set(&sched);
 

@@ -56,6 +56,10 @@ std::string SpecToJson(const ReplicaSpec& spec) {
       {"pipIndexUrl", spec.pip_index_url},
       {"pipFindLinks", spec.pip_find_links},
       {"cwd", spec.cwd},
+      {"cgroupRoot", spec.cgroup_root},
+      {"cgroupName", spec.cgroup_name},
+      {"limits",
+       {{"memoryBytes", spec.limits.memory_bytes}, {"cpuMillis", spec.limits.cpu_millis}}},
   };
   return Dump(j);
 }
@@ -84,6 +88,13 @@ Result<ReplicaSpec> SpecFromJson(std::string_view text) {
     Get(j, "pipIndexUrl", &spec.pip_index_url);
     Get(j, "pipFindLinks", &spec.pip_find_links);
     Get(j, "cwd", &spec.cwd);
+    Get(j, "cgroupRoot", &spec.cgroup_root);
+    Get(j, "cgroupName", &spec.cgroup_name);
+    if (auto it = j.find("limits"); it != j.end() && !it->is_null()) {
+      if (!it->is_object()) return InvalidArgument("invalid spec: limits is not an object");
+      Get(*it, "memoryBytes", &spec.limits.memory_bytes);
+      Get(*it, "cpuMillis", &spec.limits.cpu_millis);
+    }
   } catch (const json::exception& e) {
     return InvalidArgument(std::string("invalid spec: ") + e.what());
   }
@@ -91,11 +102,9 @@ Result<ReplicaSpec> SpecFromJson(std::string_view text) {
 }
 
 std::string ExitToJson(const ReplicaExit& exit) {
-  json j = {{"exitCode", exit.exit_code},
-            {"signal", exit.signal},
-            {"phase", exit.phase},
-            {"message", exit.message},
-            {"errorTail", exit.error_tail}};
+  json j = {{"exitCode", exit.exit_code},   {"signal", exit.signal},
+            {"phase", exit.phase},          {"message", exit.message},
+            {"errorTail", exit.error_tail}, {"oomKilled", exit.oom_killed}};
   return Dump(j);
 }
 
@@ -110,6 +119,7 @@ Result<ReplicaExit> ExitFromJson(std::string_view text) {
     Get(j, "phase", &exit.phase);
     Get(j, "message", &exit.message);
     Get(j, "errorTail", &exit.error_tail);
+    Get(j, "oomKilled", &exit.oom_killed);
   } catch (const json::exception& e) {
     return InvalidArgument(std::string("invalid exit status: ") + e.what());
   }

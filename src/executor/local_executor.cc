@@ -25,6 +25,7 @@
 #include <mutex>
 #include <thread>
 
+#include "cgroup_v1.h"
 #include "proc_util.h"
 #include "protocol_private.h"
 #include "trainyard/core/log.h"
@@ -478,7 +479,9 @@ bool LocalExecutor::TailLog(Replica& r, bool to_end) {
       e.trial_id = r.key.trial_id;
       e.timestamp = rec->ts;
       e.severity = rec->severity;
-      e.task_name = rec->service ? "service" : task_name;
+      // The launcher's own lines ("Running module ...") come from inside the replica, as
+      // /runcloudml.py's do on AI Platform: they carry the replica's task name too.
+      e.task_name = task_name;
       // ASCII lines (nearly all) move through; anything else is made valid UTF-8 first.
       bool ascii = std::all_of(rec->message.begin(), rec->message.end(),
                                [](char c) { return static_cast<unsigned char>(c) < 0x80; });
@@ -535,6 +538,17 @@ void LocalExecutor::ReportExit(Replica& r) {
         if (p.session == r.pid && p.state != 'Z') ::kill(p.pid, SIGKILL);
       }
     }
+    // Its cgroups, when it had any, outlive it too: empty and remove them.
+    if (auto spec_text = ReadFile(Join(r.work_dir, kSpecFile)); spec_text.ok()) {
+      if (auto spec = SpecFromJson(*spec_text); spec.ok() && !spec->cgroup_root.empty()) {
+        for (const char* controller : {"memory", "cpu"}) {
+          Status st = cgroup_v1::DestroyGroup(
+              cgroup_v1::GroupDir(spec->cgroup_root, controller, spec->cgroup_name),
+              kMicrosPerSecond);
+          if (!st.ok()) TY_LOG_WARN(kLog, "{}", st.ToString());
+        }
+      }
+    }
     exit.phase = "lost";
     exit.exit_code = -1;
     exit.message = "its launcher exited without reporting how the trainer ended";
@@ -548,6 +562,10 @@ void LocalExecutor::ReportExit(Replica& r) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     exit.killed_by_request = r.kill_requested;
+    // Out of the table before the listener hears of the exit, so it may launch the same
+    // replica again (a restart) from inside the callback.
+    auto it = replicas_.find(r.key);
+    if (it != replicas_.end() && it->second.get() == &r) replicas_.erase(it);
   }
   TY_LOG_INFO(kLog, "{} of job {} exited (phase {}, code {}, signal {})", r.key.TaskName(),
               r.key.job_id, exit.phase, exit.exit_code, exit.signal);

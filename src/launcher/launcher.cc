@@ -3,6 +3,12 @@
 // trainer). Each child runs in its own process group; the launcher is a child subreaper, so
 // every descendant that outlives its parent becomes the launcher's child and is killed and
 // reaped before exit.json is written.
+//
+// With spec.cgroup_root set, every child also runs in the replica's cgroup v1 groups (memory and
+// cpu, see src/executor/cgroup_v1.h), created before the first child with the spec's limits. The
+// memory group's OOM-kill counter tells whether the kernel killed a process of the replica for
+// memory, and the final cleanup kills whatever is still in the groups and removes them. Limits
+// are best effort: a replica whose groups cannot be set up runs without them (with one WARNING).
 
 #include "launcher.h"
 
@@ -10,12 +16,14 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -27,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "cgroup_v1.h"
 #include "output.h"
 #include "proc_util.h"
 #include "protocol_private.h"
@@ -57,6 +66,21 @@ constexpr Duration kDrainTimeout = 1 * kMicrosPerSecond;
 constexpr size_t kInstallTailLines = 20;
 
 std::string Join(const std::string& dir, const char* file) { return dir + "/" + file; }
+
+// "64.0 MiB", "15.0 GiB" (memory limits in messages).
+std::string FormatBytes(int64_t bytes) {
+  constexpr int64_t kMiB = int64_t{1} << 20;
+  constexpr int64_t kGiB = int64_t{1} << 30;
+  char buf[32];
+  if (bytes >= kGiB) {
+    std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / kGiB);
+  } else if (bytes >= kMiB) {
+    std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / kMiB);
+  } else {
+    std::snprintf(buf, sizeof buf, "%lld bytes", static_cast<long long>(bytes));
+  }
+  return buf;
+}
 
 std::string SignalName(int sig) {
   const char* abbrev = sigabbrev_np(sig);
@@ -90,7 +114,8 @@ class Launcher {
  private:
   // Setup and outcome.
   bool Init(std::string* error);
-  int Finish(const ReplicaExit& exit);
+  // Reports a memory kill and removes the cgroups, then writes exit.json.
+  int Finish(ReplicaExit exit);
   void Service(Severity severity, std::string_view message) {
     log_.Add(NowMicros(), severity, /*service=*/true, message);
   }
@@ -109,6 +134,16 @@ class Launcher {
                                       const std::vector<std::string>& env, Sink sink,
                                       const std::function<void()>& on_started);
   void FinishChild();
+
+  // Resource limits (cgroup v1); each is a no-op when the replica has no cgroups.
+  void SetUpCgroups();
+  void CgroupWarning(const std::string& reason);
+  void CheckJoinErrors();
+  void CheckOom(ReplicaExit* exit);
+  void ReleaseCgroups();
+  // Reaps children and waits a few milliseconds (while cgroups are being emptied).
+  void ReapAndWait();
+
   enum class ReadResult { kData, kAgain, kEof };
   ReadResult ReadPipe(int stream);
   void OnLine(int stream, Timestamp ts, std::string_view line);
@@ -129,6 +164,15 @@ class Launcher {
   std::vector<std::string> base_env_;  // the launcher's environment
   std::string process_error_;          // why the last RunChild could not start
   ReplicaExit failure_;                // why PrepareEnvironment failed
+
+  // The replica's cgroups (memory first, then cpu); empty without cgroups.
+  std::vector<std::string> cgroup_dirs_;
+  std::vector<std::string> cgroup_procs_;  // <dir>/cgroup.procs, which each child joins
+  // One slot per group in a page shared with the children (MAP_SHARED): the errno of a child's
+  // failed join, as the child can only report it through async-signal-safe means.
+  int* join_errno_ = nullptr;
+  bool cgroup_warned_ = false;
+  bool oom_checked_ = false;
 
   // The running child.
   pid_t child_ = 0;
@@ -165,6 +209,7 @@ int Launcher::Run() {
     return Finish(exit);
   }
 
+  SetUpCgroups();
   std::optional<std::string> python = PrepareEnvironment();
   if (!python) return Finish(failure_);
   if (term_requested_) {
@@ -220,6 +265,7 @@ int Launcher::Run() {
     Service(Severity::kError,
             "Module exited with status " + std::to_string(st->exit_code) + "; cleaning up.");
   }
+  CheckOom(&exit);  // now, so that the reason follows the exit line
   FinishChild();
   if (st->exit_code != 0) exit.error_tail = BuildErrorTail(stderr_tail_.Lines());
   Service(Severity::kInfo, "Clean up finished.");
@@ -269,7 +315,9 @@ bool Launcher::Init(std::string* error) {
   return true;
 }
 
-int Launcher::Finish(const ReplicaExit& exit) {
+int Launcher::Finish(ReplicaExit exit) {
+  CheckOom(&exit);
+  ReleaseCgroups();
   log_.Flush();
   Status s = WriteFileAtomic(Join(work_dir_, executor::kExitFile), executor::ExitToJson(exit));
   if (!s.ok()) {
@@ -493,6 +541,133 @@ ReplicaExit Launcher::InstallFailure(const std::optional<ChildStatus>& st,
 }
 
 // ---------------------------------------------------------------------------------------------
+// Resource limits
+
+void Launcher::SetUpCgroups() {
+  if (spec_.cgroup_root.empty()) return;
+  namespace cg = executor::cgroup_v1;
+  const std::string& root = spec_.cgroup_root;
+  std::vector<std::string> dirs;
+  auto setup = [&]() -> Status {
+    TRAINYARD_RETURN_IF_ERROR(cg::ValidateGroupName(spec_.cgroup_name));
+    for (const char* controller : {cg::kMemory, cg::kCpu}) {
+      TRAINYARD_RETURN_IF_ERROR(cg::CheckHierarchy(root + "/" + controller, controller));
+      std::string dir = cg::GroupDir(root, controller, spec_.cgroup_name);
+      // A group left by an earlier attempt: its processes go, and a fresh group starts its
+      // OOM-kill counter at 0.
+      TRAINYARD_RETURN_IF_ERROR(cg::DestroyGroup(dir, kCleanupTimeout, [this] { ReapAndWait(); }));
+      TRAINYARD_RETURN_IF_ERROR(cg::CreateGroup(dir));
+      dirs.push_back(std::move(dir));
+    }
+    const std::string& memory = dirs[0];
+    const std::string& cpu = dirs[1];
+    if (spec_.limits.memory_bytes > 0) {
+      const std::string bytes = std::to_string(spec_.limits.memory_bytes);
+      TRAINYARD_RETURN_IF_ERROR(cg::WriteControl(memory, "memory.limit_in_bytes", bytes));
+      // memory.memsw.* exists only with swap accounting on. Without this the limit covers RAM
+      // only and a replica could keep going in swap; best effort (the RAM limit is what counts).
+      if (cg::HasControl(memory, "memory.memsw.limit_in_bytes")) {
+        (void)cg::WriteControl(memory, "memory.memsw.limit_in_bytes", bytes);
+      }
+    }
+    if (spec_.limits.cpu_millis > 0) {
+      const int64_t quota =
+          std::max(cg::kMinCfsQuotaMicros, spec_.limits.cpu_millis * cg::kCfsPeriodMicros / 1000);
+      TRAINYARD_RETURN_IF_ERROR(
+          cg::WriteControl(cpu, "cpu.cfs_period_us", std::to_string(cg::kCfsPeriodMicros)));
+      TRAINYARD_RETURN_IF_ERROR(cg::WriteControl(cpu, "cpu.cfs_quota_us", std::to_string(quota)));
+    }
+    return Status::Ok();
+  };
+  if (Status s = setup(); !s.ok()) {
+    for (const std::string& dir : dirs) {
+      (void)executor::cgroup_v1::DestroyGroup(dir, kCleanupTimeout, [this] { ReapAndWait(); });
+    }
+    CgroupWarning(s.message());
+    return;
+  }
+  void* page = ::mmap(nullptr, static_cast<size_t>(::sysconf(_SC_PAGESIZE)), PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (page != MAP_FAILED) join_errno_ = static_cast<int*>(page);
+  cgroup_dirs_ = std::move(dirs);
+  for (const std::string& dir : cgroup_dirs_) cgroup_procs_.push_back(dir + "/cgroup.procs");
+
+  std::vector<std::string> limits;
+  if (spec_.limits.memory_bytes > 0) {
+    limits.push_back(FormatBytes(spec_.limits.memory_bytes) + " of memory");
+  }
+  if (spec_.limits.cpu_millis > 0) {
+    char cpus[32];
+    std::snprintf(cpus, sizeof cpus, "%g CPU%s",
+                  static_cast<double>(spec_.limits.cpu_millis) / 1000,
+                  spec_.limits.cpu_millis == 1000 ? "" : "s");
+    limits.push_back(cpus);
+  }
+  if (!limits.empty()) {
+    Service(Severity::kInfo, "Limiting the replica to " + limits[0] +
+                                 (limits.size() > 1 ? " and " + limits[1] : "") + ".");
+  }
+}
+
+void Launcher::CgroupWarning(const std::string& reason) {
+  if (cgroup_warned_) return;
+  cgroup_warned_ = true;
+  Service(Severity::kWarning,
+          "Cannot apply the replica's resource limits (" + reason + "); it runs without them.");
+}
+
+void Launcher::CheckJoinErrors() {
+  if (join_errno_ == nullptr) return;
+  for (size_t i = 0; i < cgroup_procs_.size(); ++i) {
+    if (join_errno_[i] != 0) {
+      CgroupWarning("cannot join " + cgroup_dirs_[i] + ": " + std::strerror(join_errno_[i]));
+      return;
+    }
+  }
+}
+
+void Launcher::CheckOom(ReplicaExit* exit) {
+  if (oom_checked_ || cgroup_dirs_.empty()) return;
+  oom_checked_ = true;
+  const std::string& memory = cgroup_dirs_[0];
+  int64_t kills = 0;
+  if (auto n = executor::cgroup_v1::ReadOomKillCount(memory)) {
+    kills = *n;  // the group is fresh: every kill is this replica's
+  } else if (exit->signal == SIGKILL) {
+    // Kernels before 4.13 have no oom_kill counter. Hitting the limit alone (failcnt) is normal
+    // for a replica whose page cache gets reclaimed, so it only counts together with a SIGKILL.
+    kills = executor::cgroup_v1::ReadFailCount(memory).value_or(0) > 0 ? 1 : 0;
+  }
+  if (kills <= 0) return;
+  exit->oom_killed = true;
+  const std::string limit = spec_.limits.memory_bytes > 0
+                                ? " (limit " + FormatBytes(spec_.limits.memory_bytes) + ")"
+                                : "";
+  if (exit->exit_code != 0) {
+    Service(Severity::kError, "The replica ran out of memory" + limit + " and was killed.");
+  } else {
+    // The trainer survived the loss of one of its processes (e.g. a data-loader worker).
+    Service(Severity::kWarning,
+            "A process of the replica ran out of memory" + limit + " and was killed.");
+  }
+}
+
+void Launcher::ReleaseCgroups() {
+  // Belt and braces with KillDescendants: whatever is still in a group is killed with it.
+  for (const std::string& dir : cgroup_dirs_) {
+    Status s = executor::cgroup_v1::DestroyGroup(dir, kCleanupTimeout, [this] { ReapAndWait(); });
+    if (!s.ok()) std::fprintf(stderr, "trainyard-launcher: %s\n", s.message().c_str());
+  }
+  cgroup_dirs_.clear();
+  cgroup_procs_.clear();
+}
+
+void Launcher::ReapAndWait() {
+  ReapChildren();
+  WaitForSignal(5 * 1000);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Children
 
 std::optional<ChildStatus> Launcher::RunChild(const std::vector<std::string>& argv,
@@ -519,6 +694,12 @@ std::optional<ChildStatus> Launcher::RunChild(const std::vector<std::string>& ar
   c_env.push_back(nullptr);
   std::string cwd = spec_.cwd.empty() ? work_dir_ : spec_.cwd;
   const pid_t parent = ::getpid();
+  std::vector<const char*> join;
+  for (const std::string& p : cgroup_procs_) join.push_back(p.c_str());
+  const size_t join_count = join.size();
+  const char* const* join_paths = join.data();
+  int* const join_errno = join_errno_;
+  if (join_errno != nullptr) std::fill(join_errno, join_errno + join_count, 0);
 
   pid_t pid = ::fork();
   if (pid < 0) {
@@ -531,6 +712,16 @@ std::optional<ChildStatus> Launcher::RunChild(const std::vector<std::string>& ar
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);
+    // Into the replica's cgroups before anything runs (async-signal-safe calls only: the
+    // launcher is single-threaded, but this is still the child of a fork). "0" is the writer.
+    // A failed join is reported by the launcher; the child runs on regardless.
+    for (size_t i = 0; i < join_count; ++i) {
+      int fd = ::open(join_paths[i], O_WRONLY | O_CLOEXEC);
+      if (fd < 0 || ::write(fd, "0", 1) != 1) {
+        if (join_errno != nullptr) join_errno[i] = errno != 0 ? errno : EIO;
+      }
+      if (fd >= 0) ::close(fd);
+    }
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -596,6 +787,7 @@ std::optional<ChildStatus> Launcher::RunChild(const std::vector<std::string>& ar
       }
     }
   }
+  CheckJoinErrors();
   return DecodeWaitStatus(child_wait_status_);
 }
 

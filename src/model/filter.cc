@@ -233,7 +233,7 @@ bool MatchRestriction(const Node& n, const Job& job) {
     case FieldId::kPythonVersion:
       return MatchString(n, &job.spec.python_version);
     case FieldId::kMasterType:
-      return MatchString(n, &job.spec.master_type);
+      return MatchString(n, &job.spec.master.machine_type);
     case FieldId::kJobDir:
       return MatchString(n, &job.spec.job_dir);
   }

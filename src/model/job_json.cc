@@ -1,5 +1,6 @@
 #include "trainyard/model/job_json.h"
 
+#include <charconv>
 #include <nlohmann/json.hpp>
 
 #include "job_schema.h"
@@ -26,6 +27,22 @@ Status SchemaErrorStatus(std::vector<FieldViolation> errors) {
 std::string Str(const json& obj, const char* key) {
   auto it = obj.find(key);
   return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// An int64 field. The normalised message holds JSON integers; the canonical text (and so
+// anything re-read from training_input_json) holds decimal strings, as the wire does. Either is
+// read, so a count can never come out 0 because of its spelling.
+int64_t Int64(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return 0;
+  if (it->is_number_integer()) return it->get<int64_t>();
+  int64_t v = 0;
+  if (it->is_string()) {
+    const std::string& s = it->get_ref<const std::string&>();
+    auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (r.ec != std::errc() || r.ptr != s.data() + s.size()) v = 0;
+  }
+  return v;
 }
 
 std::vector<std::string> Strings(const json& obj, const char* key) {
@@ -67,7 +84,28 @@ TrainingSpec SpecFrom(const json& ti) {
   TrainingSpec spec;
   std::string tier = Str(ti, "scaleTier");
   if (!tier.empty()) spec.scale_tier = tier;
-  spec.master_type = Str(ti, "masterType");
+  auto role = [&ti](const char* type_key, const char* count_key, const char* config_key,
+                    ReplicaRoleSpec* r) {
+    r->machine_type = Str(ti, type_key);
+    if (count_key != nullptr) r->count = Int64(ti, count_key);
+    auto cfg = ti.find(config_key);
+    if (cfg == ti.end() || !cfg->is_object()) return;
+    r->image_uri = Str(*cfg, "imageUri");
+    r->container_command = Strings(*cfg, "containerCommand");
+    r->container_args = Strings(*cfg, "containerArgs");
+    if (auto a = cfg->find("acceleratorConfig"); a != cfg->end() && a->is_object()) {
+      r->accelerator.type = Str(*a, "type");
+      r->accelerator.count = Int64(*a, "count");
+    }
+  };
+  role("masterType", nullptr, "masterConfig", &spec.master);
+  role("workerType", "workerCount", "workerConfig", &spec.worker);
+  role("parameterServerType", "parameterServerCount", "parameterServerConfig",
+       &spec.parameter_server);
+  role("evaluatorType", "evaluatorCount", "evaluatorConfig", &spec.evaluator);
+  if (auto u = ti.find("useChiefInTfConfig"); u != ti.end() && u->is_boolean()) {
+    spec.use_chief_in_tf_config = u->get<bool>();
+  }
   spec.package_uris = Strings(ti, "packageUris");
   spec.python_module = Str(ti, "pythonModule");
   spec.args = Strings(ti, "args");
@@ -83,9 +121,6 @@ TrainingSpec SpecFrom(const json& ti) {
     }
   }
   spec.has_hyperparameters = ti.contains("hyperparameters");
-  if (auto m = ti.find("masterConfig"); m != ti.end() && m->is_object()) {
-    spec.master_image_uri = Str(*m, "imageUri");
-  }
   return spec;
 }
 

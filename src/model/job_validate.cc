@@ -5,6 +5,7 @@
 #include <set>
 
 #include "trainyard/core/time.h"
+#include "trainyard/model/machine_types.h"
 
 namespace trainyard::model::internal {
 namespace {
@@ -73,34 +74,14 @@ class Checker {
   Violations* out_;
 };
 
-// ---- Machine types (compat §8.2, §8.3) ----------------------------------------------------------
-
-constexpr std::string_view kLegacyTypes[] = {"standard",
-                                             "large_model",
-                                             "complex_model_s",
-                                             "complex_model_m",
-                                             "complex_model_l",
-                                             "standard_gpu",
-                                             "complex_model_m_gpu",
-                                             "complex_model_l_gpu",
-                                             "standard_p100",
-                                             "complex_model_m_p100",
-                                             "standard_v100",
-                                             "large_model_v100",
-                                             "complex_model_m_v100",
-                                             "complex_model_l_v100"};
-
-constexpr std::string_view kComputeEngineTypes[] = {
-    "n1-standard-4",  "n1-standard-8", "n1-standard-16", "n1-standard-32", "n1-standard-64",
-    "n1-standard-96", "n1-highmem-2",  "n1-highmem-4",   "n1-highmem-8",   "n1-highmem-16",
-    "n1-highmem-32",  "n1-highmem-64", "n1-highmem-96",  "n1-highcpu-16",  "n1-highcpu-32",
-    "n1-highcpu-64",  "n1-highcpu-96", "a2-highgpu-1g",  "a2-highgpu-2g",  "a2-highgpu-4g",
-    "a2-highgpu-8g",  "a2-megagpu-16g"};
+// ---- Machine types (compat §8.2, §8.3): the catalog in machine_types.cc
+// --------------------------
 
 constexpr std::string_view kCloudTpu = "cloud_tpu";
 
-bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+bool IsComputeEngineMachineType(std::string_view t) {
+  const MachineType* m = FindMachineType(t);
+  return m != nullptr && !m->legacy;
 }
 
 // ---- Versions (compat §13.2) --------------------------------------------------------------------
@@ -217,26 +198,23 @@ void CheckMachineTypes(const json& ti, const std::string& tier, const Capabiliti
       c->Invalid(field, "machine type cloud_tpu is not available: " + std::string(kNoTpus));
       continue;
     }
-    const bool legacy = IsLegacyMachineType(type);
-    if (!legacy && !IsComputeEngineMachineType(type)) {
+    const MachineType* machine = FindMachineType(type);
+    if (machine == nullptr) {
       c->Invalid(field, "unknown machine type " + Quote(type) +
                             "; use a legacy machine type such as \"standard\" or "
                             "\"complex_model_m\", or a Compute Engine machine type such as "
                             "\"n1-standard-8\"");
       continue;
     }
-    if (r.count_key.empty()) {
-      // master: the reference category
-    } else if (!master_type.empty() &&
-               (IsLegacyMachineType(master_type) || IsComputeEngineMachineType(master_type))) {
-      if (legacy != IsLegacyMachineType(master_type)) {
-        c->Invalid(field, std::string(r.type_key) + " " + Quote(type) + " is a " +
-                              (legacy ? "legacy" : "Compute Engine") +
-                              " machine type but masterType " + Quote(master_type) +
-                              " is not; all replicas must use the same category");
-      }
+    // The master is the reference category; an unknown masterType has its own violation.
+    const MachineType* master = FindMachineType(master_type);
+    if (!r.count_key.empty() && master != nullptr && machine->legacy != master->legacy) {
+      c->Invalid(field, std::string(r.type_key) + " " + Quote(type) + " is a " +
+                            (machine->legacy ? "legacy" : "Compute Engine") +
+                            " machine type but masterType " + Quote(master_type) +
+                            " is not; all replicas must use the same category");
     }
-    if (IsGpuMachineType(type) && !caps.gpus) {
+    if (machine->gpu_count > 0 && !caps.gpus) {
       c->Unimplemented(field, "machine type " + Quote(type) + " has GPUs: " + std::string(kNoGpus));
     }
   }
@@ -714,27 +692,6 @@ std::string CheckLabelText(std::string_view s, bool is_key) {
 }
 
 }  // namespace
-
-bool IsLegacyMachineType(std::string_view t) {
-  for (std::string_view x : kLegacyTypes) {
-    if (x == t) return true;
-  }
-  return false;
-}
-
-bool IsComputeEngineMachineType(std::string_view t) {
-  for (std::string_view x : kComputeEngineTypes) {
-    if (x == t) return true;
-  }
-  return false;
-}
-
-bool IsGpuMachineType(std::string_view t) {
-  if (IsLegacyMachineType(t)) {
-    return EndsWith(t, "_gpu") || EndsWith(t, "_p100") || EndsWith(t, "_v100");
-  }
-  return t.rfind("a2-", 0) == 0 && IsComputeEngineMachineType(t);
-}
 
 void CheckJobId(std::string_view job_id, const std::string& field,
                 std::vector<FieldViolation>* out) {

@@ -31,9 +31,4 @@ void CheckLabels(const std::map<std::string, std::string>& labels, const std::st
 // "Field: <field> Error: <description>" per violation, one per line.
 Status ViolationStatus(StatusCode code, std::vector<FieldViolation> violations);
 
-// Machine-type classification (compat §8.2, §8.3).
-bool IsLegacyMachineType(std::string_view t);         // "standard", "complex_model_m_gpu", ...
-bool IsComputeEngineMachineType(std::string_view t);  // "n1-standard-8", "a2-highgpu-1g", ...
-bool IsGpuMachineType(std::string_view t);            // a machine type with built-in GPUs
-
 }  // namespace trainyard::model::internal

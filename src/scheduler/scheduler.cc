@@ -10,6 +10,8 @@
 
 #include "trainyard/core/log.h"
 #include "trainyard/core/util.h"
+#include "trainyard/executor/launcher_protocol.h"
+#include "trainyard/model/machine_types.h"
 #include "trainyard/model/state_machine.h"
 
 namespace trainyard::scheduler {
@@ -84,6 +86,10 @@ std::string FailureMessage(const executor::ReplicaKey& key, const executor::Repl
   if (e.phase == "lost") {
     return who + " was lost: " + e.message;
   }
+  if (e.oom_killed) {
+    return who + " ran out-of-memory and exited with a non-zero status of " +
+           std::to_string(ExitStatusOf(e)) + ".";
+  }
   std::string msg = who + " exited with a non-zero status of " + std::to_string(ExitStatusOf(e)) +
                     ". Termination reason: " + (e.signal == SIGKILL ? "Killed" : "Error") + ".";
   if (e.phase == "install") {
@@ -102,14 +108,33 @@ Scheduler::Scheduler(SchedulerOptions options, store::JobStore& store, executor:
       store_(store),
       executor_(executor),
       buckets_(buckets),
-      paused_(options_.admission_paused) {}
+      paused_(options_.admission_paused),
+      pool_(options_.node, options_.exact_gpu_type) {}
 
 Scheduler::~Scheduler() { Stop(); }
 
 std::vector<Scheduler::Replica> Scheduler::PlanReplicas(const Job& job) {
-  Replica master;
-  master.key = executor::ReplicaKey{job.project, job.job_id, "", "master", 0};
-  return {master};
+  std::vector<Replica> out;
+  for (const model::ReplicaGroup& g : model::PlanCluster(job.spec)) {
+    for (int i = 0; i < g.count; ++i) {
+      Replica r;
+      r.key = executor::ReplicaKey{job.project, job.job_id, "", g.task_type, i};
+      r.demand.cpu_millis = int64_t{g.vcpus} * 1000;
+      r.demand.memory_bytes = g.memory_bytes;
+      r.demand.gpus = g.gpu_count;
+      if (g.gpu_count > 0) r.demand.gpu_type = g.gpu_type;
+      r.ml_units_per_hour = g.ml_units_per_hour;
+      out.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
+JobDemand Scheduler::DemandOf(const std::vector<Replica>& replicas) {
+  std::vector<ReplicaDemand> demands;
+  demands.reserve(replicas.size());
+  for (const auto& r : replicas) demands.push_back(r.demand);
+  return JobDemand::Sum(demands);
 }
 
 Status Scheduler::Start() {
@@ -154,16 +179,40 @@ Status Scheduler::Start() {
           }
         }
       }
+      std::vector<ReplicaDemand> demands;
+      std::vector<std::vector<int>> gpus;
       for (auto& r : aj.replicas) {
         r.running = aj.job.state == JobState::kRunning;
         if (r.launched) {
           dirs.push_back(WorkDir(r.key));
+          // The spec as launched: restarts reuse it, and it names the replica's GPUs.
+          if (auto text = ReadFile(WorkDir(r.key) + "/" + executor::kSpecFile); text.ok()) {
+            if (auto spec = executor::SpecFromJson(*text); spec.ok()) {
+              r.spec = std::move(spec).value();
+              auto env = r.spec.env.find("CUDA_VISIBLE_DEVICES");
+              if (env != r.spec.env.end()) {
+                for (const auto& part : Split(env->second, ',')) {
+                  try {
+                    if (!part.empty()) r.gpus.push_back(std::stoi(part));
+                  } catch (...) {
+                  }
+                }
+              }
+            }
+          }
         } else {
           r.exited = true;
           r.exit.phase = "lost";
           r.exit.exit_code = -1;
           r.exit.message = "the Trainyard daemon stopped before it was started";
         }
+        demands.push_back(r.demand);
+        gpus.push_back(r.gpus);
+      }
+      pool_.Restore(Owner(aj.job), demands, gpus);
+      if (aj.job.state == JobState::kRunning || aj.job.state == JobState::kCancelling) {
+        aj.units_accrued_at = NowMicros();  // time the daemon was down is not counted
+        aj.units_persisted_at = aj.units_accrued_at;
       }
       active_.emplace(k, std::move(aj));
     }
@@ -221,7 +270,7 @@ const RuntimeOptions* Scheduler::FindRuntime(const model::TrainingSpec& spec) co
 Status Scheduler::CheckRunnable(const Job& job) const {
   Status st = InvalidArgument("The job cannot run on this Trainyard");
   bool bad = false;
-  if (job.spec.master_image_uri.empty() && FindRuntime(job.spec) == nullptr) {
+  if (job.spec.master.image_uri.empty() && FindRuntime(job.spec) == nullptr) {
     bad = true;
     st.AddViolation("trainingInput.runtimeVersion",
                     "no configured runtime serves runtimeVersion \"" + job.spec.runtime_version +
@@ -245,6 +294,46 @@ Status Scheduler::CheckRunnable(const Job& job) const {
       bad = true;
       st.AddViolation("trainingInput.jobDir", jd.message());
     }
+  }
+  // A job that could never fit on this node is refused now rather than queued forever.
+  const auto replicas = PlanReplicas(job);
+  if (std::string never = pool_.NeverFits(DemandOf(replicas)); !never.empty()) {
+    bad = true;
+    std::string field = "trainingInput.scaleTier";
+    const auto& spec = job.spec;
+    const bool wants_gpus = DemandOf(replicas).gpus > 0;
+    struct RoleField {
+      const model::ReplicaRoleSpec* role;
+      const char* type;
+      const char* config;
+      const char* count;
+    };
+    const RoleField roles[] = {
+        {&spec.master, "masterType", "masterConfig", nullptr},
+        {&spec.worker, "workerType", "workerConfig", "workerCount"},
+        {&spec.parameter_server, "parameterServerType", "parameterServerConfig",
+         "parameterServerCount"},
+        {&spec.evaluator, "evaluatorType", "evaluatorConfig", "evaluatorCount"}};
+    if (spec.scale_tier == "CUSTOM") {
+      field = "trainingInput.masterType";
+      for (const auto& rf : roles) {
+        if (wants_gpus) {
+          if (rf.role->accelerator.count > 0) {
+            field = std::string("trainingInput.") + rf.config + ".acceleratorConfig.count";
+            break;
+          }
+          const auto* mt = model::FindMachineType(rf.role->machine_type);
+          if (mt != nullptr && mt->gpu_count > 0) {
+            field = std::string("trainingInput.") + rf.type;
+            break;
+          }
+        } else if (rf.count != nullptr && rf.role->count > 0) {
+          field = std::string("trainingInput.") + rf.count;  // the largest lever
+          break;
+        }
+      }
+    }
+    st.AddViolation(field, "the job can never run on this Trainyard: " + never);
   }
   if (!bad) return Status::Ok();
   if (st.violations().size() == 1) {
@@ -275,7 +364,8 @@ Result<Job> Scheduler::Submit(Job job) {
 // deadline when they have one), so 100,000 queued jobs cost a few MB here.
 void Scheduler::EnqueueLocked(const Job& job) {
   QueueEntry entry{-job.spec.scheduling.priority, job.seq, JobKey{job.project, job.job_id}};
-  queue_.insert(entry);
+  queue_.insert({entry, DemandOf(PlanReplicas(job))});
+  admission_dirty_ = true;
   if (job.spec.scheduling.max_wait_time) {
     wait_deadlines_.insert({job.create_time + *job.spec.scheduling.max_wait_time, entry});
   }
@@ -392,6 +482,7 @@ void Scheduler::SetAdmissionPaused(bool paused) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     paused_ = paused;
+    admission_dirty_ = true;
   }
   TY_LOG_INFO(kLog, "admission {}", paused ? "paused" : "resumed");
   cv_.notify_all();
@@ -422,6 +513,10 @@ SchedulerStats Scheduler::Stats() const {
     }
   }
   s.running_replicas = executor_.RunningCount();
+  s.free_cpu_millis = pool_.free_cpu_millis();
+  s.free_memory_bytes = pool_.free_memory_bytes();
+  s.free_gpus = pool_.free_gpus();
+  s.replica_restarts = restarts_total_;
   return s;
 }
 
@@ -430,6 +525,7 @@ void Scheduler::Loop() {
   while (!stopping_) {
     bool more = AdmitLocked();
     CheckDeadlinesLocked(NowMicros());
+    AccrueAllLocked(NowMicros());
     FlushServiceLogsLocked();
     if (more) {
       // Let API calls and executor events in between admission batches.
@@ -442,16 +538,47 @@ void Scheduler::Loop() {
   }
 }
 
-// Admits queued jobs in priority order, at most kAdmitBatch per call; returns true when more
-// could be admitted right away.
+// Admits queued jobs in order (priority, then age) when their whole gang fits, at most
+// kAdmitBatch per call; returns true when more could be admitted right away.
+//
+// Order is kept per resource: once a job ahead is short of CPU or memory nothing behind it
+// starts (every job needs both), so a big job is not starved by a stream of small ones. A job
+// short only of GPUs keeps the GPUs for itself (no job behind it that needs a GPU starts) but
+// lets CPU-only jobs behind it run.
 bool Scheduler::AdmitLocked() {
   constexpr int kAdmitBatch = 16;
-  if (paused_) return false;
-  int running = static_cast<int>(active_.size());  // every admitted, unfinished job
-  for (int admitted = 0; !queue_.empty(); ++admitted) {
-    if (options_.max_running_jobs > 0 && running >= options_.max_running_jobs) return false;
-    if (admitted == kAdmitBatch) return true;
-    auto entry = *queue_.begin();
+  if (paused_ || queue_.empty() || !admission_dirty_) return false;
+  admission_dirty_ = false;
+  bool gpu_blocked = false;
+  int admitted = 0;
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    if (options_.max_running_jobs > 0 &&
+        static_cast<int>(active_.size()) >= options_.max_running_jobs) {
+      return false;  // a finishing job sets admission_dirty_ again
+    }
+    const JobDemand& demand = it->second;
+    if (gpu_blocked && demand.gpus > 0) {
+      ++it;
+      continue;
+    }
+    // A job that can never fit (the node shrank since it was queued) is admitted only to fail.
+    const bool never = !pool_.NeverFits(demand).empty();
+    if (!never) {
+      ResourcePool::Shortage short_of = pool_.Short(demand);
+      if (short_of.cpu || short_of.memory) return false;
+      if (short_of.gpu) {
+        gpu_blocked = true;
+        ++it;
+        continue;
+      }
+    }
+    if (admitted == kAdmitBatch) {
+      admission_dirty_ = true;
+      return true;
+    }
+    const QueueEntry entry = it->first;
+    const JobDemand entry_demand = it->second;
+    ++it;
     const JobKey key = std::get<2>(entry);
     auto stored = store_.GetJob(key.first, key.second);
     if (!stored.ok()) {
@@ -460,12 +587,13 @@ bool Scheduler::AdmitLocked() {
                    stored.status().ToString());
       if (code == StatusCode::kUnavailable || code == StatusCode::kResourceExhausted ||
           code == StatusCode::kAborted) {
+        admission_dirty_ = true;
         return false;  // transient: tried again next pass
       }
-      queue_.erase(queue_.begin());  // gone or unreadable: it must not block the jobs behind it
+      queue_.erase(entry);  // gone or unreadable: it must not block the jobs behind it
       continue;
     }
-    queue_.erase(queue_.begin());
+    queue_.erase(entry);
     if (stored->state != JobState::kQueued) continue;
     ActiveJob candidate;
     candidate.job = std::move(stored).value();
@@ -473,29 +601,53 @@ bool Scheduler::AdmitLocked() {
     candidate.job.start_time = NowMicros();
     if (!TransitionLocked(candidate, JobState::kPreparing, "admitted").ok()) {
       // The store refused the write: the job stays QUEUED and is tried again next pass.
-      queue_.insert(entry);
+      queue_.insert({entry, entry_demand});
+      admission_dirty_ = true;
       return false;
     }
-    auto it = active_.emplace(key, std::move(candidate)).first;
-    ActiveJob& aj = it->second;
+    auto ait = active_.emplace(key, std::move(candidate)).first;
+    ActiveJob& aj = ait->second;
     if (aj.job.spec.scheduling.max_wait_time) {
       wait_deadlines_.erase({aj.job.create_time + *aj.job.spec.scheduling.max_wait_time, entry});
       timed_.insert(key);  // PREPARING still counts against maxWaitTime
     }
+    ++admitted;
+    if (never) {
+      FinishLocked(aj, JobState::kFailed,
+                   "The job cannot run on this Trainyard: " + pool_.NeverFits(entry_demand));
+      if (model::IsTerminal(aj.job.state)) active_.erase(ait);
+      continue;
+    }
+    std::vector<ReplicaDemand> demands;
+    for (const auto& r : aj.replicas) demands.push_back(r.demand);
+    auto gpus = pool_.Allocate(Owner(aj.job), demands);
+    if (gpus.ok()) {
+      for (size_t i = 0; i < aj.replicas.size(); ++i) aj.replicas[i].gpus = (*gpus)[i];
+    }
     ServiceLogLocked(aj.job, model::Severity::kInfo, "Waiting for job to be provisioned.");
-    ++running;
-    Status st = LaunchLocked(aj);
+    Status st = gpus.ok() ? LaunchLocked(aj) : gpus.status();
     if (!st.ok()) {
       for (auto& r : aj.replicas) {
         if (r.launched) executor_.Kill(r.key, 0);
       }
       FinishLocked(aj, JobState::kFailed, "The job could not be started: " + st.message());
-      if (model::IsTerminal(aj.job.state)) active_.erase(it);
+      if (model::IsTerminal(aj.job.state)) active_.erase(ait);
       continue;
     }
     ServiceLogLocked(aj.job, model::Severity::kInfo, "Waiting for training program to start.");
   }
   return false;
+}
+
+int Scheduler::RunAdmissionPass() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const size_t queued = queue_.size();
+  admission_dirty_ = true;
+  const bool was_paused = paused_;
+  paused_ = false;
+  AdmitLocked();
+  paused_ = was_paused;
+  return static_cast<int>(queued - queue_.size());
 }
 
 void Scheduler::CheckDeadlinesLocked(Timestamp now) {
@@ -571,26 +723,38 @@ Status Scheduler::LaunchLocked(ActiveJob& aj) {
   const Job& job = aj.job;
   const RuntimeOptions* rt = FindRuntime(job.spec);
   if (rt == nullptr) return FailedPrecondition("no configured runtime serves this job");
-  // One cluster map for the whole job: identical on every replica (compat §6.1).
+  // One cluster map for the whole job, identical on every replica (compat §6.1): every replica
+  // but the evaluators, with a port free on this host. The port stays the replica's own across
+  // restarts (the spec is reused).
   const std::string primary = PrimaryTaskName(job.spec.runtime_version);
+  auto tf_type = [&primary](const std::string& t) { return t == "master" ? primary : t; };
   json cluster = json::object();
-  for (const auto& r : aj.replicas) {
-    std::string type = r.key.task_type == "master" ? primary : r.key.task_type;
-    if (type == "evaluator") continue;  // evaluators are never in the cluster
-    cluster[type].push_back("127.0.0.1:" + std::to_string(PickFreePort()));
+  std::vector<int> ports(aj.replicas.size(), 0);
+  int master_port = 0;
+  int workers = 0;
+  for (size_t i = 0; i < aj.replicas.size(); ++i) {
+    const auto& key = aj.replicas[i].key;
+    if (key.task_type == "worker") ++workers;
+    if (key.task_type == "evaluator") continue;  // evaluators are never in the cluster
+    ports[i] = PickFreePort();
+    if (key.task_type == "master") master_port = ports[i];
+    cluster[tf_type(key.task_type)].push_back("127.0.0.1:" + std::to_string(ports[i]));
   }
   const json job_json =
       json::parse(job.training_input_json.empty() ? "{}" : job.training_input_json, nullptr, false);
-  for (auto& r : aj.replicas) {
+  std::vector<std::string> packages;
+  for (const auto& uri : job.spec.package_uris) {
+    TRAINYARD_ASSIGN_OR_RETURN(auto path, buckets_.LocalPathForUri(uri));
+    packages.push_back(path);
+  }
+  for (size_t i = 0; i < aj.replicas.size(); ++i) {
+    Replica& r = aj.replicas[i];
     executor::ReplicaSpec spec;
     spec.key = r.key;
     spec.work_dir = WorkDir(r.key);
     spec.python = rt->python;
-    for (const auto& uri : job.spec.package_uris) {
-      TRAINYARD_ASSIGN_OR_RETURN(auto path, buckets_.LocalPathForUri(uri));
-      spec.packages.push_back(path);
-      spec.package_uris.push_back(uri);
-    }
+    spec.packages = packages;
+    spec.package_uris = job.spec.package_uris;
     spec.python_module = job.spec.python_module;
     spec.args = job.spec.args;
     if (!job.spec.job_dir.empty()) {
@@ -599,7 +763,7 @@ Status Scheduler::LaunchLocked(ActiveJob& aj) {
     }
     json tf;
     tf["cluster"] = cluster;
-    tf["task"] = {{"type", r.key.task_type == "master" ? primary : r.key.task_type},
+    tf["task"] = {{"type", tf_type(r.key.task_type)},
                   {"index", r.key.index},
                   {"cloud", "trainyard-" + job.job_id}};
     tf["job"] = job_json;
@@ -607,6 +771,19 @@ Status Scheduler::LaunchLocked(ActiveJob& aj) {
     spec.env["TF_CONFIG"] = tf.dump(-1, ' ', false, json::error_handler_t::replace);
     spec.env["CLOUD_ML_JOB_ID"] = job.job_id;
     spec.env["CLOUD_ML_PROJECT_ID"] = job.project;
+    // torch.distributed with init_method="env://": the world is the master (rank 0) and the
+    // workers (ranks 1..N); each replica stands for its own machine, so LOCAL_RANK is 0.
+    if (r.key.task_type == "master" || r.key.task_type == "worker") {
+      spec.env["MASTER_ADDR"] = "127.0.0.1";
+      spec.env["MASTER_PORT"] = std::to_string(master_port);
+      spec.env["WORLD_SIZE"] = std::to_string(1 + workers);
+      spec.env["RANK"] = std::to_string(r.key.task_type == "master" ? 0 : r.key.index + 1);
+      spec.env["LOCAL_RANK"] = "0";
+    }
+    // Every replica gets the GPUs given to it and no others ("" hides them all).
+    std::string visible;
+    for (int g : r.gpus) visible += (visible.empty() ? "" : ",") + std::to_string(g);
+    spec.env["CUDA_VISIBLE_DEVICES"] = visible;
     if (!storage_endpoint_.empty()) {
       spec.env["STORAGE_EMULATOR_HOST"] = storage_endpoint_;
     }
@@ -614,7 +791,16 @@ Status Scheduler::LaunchLocked(ActiveJob& aj) {
     spec.env_cache_dir = options_.env_cache_dir;
     spec.pip_index_url = options_.pip_index_url;
     spec.pip_find_links = options_.pip_find_links;
+    if (!options_.cgroup_root.empty()) {
+      spec.cgroup_root = options_.cgroup_root;
+      spec.cgroup_name = "trainyard/" + job.project + "." + job.job_id +
+                         (r.key.trial_id.empty() ? "" : ".trial-" + r.key.trial_id) + "." +
+                         r.key.TaskName();
+      spec.limits.memory_bytes = r.demand.memory_bytes;
+      spec.limits.cpu_millis = r.demand.cpu_millis;
+    }
     TRAINYARD_RETURN_IF_ERROR(executor_.Launch(spec));
+    r.spec = std::move(spec);
     r.launched = true;
   }
   return Status::Ok();
@@ -665,6 +851,9 @@ Status Scheduler::TransitionLocked(ActiveJob& aj, JobState to, const std::string
   aj.job = std::move(updated);
   if (aj.job.state == JobState::kRunning) {
     aj.running_since = change.time;
+    aj.units_accrued_at = change.time;
+    aj.units_persisted_at = change.time;
+    aj.job.consumed_ml_units_set = true;
     timed_.insert({aj.job.project, aj.job.job_id});
   }
   return st;
@@ -682,8 +871,13 @@ void Scheduler::FinishLocked(ActiveJob& aj, JobState to, const std::string& mess
   }
   FlushServiceLogsLocked();
   aj.job.end_time = NowMicros();
+  AccrueUnitsLocked(aj, aj.job.end_time);
+  aj.units_accrued_at = 0;
   aj.job.error_message = message;
   (void)TransitionLocked(aj, to, message);
+  // Its replicas are gone (or never started): what it held is free for the queue.
+  pool_.Release(Owner(aj.job));
+  admission_dirty_ = true;
   cv_.notify_all();
 }
 
@@ -758,17 +952,85 @@ void Scheduler::OnReplicaExit(const executor::ReplicaKey& key, const executor::R
   auto it = active_.find({key.project, key.job_id});
   if (it == active_.end()) return;
   ActiveJob& aj = it->second;
+  TY_LOG_INFO(kLog, "job {}: {} exited (status {}, phase {})", key.job_id, key.TaskName(),
+              ExitStatusOf(exit), exit.phase);
   for (auto& r : aj.replicas) {
     if (r.key == key) {
       r.exited = true;
       r.exit = exit;
+      if (MaybeRestartLocked(aj, r)) return;
     }
   }
-  TY_LOG_INFO(kLog, "job {}: {} exited (status {}, phase {})", key.job_id, key.TaskName(),
-              ExitStatusOf(exit), exit.phase);
   MaybeFinishLocked(aj);
   if (model::IsTerminal(aj.job.state)) active_.erase(it);
   cv_.notify_all();
+}
+
+// Compat §12: a replica lost to a signal Trainyard did not send (the OOM killer, someone's
+// kill -9, a lost launcher) is restarted with the same identity and port, up to
+// replica_restarts times. An exit status of its own (a trainer error) is never retried, and
+// nothing is restarted once the job is ending (cancelled, failed, or its master finished).
+bool Scheduler::MaybeRestartLocked(ActiveJob& aj, Replica& r) {
+  const executor::ReplicaExit& e = r.exit;
+  const bool lost = (e.phase == "run" && e.signal != 0) || e.phase == "lost";
+  if (!lost || e.killed_by_request || !aj.cancel_reason.empty() || !aj.job.error_message.empty() ||
+      model::IsTerminal(aj.job.state) || r.spec.work_dir.empty()) {
+    return false;
+  }
+  for (const auto& other : aj.replicas) {
+    if (&other == &r || !other.exited || other.exit.killed_by_request) continue;
+    // Another replica's own failure, or the master's success, is ending the job.
+    if (!ExitedCleanly(other.exit) || other.key.task_type == "master") return false;
+  }
+  const std::string who = "The replica " + ReplicaMessageName(r.key);
+  const std::string how = e.oom_killed        ? " ran out of memory and was killed"
+                          : e.phase == "lost" ? " was lost (" + e.message + ")"
+                                              : " was killed by signal " + std::to_string(e.signal);
+  if (r.restarts >= options_.replica_restarts) {
+    ServiceLogLocked(aj.job, model::Severity::kError,
+                     who + how + " after " + std::to_string(r.restarts) +
+                         " restarts; no more restarts are allowed.");
+    return false;
+  }
+  ++r.restarts;
+  ++restarts_total_;
+  ServiceLogLocked(aj.job, model::Severity::kWarning,
+                   who + how + "; restarting it with the same identity (restart " +
+                       std::to_string(r.restarts) + " of " +
+                       std::to_string(options_.replica_restarts) + ").");
+  FlushServiceLogsLocked();
+  Status st = executor_.Launch(r.spec);
+  if (!st.ok()) {
+    r.exit.phase = "launch";
+    r.exit.message = "restart failed: " + st.message();
+    return false;
+  }
+  r.exited = false;
+  r.exit = executor::ReplicaExit();
+  return true;
+}
+
+void Scheduler::AccrueUnitsLocked(ActiveJob& aj, Timestamp now) {
+  if (aj.units_accrued_at == 0 || now <= aj.units_accrued_at) return;
+  double per_hour = 0;
+  for (const auto& r : aj.replicas) per_hour += r.ml_units_per_hour;
+  aj.job.consumed_ml_units +=
+      per_hour * static_cast<double>(now - aj.units_accrued_at) / (3600.0 * kMicrosPerSecond);
+  aj.job.consumed_ml_units_set = true;
+  aj.units_accrued_at = now;
+}
+
+void Scheduler::AccrueAllLocked(Timestamp now) {
+  for (auto& [key, aj] : active_) {
+    if (aj.units_accrued_at == 0) continue;
+    AccrueUnitsLocked(aj, now);
+    if (now - aj.units_persisted_at >= options_.ml_units_persist_interval) {
+      aj.units_persisted_at = now;
+      Status st = store_.UpdateJob(aj.job, std::nullopt);
+      if (!st.ok())
+        TY_LOG_WARN(kLog, "job {}: cannot store consumedMLUnits: {}", key.second, st.ToString());
+    }
+  }
 }
 
 void Scheduler::ServiceLogLocked(const Job& job, model::Severity severity, std::string message) {

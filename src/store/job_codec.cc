@@ -53,9 +53,31 @@ std::string EncodeSpec(const model::TrainingSpec& spec) {
     w.Key(key);
     w.StringArray(values);
   };
+  auto num = [&](const char* key, int64_t value) {
+    if (value == 0) return;
+    w.Key(key);
+    w.Int(value);
+  };
   w.Key("scale_tier");
   w.String(spec.scale_tier);
-  str("master_type", spec.master_type);
+  // One prefix per role; the master's keys keep their first names ("master_type").
+  auto role = [&](const std::string& p, const model::ReplicaRoleSpec& r) {
+    str((p + "_type").c_str(), r.machine_type);
+    num((p + "_count").c_str(), r.count);
+    str((p + "_accelerator_type").c_str(), r.accelerator.type);
+    num((p + "_accelerator_count").c_str(), r.accelerator.count);
+    str((p + "_image_uri").c_str(), r.image_uri);
+    strs((p + "_container_command").c_str(), r.container_command);
+    strs((p + "_container_args").c_str(), r.container_args);
+  };
+  role("master", spec.master);
+  role("worker", spec.worker);
+  role("ps", spec.parameter_server);
+  role("evaluator", spec.evaluator);
+  if (spec.use_chief_in_tf_config) {
+    w.Key("use_chief_in_tf_config");
+    w.Bool(true);
+  }
   strs("package_uris", spec.package_uris);
   str("python_module", spec.python_module);
   strs("args", spec.args);
@@ -79,10 +101,47 @@ std::string EncodeSpec(const model::TrainingSpec& spec) {
     w.Key("has_hyperparameters");
     w.Bool(true);
   }
-  str("master_image_uri", spec.master_image_uri);
   w.EndObject();
   return w.Take();
 }
+
+namespace {
+
+// Reads one "<role>_<field>" key of EncodeSpec; false when `key` is not one.
+bool ReadRoleKey(std::string_view key, JsonReader& r, model::TrainingSpec* spec) {
+  static constexpr std::pair<std::string_view, model::ReplicaRoleSpec model::TrainingSpec::*>
+      kRoles[] = {{"master_", &model::TrainingSpec::master},
+                  {"worker_", &model::TrainingSpec::worker},
+                  {"ps_", &model::TrainingSpec::parameter_server},
+                  {"evaluator_", &model::TrainingSpec::evaluator}};
+  for (const auto& [prefix, member] : kRoles) {
+    if (key.substr(0, prefix.size()) != prefix) continue;
+    std::string_view field = key.substr(prefix.size());
+    model::ReplicaRoleSpec& role = spec->*member;
+    int64_t n = 0;
+    if (field == "type") {
+      r.ReadString(&role.machine_type);
+    } else if (field == "count") {
+      if (r.ReadInt(&n)) role.count = n;
+    } else if (field == "accelerator_type") {
+      r.ReadString(&role.accelerator.type);
+    } else if (field == "accelerator_count") {
+      if (r.ReadInt(&n)) role.accelerator.count = n;
+    } else if (field == "image_uri") {
+      r.ReadString(&role.image_uri);
+    } else if (field == "container_command") {
+      r.ReadStringArray(&role.container_command);
+    } else if (field == "container_args") {
+      r.ReadStringArray(&role.container_args);
+    } else {
+      return false;
+    }
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 Status DecodeSpec(std::string_view text, model::TrainingSpec* spec) {
   *spec = model::TrainingSpec();
@@ -94,8 +153,7 @@ Status DecodeSpec(std::string_view text, model::TrainingSpec* spec) {
     int64_t n = 0;
     if (key == "scale_tier") {
       r.ReadString(&spec->scale_tier);
-    } else if (key == "master_type") {
-      r.ReadString(&spec->master_type);
+    } else if (ReadRoleKey(key, r, spec)) {
     } else if (key == "package_uris") {
       r.ReadStringArray(&spec->package_uris);
     } else if (key == "python_module") {
@@ -118,8 +176,8 @@ Status DecodeSpec(std::string_view text, model::TrainingSpec* spec) {
       if (r.ReadInt(&n)) spec->scheduling.priority = static_cast<int32_t>(n);
     } else if (key == "has_hyperparameters") {
       r.ReadBool(&spec->has_hyperparameters);
-    } else if (key == "master_image_uri") {
-      r.ReadString(&spec->master_image_uri);
+    } else if (key == "use_chief_in_tf_config") {
+      r.ReadBool(&spec->use_chief_in_tf_config);
     } else {
       r.Skip();  // written by a newer Trainyard
     }

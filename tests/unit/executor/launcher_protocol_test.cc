@@ -24,6 +24,10 @@ TEST(SpecJsonTest, RoundTripsEveryField) {
   spec.pip_index_url = "http://index";
   spec.pip_find_links = {"/wheels"};
   spec.cwd = "/tmp";
+  spec.cgroup_root = "/sys/fs/cgroup";
+  spec.cgroup_name = "trainyard/proj.job_1.worker-replica-2.1";
+  spec.limits.memory_bytes = int64_t{15} << 30;
+  spec.limits.cpu_millis = 3500;
   auto back = SpecFromJson(SpecToJson(spec));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->key, spec.key);
@@ -38,6 +42,22 @@ TEST(SpecJsonTest, RoundTripsEveryField) {
   EXPECT_EQ(back->pip_index_url, spec.pip_index_url);
   EXPECT_EQ(back->pip_find_links, spec.pip_find_links);
   EXPECT_EQ(back->cwd, spec.cwd);
+  EXPECT_EQ(back->cgroup_root, spec.cgroup_root);
+  EXPECT_EQ(back->cgroup_name, spec.cgroup_name);
+  EXPECT_EQ(back->limits.memory_bytes, spec.limits.memory_bytes);
+  EXPECT_EQ(back->limits.cpu_millis, spec.limits.cpu_millis);
+}
+
+TEST(SpecJsonTest, WithoutCgroupFieldsMeansNoCgroupsAndNoLimits) {
+  // A spec.json written before resource limits existed.
+  auto spec = SpecFromJson(R"({"pythonModule": "trainer.task"})");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->cgroup_root, "");
+  EXPECT_EQ(spec->cgroup_name, "");
+  EXPECT_EQ(spec->limits.memory_bytes, 0);
+  EXPECT_EQ(spec->limits.cpu_millis, 0);
+  std::string text = SpecToJson(ReplicaSpec{});
+  EXPECT_NE(text.find(R"("limits":{"cpuMillis":0,"memoryBytes":0})"), std::string::npos) << text;
 }
 
 TEST(SpecJsonTest, RejectsMalformedJson) {
@@ -45,6 +65,8 @@ TEST(SpecJsonTest, RejectsMalformedJson) {
   EXPECT_FALSE(SpecFromJson("[]").ok());
   EXPECT_FALSE(SpecFromJson(R"({"args": "not a list"})").ok());
   EXPECT_FALSE(SpecFromJson(R"({"key": {"index": "zero"}})").ok());
+  EXPECT_FALSE(SpecFromJson(R"({"limits": 5})").ok());
+  EXPECT_FALSE(SpecFromJson(R"({"limits": {"memoryBytes": "1G"}})").ok());
 }
 
 TEST(ExitJsonTest, RoundTripsAndUsesProtocolNames) {
@@ -65,6 +87,24 @@ TEST(ExitJsonTest, RoundTripsAndUsesProtocolNames) {
   EXPECT_EQ(back->message, "m");
   EXPECT_EQ(back->error_tail, exit.error_tail);
   EXPECT_FALSE(back->killed_by_request);
+  EXPECT_FALSE(back->oom_killed);
+}
+
+TEST(ExitJsonTest, RoundTripsOomKilled) {
+  ReplicaExit exit;
+  exit.exit_code = 137;
+  exit.signal = 9;
+  exit.phase = "run";
+  exit.oom_killed = true;
+  std::string text = ExitToJson(exit);
+  EXPECT_NE(text.find("\"oomKilled\":true"), std::string::npos) << text;
+  auto back = ExitFromJson(text);
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(back->oom_killed);
+  // Older exit.json files have no oomKilled.
+  auto old = ExitFromJson(R"({"exitCode": 1, "phase": "run"})");
+  ASSERT_TRUE(old.ok());
+  EXPECT_FALSE(old->oom_killed);
 }
 
 TEST(ExitJsonTest, ToleratesInvalidUtf8) {

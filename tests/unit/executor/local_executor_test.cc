@@ -21,8 +21,10 @@
 #include <thread>
 #include <vector>
 
+#include "cgroup_v1.h"
 #include "proc_util.h"
 #include "trainyard/core/util.h"
+#include "trainyard/executor/cgroups.h"
 #include "trainyard/executor/executor.h"
 #include "trainyard/executor/launcher_protocol.h"
 
@@ -35,6 +37,7 @@ using std::chrono::seconds;
 
 constexpr const char* kPython = "/usr/bin/python3";
 constexpr auto kTimeout = seconds(90);
+constexpr const char* kCgroupRoot = "/sys/fs/cgroup";
 
 class TempDir {
  public:
@@ -316,8 +319,8 @@ print("env " + os.environ.get("MY_VAR", "unset"))
   expect("tab\there back\\slash", Severity::kInfo, "master-replica-0");
   expect("argv --job-dir /tmp/out dir", Severity::kInfo, "master-replica-0");
   expect("env my value", Severity::kInfo, "master-replica-0");
-  expect("Running module trainer_ok.", Severity::kInfo, "service");
-  expect("Module completed; cleaning up.", Severity::kInfo, "service");
+  expect("Running module trainer_ok.", Severity::kInfo, "master-replica-0");
+  expect("Module completed; cleaning up.", Severity::kInfo, "master-replica-0");
 
   // Lines of one stream keep their order; timestamps never go back.
   std::vector<std::string> stdout_lines;
@@ -325,8 +328,11 @@ print("env " + os.environ.get("MY_VAR", "unset"))
   for (const auto& e : recorder_.Logs()) {
     EXPECT_GE(e.timestamp, last);
     last = e.timestamp;
+    const bool launcher_line = e.message.rfind("Running ", 0) == 0 ||
+                               e.message.rfind("Module completed", 0) == 0 ||
+                               e.message.rfind("Clean up finished", 0) == 0;
     if (e.task_name == "master-replica-0" && e.severity == Severity::kInfo &&
-        e.message.rfind("I1121", 0) != 0) {
+        e.message.rfind("I1121", 0) != 0 && !launcher_line) {
       stdout_lines.push_back(e.message);
     }
   }
@@ -446,7 +452,7 @@ print("python " + sys.executable)
   int pip_commands = 0;
   bool cached = false;
   for (const auto& e : recorder_.Logs()) {
-    if (e.task_name == "service" && e.message.find(" -m pip ") != std::string::npos) {
+    if (e.task_name == "master-replica-0" && e.message.find(" -m pip ") != std::string::npos) {
       ++pip_commands;
     }
     if (e.message.rfind("Using cached environment ", 0) == 0) cached = true;
@@ -545,7 +551,7 @@ TEST_F(LocalExecutorTest, KillDuringPackageInstallStopsPip) {
   ::unsetenv("TY_TEST_SLOW");
   ASSERT_TRUE(WaitUntil([&] {
     for (const auto& e : recorder_.Logs()) {
-      if (e.task_name == "service" && e.message.find(" -m pip ") != std::string::npos) {
+      if (e.task_name == "master-replica-0" && e.message.find(" -m pip ") != std::string::npos) {
         return true;
       }
     }
@@ -716,6 +722,154 @@ TEST_F(LocalExecutorTest, LongLinesAreSplitIntoRecords) {
   EXPECT_EQ(xs, 600000u);
   EXPECT_EQ(pieces, 3);
   EXPECT_TRUE(recorder_.Find("end").has_value());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resource limits (cgroup v1)
+
+// A unique group name per test process and call, under one prefix that tests share.
+std::string TestCgroupName() {
+  static int counter = 0;
+  return "trainyard-test/" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+}
+
+// The replica's group directories; removes them (and kills what is in them) when the test ends,
+// whatever the launcher did.
+class TestCgroups {
+ public:
+  explicit TestCgroups(std::string name) : name_(std::move(name)) {}
+  ~TestCgroups() {
+    for (const char* c : {cgroup_v1::kMemory, cgroup_v1::kCpu}) {
+      (void)cgroup_v1::DestroyGroup(Dir(c), 5 * kMicrosPerSecond);
+    }
+  }
+  const std::string& name() const { return name_; }
+  std::string Dir(const char* controller) const {
+    return cgroup_v1::GroupDir(kCgroupRoot, controller, name_);
+  }
+
+ private:
+  std::string name_;
+};
+
+int CountServiceLinesContaining(const std::vector<model::LogEntry>& logs, Severity severity,
+                                const std::string& part) {
+  int n = 0;
+  for (const auto& e : logs) {
+    if (e.task_name != "service" && e.severity == severity &&
+        e.message.find(part) != std::string::npos) {
+      ++n;
+    }
+  }
+  return n;
+}
+
+TEST_F(LocalExecutorTest, MemoryLimitKillsTheTrainerAndReportsOom) {
+  CgroupProbe probe = ProbeCgroupV1(kCgroupRoot);
+  if (!probe.usable) GTEST_SKIP() << "no usable cgroup v1: " << probe.reason;
+  WriteTrainer("trainer_hog", R"(import sys
+print("allocating", flush=True)
+hog = bytearray(b"x") * (300 * 1024 * 1024)
+print("survived %d" % len(hog), flush=True)
+)");
+  TestCgroups groups(TestCgroupName());
+  ReplicaSpec spec = Spec("trainer_hog");
+  spec.cgroup_root = kCgroupRoot;
+  spec.cgroup_name = groups.name();
+  spec.limits.memory_bytes = 64 << 20;
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->phase, "run");
+  EXPECT_EQ(exit->signal, SIGKILL);
+  EXPECT_EQ(exit->exit_code, 128 + SIGKILL);
+  EXPECT_TRUE(exit->oom_killed);
+  EXPECT_TRUE(recorder_.Find("allocating").has_value());
+  EXPECT_FALSE(recorder_.HasLogContaining("survived"));
+  EXPECT_TRUE(recorder_.Find("Limiting the replica to 64.0 MiB of memory."));
+  auto oom = recorder_.Find("The replica ran out of memory (limit 64.0 MiB) and was killed.");
+  ASSERT_TRUE(oom.has_value());
+  EXPECT_EQ(oom->severity, Severity::kError);
+  EXPECT_EQ(oom->task_name, "master-replica-0");
+  // exit.json comes after the cleanup: the groups are gone by now.
+  EXPECT_FALSE(fs::exists(groups.Dir(cgroup_v1::kMemory)));
+  EXPECT_FALSE(fs::exists(groups.Dir(cgroup_v1::kCpu)));
+  EXPECT_EQ(Leftovers(spec.work_dir), std::vector<pid_t>{});
+}
+
+TEST_F(LocalExecutorTest, EveryProcessOfTheReplicaRunsInItsLimitedGroups) {
+  CgroupProbe probe = ProbeCgroupV1(kCgroupRoot);
+  if (!probe.usable) GTEST_SKIP() << "no usable cgroup v1: " << probe.reason;
+  // The trainer leaves a child behind in a session of its own: the group still catches it.
+  WriteTrainer("trainer_limited", R"(import os, subprocess, sys, time
+child = subprocess.Popen(["sleep", "1000"], start_new_session=True)
+print("child %d" % child.pid, flush=True)
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.01)
+)");
+  TestCgroups groups(TestCgroupName());
+  ReplicaSpec spec = Spec("trainer_limited");
+  const std::string gate = tmp_.path() + "/gate";
+  spec.args = {gate};
+  spec.cgroup_root = kCgroupRoot;
+  spec.cgroup_name = groups.name();
+  spec.limits.memory_bytes = int64_t{3} << 30;
+  spec.limits.cpu_millis = 1500;
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  pid_t child = WaitForChildPid();
+  ASSERT_GT(child, 0);
+
+  const std::string memory = groups.Dir(cgroup_v1::kMemory);
+  const std::string cpu = groups.Dir(cgroup_v1::kCpu);
+  EXPECT_EQ(ReadFile(memory + "/memory.limit_in_bytes").value(),
+            std::to_string(int64_t{3} << 30) + "\n");
+  EXPECT_EQ(ReadFile(cpu + "/cpu.cfs_period_us").value(), "100000\n");
+  EXPECT_EQ(ReadFile(cpu + "/cpu.cfs_quota_us").value(), "150000\n");
+  for (const std::string& dir : {memory, cpu}) {
+    std::vector<pid_t> pids = cgroup_v1::ListPids(dir);
+    EXPECT_EQ(pids.size(), 2u) << dir;  // the trainer and its child, not the launcher
+    EXPECT_NE(std::find(pids.begin(), pids.end(), child), pids.end()) << dir;
+  }
+  EXPECT_TRUE(recorder_.Find("Limiting the replica to 3.0 GiB of memory and 1.5 CPUs."));
+
+  WriteText(gate, "");
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 0) << exit->error_tail;
+  EXPECT_FALSE(exit->oom_killed);
+  EXPECT_FALSE(fs::exists(memory));
+  EXPECT_FALSE(fs::exists(cpu));
+  EXPECT_EQ(Leftovers(spec.work_dir, {child}), std::vector<pid_t>{});
+  EXPECT_EQ(CountServiceLinesContaining(recorder_.Logs(), Severity::kWarning, "resource limits"),
+            0);
+}
+
+TEST_F(LocalExecutorTest, ReplicaRunsWithoutLimitsWhenItsCgroupsCannotBeSetUp) {
+  // A root whose hierarchies are plain directories (what a tmpfs at /sys/fs/cgroup without
+  // cgroup v1 mounts looks like): nothing is created there and the trainer runs anyway.
+  const std::string root = tmp_.path() + "/fake-cgroup";
+  fs::create_directories(root + "/memory");
+  fs::create_directories(root + "/cpu");
+  WriteTrainer("trainer_unlimited", "print('ran')\n");
+  ReplicaSpec spec = Spec("trainer_unlimited");
+  spec.cgroup_root = root;
+  spec.cgroup_name = TestCgroupName();
+  spec.limits.memory_bytes = 64 << 20;
+  spec.limits.cpu_millis = 500;
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 0) << exit->error_tail;
+  EXPECT_FALSE(exit->oom_killed);
+  EXPECT_TRUE(recorder_.Find("ran").has_value());
+  auto logs = recorder_.Logs();
+  EXPECT_EQ(CountServiceLinesContaining(logs, Severity::kWarning,
+                                        "Cannot apply the replica's resource limits"),
+            1);
+  EXPECT_TRUE(recorder_.HasLogContaining(root + "/memory is not a cgroup v1 mount"));
+  EXPECT_FALSE(recorder_.HasLogContaining("Limiting the replica"));
+  EXPECT_TRUE(fs::is_empty(root + "/memory"));
+  EXPECT_TRUE(fs::is_empty(root + "/cpu"));
 }
 
 }  // namespace

@@ -182,7 +182,7 @@ TEST(ParseJobForCreateTest, KeepsNonDefaultScalarsInCanonicalForm) {
             R"("scheduling":{"maxRunningTime":"1.5s","maxWaitTime":"3600s","priority":7},)"
             R"("useChiefInTfConfig":true})");
   EXPECT_EQ(r->spec.scale_tier, "CUSTOM");
-  EXPECT_EQ(r->spec.master_type, "n1-standard-8");
+  EXPECT_EQ(r->spec.master.machine_type, "n1-standard-8");
   EXPECT_EQ(r->spec.scheduling.priority, 7);
   EXPECT_EQ(*r->spec.scheduling.max_wait_time, 3600 * kMicrosPerSecond);
   EXPECT_EQ(r->spec.args, (std::vector<std::string>{"--epochs", "3"}));
@@ -438,11 +438,104 @@ TEST(ParseJobForCreateTest, FillsContainerSpec) {
                  {"containerCommand", {"python", "-m", "t"}},
                  {"diskConfig", {{"bootDiskType", "pd-standard"}, {"bootDiskSizeGb", 200}}}}}});
   ExpectOk(r);
-  EXPECT_EQ(r->spec.master_image_uri, "gcr.io/p/img:1");
+  EXPECT_EQ(r->spec.master.image_uri, "gcr.io/p/img:1");
   EXPECT_NE(r->training_input_json.find(
                 R"("diskConfig":{"bootDiskType":"pd-standard","bootDiskSizeGb":200})"),
             std::string::npos)
       << r->training_input_json;
+}
+
+// Counts are int64, which the wire may carry as a string or a number; the typed spec must see the
+// value either way (a 0 here would silently shrink the cluster).
+TEST(ParseJobForCreateTest, FillsReplicaRolesWhetherCountsAreStringsOrNumbers) {
+  for (const json& count : {json("2"), json(2)}) {
+    SCOPED_TRACE(count.dump());
+    auto r = ParseWith(
+        {{"scaleTier", "CUSTOM"},
+         {"masterType", "n1-standard-8"},
+         {"masterConfig", {{"acceleratorConfig", {{"count", count}, {"type", "NVIDIA_TESLA_T4"}}}}},
+         {"workerType", "n1-highmem-16"},
+         {"workerCount", count},
+         {"workerConfig", {{"acceleratorConfig", {{"count", "4"}, {"type", "NVIDIA_TESLA_V100"}}}}},
+         {"parameterServerType", "n1-standard-4"},
+         {"parameterServerCount", count},
+         {"evaluatorType", "n1-standard-16"},
+         {"evaluatorCount", count},
+         {"useChiefInTfConfig", true}});
+    ExpectOk(r);
+    const TrainingSpec& s = r->spec;
+    EXPECT_EQ(s.scale_tier, "CUSTOM");
+    EXPECT_EQ(s.master.machine_type, "n1-standard-8");
+    EXPECT_EQ(s.master.count, 0);  // the master's count is implicit
+    EXPECT_EQ(s.master.accelerator.type, "NVIDIA_TESLA_T4");
+    EXPECT_EQ(s.master.accelerator.count, 2);
+    EXPECT_EQ(s.worker.machine_type, "n1-highmem-16");
+    EXPECT_EQ(s.worker.count, 2);
+    EXPECT_EQ(s.worker.accelerator.type, "NVIDIA_TESLA_V100");
+    EXPECT_EQ(s.worker.accelerator.count, 4);
+    EXPECT_EQ(s.parameter_server.machine_type, "n1-standard-4");
+    EXPECT_EQ(s.parameter_server.count, 2);
+    EXPECT_EQ(s.parameter_server.accelerator.count, 0);
+    EXPECT_TRUE(s.parameter_server.accelerator.type.empty());
+    EXPECT_EQ(s.evaluator.machine_type, "n1-standard-16");
+    EXPECT_EQ(s.evaluator.count, 2);
+    EXPECT_TRUE(s.use_chief_in_tf_config);
+  }
+}
+
+TEST(ParseJobForCreateTest, FillsReplicaRolesFromSnakeCaseKeys) {
+  json body = {
+      {"job_id", "tfx_2"},
+      {"training_input",
+       {{"scale_tier", "CUSTOM"},
+        {"region", "us-east1"},
+        {"master_type", "n1-standard-4"},
+        {"master_config",
+         {{"image_uri", "gcr.io/p/img:2"},
+          {"container_command", {"python", "-m", "t"}},
+          {"container_args", {"--x", "1"}},
+          {"accelerator_config", {{"count", "1"}, {"type", "NVIDIA_TESLA_P4"}}}}},
+        {"worker_type", "n1-standard-4"},
+        {"worker_count", "3"},
+        {"worker_config", {{"image_uri", "gcr.io/p/worker:2"}}},
+        {"parameter_server_type", "n1-highcpu-16"},
+        {"parameter_server_count", 1},
+        {"evaluator_type", "n1-standard-8"},
+        {"evaluator_count", "1"},
+        {"evaluator_config", {{"accelerator_config", {{"count", 2}, {"type", "NVIDIA_TESLA_T4"}}}}},
+        {"use_chief_in_tf_config", "true"}}}};
+  auto r = Parse(body);
+  ExpectOk(r);
+  const TrainingSpec& s = r->spec;
+  EXPECT_EQ(s.master.machine_type, "n1-standard-4");
+  EXPECT_EQ(s.master.image_uri, "gcr.io/p/img:2");
+  EXPECT_EQ(s.master.container_command, (std::vector<std::string>{"python", "-m", "t"}));
+  EXPECT_EQ(s.master.container_args, (std::vector<std::string>{"--x", "1"}));
+  EXPECT_EQ(s.master.accelerator.type, "NVIDIA_TESLA_P4");
+  EXPECT_EQ(s.master.accelerator.count, 1);
+  EXPECT_EQ(s.worker.count, 3);
+  EXPECT_EQ(s.worker.image_uri, "gcr.io/p/worker:2");
+  EXPECT_TRUE(s.worker.container_command.empty());
+  EXPECT_EQ(s.parameter_server.machine_type, "n1-highcpu-16");
+  EXPECT_EQ(s.parameter_server.count, 1);
+  EXPECT_TRUE(s.parameter_server.image_uri.empty());  // inherits the master's when launched
+  EXPECT_EQ(s.evaluator.count, 1);
+  EXPECT_EQ(s.evaluator.accelerator.type, "NVIDIA_TESLA_T4");
+  EXPECT_EQ(s.evaluator.accelerator.count, 2);
+  EXPECT_TRUE(s.use_chief_in_tf_config);
+}
+
+TEST(ParseJobForCreateTest, LeavesReplicaRolesEmptyForABasicJob) {
+  auto r = ParseTi(MinimalTrainingInput());
+  ExpectOk(r);
+  const TrainingSpec& s = r->spec;
+  EXPECT_EQ(s.scale_tier, "BASIC");
+  for (const ReplicaRoleSpec* role : {&s.master, &s.worker, &s.parameter_server, &s.evaluator}) {
+    EXPECT_TRUE(role->machine_type.empty());
+    EXPECT_EQ(role->count, 0);
+    EXPECT_EQ(role->accelerator.count, 0);
+  }
+  EXPECT_FALSE(s.use_chief_in_tf_config);
 }
 
 // ---- Validation rules ---------------------------------------------------------------------------

@@ -3,11 +3,15 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "trainyard/store/store_sqlite.h"
@@ -86,6 +90,13 @@ class SchedulerTest : public ::testing::Test {
     options_.jobs_dir = (dir_ / "jobs").string();
     options_.env_cache_dir = (dir_ / "envs").string();
     options_.tick = 5 * 1000;
+    // A 2-CPU, 24 GiB node with the daemon's default overcommit and no GPUs.
+    options_.node.cpus = 2;
+    options_.node.cpu_overcommit = 32;
+    options_.node.cpu_millis = 64 * 1000;
+    options_.node.physical_memory_bytes = 24LL << 30;
+    options_.node.memory_overcommit = 8;
+    options_.node.memory_bytes = 192LL << 30;
   }
   void TearDown() override {
     if (sched_) sched_->Stop();
@@ -363,7 +374,8 @@ TEST_F(SchedulerTest, AnInstallPhaseEndingWithStatusZeroIsNotSuccess) {
   EXPECT_EQ(StateOf("j1"), JobState::kFailed);
 }
 
-TEST_F(SchedulerTest, LostLauncherFailsWithLostMessage) {
+TEST_F(SchedulerTest, LostLauncherFailsWithLostMessageWhenRestartsAreOff) {
+  options_.replica_restarts = 0;
   StartScheduler();
   ASSERT_TRUE(sched_->Submit(MakeJob("j1")).ok());
   ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 1; }));
@@ -416,4 +428,270 @@ TEST_F(SchedulerTest, RecoveryResendsTheKillOfACancellingJob) {
 }
 
 }  // namespace
+
+// ---- Multi-replica jobs, gang admission, GPUs, restarts (issue 4) ------------------------------
+
+Job CustomJob(const std::string& id, int workers, int ps, int evaluators, int priority = 0) {
+  Job job;
+  job.project = "p";
+  job.job_id = id;
+  job.spec.scale_tier = "CUSTOM";
+  job.spec.master.machine_type = "n1-standard-4";
+  job.spec.worker = {"n1-standard-4", workers, {}, "", {}, {}};
+  job.spec.parameter_server = {"n1-standard-4", ps, {}, "", {}, {}};
+  job.spec.evaluator = {"n1-standard-4", evaluators, {}, "", {}, {}};
+  job.spec.package_uris = {"gs://bkt/trainer.tar.gz"};
+  job.spec.python_module = "trainer.task";
+  job.spec.region = "us-central1";
+  job.spec.scheduling.priority = priority;
+  job.training_input_json = R"({"scaleTier":"CUSTOM","masterType":"n1-standard-4"})";
+  return job;
+}
+
+Job GpuJob(const std::string& id, int gpus, int priority = 0) {
+  Job job = CustomJob(id, 0, 0, 0, priority);
+  job.spec.master.accelerator = {"NVIDIA_TESLA_T4", gpus};
+  return job;
+}
+
+executor::ReplicaKey Key(const std::string& id, const std::string& type, int index) {
+  return {"p", id, "", type, index};
+}
+
+executor::ReplicaExit SignalExit(int sig, bool oom = false) {
+  executor::ReplicaExit e;
+  e.phase = "run";
+  e.signal = sig;
+  e.exit_code = 128 + sig;
+  e.oom_killed = oom;
+  return e;
+}
+
+nlohmann::json TfConfig(const executor::ReplicaSpec& spec) {
+  return nlohmann::json::parse(spec.env.at("TF_CONFIG"));
+}
+
+TEST_F(SchedulerTest, CustomClusterGetsOneTfConfigAndTorchRanks) {
+  StartScheduler();
+  ASSERT_TRUE(sched_->Submit(CustomJob("c1", 2, 1, 1)).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 5; }));
+  auto specs = exec_.Launched();
+  std::set<std::string> ports;
+  nlohmann::json cluster;
+  for (const auto& spec : specs) {
+    auto tf = TfConfig(spec);
+    if (cluster.is_null()) cluster = tf["cluster"];
+    EXPECT_EQ(tf["cluster"], cluster) << "the cluster is identical on every replica";
+    EXPECT_EQ(tf["environment"], "cloud");
+    EXPECT_EQ(tf["task"]["type"], spec.key.task_type);
+    EXPECT_EQ(tf["task"]["index"], spec.key.index);
+    EXPECT_EQ(spec.env.at("CUDA_VISIBLE_DEVICES"), "");
+    const std::string& t = spec.key.task_type;
+    if (t == "master" || t == "worker") {
+      EXPECT_EQ(spec.env.at("WORLD_SIZE"), "3");
+      EXPECT_EQ(spec.env.at("RANK"), t == "master" ? "0" : std::to_string(spec.key.index + 1));
+      EXPECT_EQ(spec.env.at("LOCAL_RANK"), "0");
+      EXPECT_EQ(spec.env.at("MASTER_ADDR"), "127.0.0.1");
+    } else {
+      EXPECT_EQ(spec.env.count("RANK"), 0u) << t << " is outside the torch world";
+      EXPECT_EQ(spec.env.count("WORLD_SIZE"), 0u);
+    }
+  }
+  EXPECT_FALSE(cluster.contains("evaluator"));
+  ASSERT_EQ(cluster["master"].size(), 1u);
+  ASSERT_EQ(cluster["worker"].size(), 2u);
+  ASSERT_EQ(cluster["ps"].size(), 1u);
+  for (const auto& [role, list] : cluster.items()) {
+    for (const auto& hp : list) ports.insert(hp.get<std::string>());
+  }
+  EXPECT_EQ(ports.size(), 4u) << "every task has its own port";
+  const std::string master_hp = cluster["master"][0];
+  for (const auto& spec : specs) {
+    if (spec.env.count("MASTER_PORT")) {
+      EXPECT_EQ("127.0.0.1:" + spec.env.at("MASTER_PORT"), master_hp);
+    }
+  }
+}
+
+TEST_F(SchedulerTest, RuntimeTwoPointOneAndLaterNameThePrimaryChief) {
+  StartScheduler();
+  Job job = CustomJob("chief", 1, 0, 0);
+  job.spec.runtime_version = "2.11";
+  job.spec.python_version = "3.7";
+  ASSERT_TRUE(sched_->Submit(job).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 2; }));
+  auto tf = TfConfig(exec_.Launched()[0]);
+  EXPECT_TRUE(tf["cluster"].contains("chief"));
+  EXPECT_FALSE(tf["cluster"].contains("master"));
+  EXPECT_EQ(tf["task"]["type"], "chief");
+}
+
+TEST_F(SchedulerTest, MasterSuccessStopsTheParameterServersAndSucceeds) {
+  StartScheduler();
+  ASSERT_TRUE(sched_->Submit(CustomJob("ps", 1, 2, 0)).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 4; }));
+  for (const auto& spec : exec_.Launched()) sched_->OnReplicaRunning(spec.key);
+  EXPECT_EQ(StateOf("ps"), JobState::kRunning);
+  sched_->OnReplicaExit(Key("ps", "worker", 0), CleanExit());  // a worker finishing is harmless
+  EXPECT_EQ(StateOf("ps"), JobState::kRunning);
+  sched_->OnReplicaExit(Key("ps", "master", 0), CleanExit());
+  EXPECT_EQ(StateOf("ps"), JobState::kRunning) << "running until the ps are gone";
+  EXPECT_EQ(exec_.Killed().size(), 2u);
+  executor::ReplicaExit stopped = SignalExit(SIGTERM);
+  stopped.killed_by_request = true;
+  sched_->OnReplicaExit(Key("ps", "ps", 0), stopped);
+  sched_->OnReplicaExit(Key("ps", "ps", 1), stopped);
+  EXPECT_EQ(StateOf("ps"), JobState::kSucceeded);
+}
+
+TEST_F(SchedulerTest, AFailingWorkerFailsTheJobAndStopsTheOthers) {
+  StartScheduler();
+  ASSERT_TRUE(sched_->Submit(CustomJob("wf", 2, 0, 0)).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 3; }));
+  executor::ReplicaExit e;
+  e.phase = "run";
+  e.exit_code = 1;
+  sched_->OnReplicaExit(Key("wf", "worker", 1), e);
+  EXPECT_EQ(exec_.Killed().size(), 2u);
+  executor::ReplicaExit stopped = SignalExit(SIGTERM);
+  stopped.killed_by_request = true;
+  sched_->OnReplicaExit(Key("wf", "master", 0), stopped);
+  sched_->OnReplicaExit(Key("wf", "worker", 0), stopped);
+  auto job = sched_->GetJob("p", "wf");
+  EXPECT_EQ(job->state, JobState::kFailed);
+  EXPECT_EQ(job->error_message,
+            "The replica worker 1 exited with a non-zero status of 1. Termination reason: Error.");
+}
+
+TEST_F(SchedulerTest, AReplicaKilledFromOutsideIsRestartedWithTheSameSpec) {
+  options_.replica_restarts = 2;
+  StartScheduler();
+  ASSERT_TRUE(sched_->Submit(CustomJob("rs", 1, 0, 0)).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 2; }));
+  const auto first = exec_.Launched()[1];
+  ASSERT_EQ(first.key.task_type, "worker");
+  sched_->OnReplicaExit(first.key, SignalExit(SIGKILL));
+  ASSERT_EQ(exec_.Launched().size(), 3u);
+  const auto again = exec_.Launched()[2];
+  EXPECT_EQ(again.key, first.key);
+  EXPECT_EQ(again.env.at("TF_CONFIG"), first.env.at("TF_CONFIG"));
+  EXPECT_EQ(again.work_dir, first.work_dir);
+  EXPECT_NE(StateOf("rs"), JobState::kFailed);
+  sched_->OnReplicaExit(first.key, SignalExit(SIGKILL, /*oom=*/true));
+  ASSERT_EQ(exec_.Launched().size(), 4u);
+  // The third loss exceeds replica_restarts = 2: the job fails in AI Platform's OOM words.
+  sched_->OnReplicaExit(first.key, SignalExit(SIGKILL, /*oom=*/true));
+  EXPECT_EQ(exec_.Launched().size(), 4u);
+  executor::ReplicaExit stopped = SignalExit(SIGTERM);
+  stopped.killed_by_request = true;
+  sched_->OnReplicaExit(Key("rs", "master", 0), stopped);
+  auto job = sched_->GetJob("p", "rs");
+  EXPECT_EQ(job->state, JobState::kFailed);
+  EXPECT_EQ(job->error_message,
+            "The replica worker 0 ran out-of-memory and exited with a non-zero status of 137.");
+  auto lines = ServiceLines("rs");
+  EXPECT_NE(std::find_if(lines.begin(), lines.end(),
+                         [](const std::string& l) {
+                           return l.find("restarting it with the same identity (restart 1 of 2)") !=
+                                  std::string::npos;
+                         }),
+            lines.end());
+}
+
+TEST_F(SchedulerTest, AReplicaThatExitsWithAnErrorIsNotRestarted) {
+  StartScheduler();
+  ASSERT_TRUE(sched_->Submit(CustomJob("nr", 1, 0, 0)).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 2; }));
+  executor::ReplicaExit e;
+  e.phase = "run";
+  e.exit_code = 137;  // its own status, not a signal
+  sched_->OnReplicaExit(Key("nr", "worker", 0), e);
+  EXPECT_EQ(exec_.Launched().size(), 2u);
+}
+
+TEST_F(SchedulerTest, GpusGoToOneJobAtATimeInPriorityOrder) {
+  options_.node.gpus = {Gpu{0, "NVIDIA_TESLA_T4", ""}};
+  options_.admission_paused = true;
+  StartScheduler();
+  ASSERT_TRUE(sched_->Submit(GpuJob("low", 1, 10)).ok());
+  ASSERT_TRUE(sched_->Submit(GpuJob("high", 1, 500)).ok());
+  ASSERT_TRUE(sched_->Submit(GpuJob("mid", 1, 100)).ok());
+  ASSERT_TRUE(sched_->Submit(CustomJob("cpu", 0, 0, 0, 0)).ok());
+  EXPECT_EQ(sched_->GetJob("p", "high")->job_position, 1);
+  EXPECT_EQ(sched_->GetJob("p", "mid")->job_position, 2);
+  EXPECT_EQ(sched_->GetJob("p", "low")->job_position, 3);
+  sched_->SetAdmissionPaused(false);
+  // The GPU job first; the CPU-only job behind the blocked GPU jobs may start too.
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 2; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  auto specs = exec_.Launched();
+  ASSERT_EQ(specs.size(), 2u);
+  EXPECT_EQ(specs[0].key.job_id, "high");
+  EXPECT_EQ(specs[0].env.at("CUDA_VISIBLE_DEVICES"), "0");
+  EXPECT_EQ(specs[1].key.job_id, "cpu");
+  EXPECT_EQ(specs[1].env.at("CUDA_VISIBLE_DEVICES"), "");
+  EXPECT_EQ(sched_->GetJob("p", "mid")->job_position, 1);
+  EXPECT_EQ(sched_->GetJob("p", "low")->job_position, 2);
+  sched_->OnReplicaExit(Key("high", "master", 0), CleanExit());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 3; }));
+  EXPECT_EQ(exec_.Launched()[2].key.job_id, "mid");
+  EXPECT_EQ(exec_.Launched()[2].env.at("CUDA_VISIBLE_DEVICES"), "0");
+  EXPECT_EQ(sched_->GetJob("p", "low")->job_position, 1);
+}
+
+TEST_F(SchedulerTest, AJobShortOfCpuBlocksTheJobsBehindIt) {
+  options_.node.cpu_millis = 8000;  // two n1-standard-4 replicas
+  StartScheduler();
+  ASSERT_TRUE(sched_->Submit(CustomJob("a", 0, 0, 0)).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 1; }));
+  ASSERT_TRUE(sched_->Submit(CustomJob("big", 1, 0, 0)).ok());  // needs 8 vCPUs
+  ASSERT_TRUE(sched_->Submit(CustomJob("small", 0, 0, 0)).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ(exec_.Launched().size(), 1u) << "small must not overtake big";
+  sched_->OnReplicaExit(Key("a", "master", 0), CleanExit());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 3; }));
+  EXPECT_EQ(exec_.Launched()[1].key.job_id, "big");
+}
+
+TEST_F(SchedulerTest, AJobThatCanNeverFitIsRefusedNamingTheField) {
+  options_.node.gpus = {Gpu{0, "NVIDIA_TESLA_T4", ""}};
+  StartScheduler();
+  Status st = sched_->CheckRunnable(GpuJob("two", 2));
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  ASSERT_EQ(st.violations().size(), 1u);
+  EXPECT_EQ(st.violations()[0].field, "trainingInput.masterConfig.acceleratorConfig.count");
+  EXPECT_NE(st.message().find("asks for 2 GPUs but this Trainyard has 1"), std::string::npos)
+      << st.message();
+  EXPECT_TRUE(sched_->CheckRunnable(GpuJob("one", 1)).ok());
+  Job huge = CustomJob("huge", 40, 0, 0);  // 164 vCPUs > 64
+  st = sched_->CheckRunnable(huge);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.violations()[0].field, "trainingInput.workerCount");
+  EXPECT_NE(st.message().find("cpu_overcommit"), std::string::npos) << st.message();
+}
+
+TEST_F(SchedulerTest, ConsumedMLUnitsAccrueWhileRunning) {
+  options_.ml_units_persist_interval = 1000;
+  StartScheduler();
+  ASSERT_TRUE(sched_->Submit(CustomJob("mu", 1, 0, 0)).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 2; }));
+  EXPECT_FALSE(sched_->GetJob("p", "mu")->consumed_ml_units_set);
+  for (const auto& spec : exec_.Launched()) sched_->OnReplicaRunning(spec.key);
+  ASSERT_TRUE(WaitFor([&] { return sched_->GetJob("p", "mu")->consumed_ml_units > 0; }));
+  EXPECT_TRUE(sched_->GetJob("p", "mu")->consumed_ml_units_set);
+  ASSERT_TRUE(WaitFor([&] { return store_->GetJob("p", "mu")->consumed_ml_units > 0; }))
+      << "persisted while running";
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  sched_->OnReplicaExit(Key("mu", "master", 0), CleanExit());
+  executor::ReplicaExit stopped = SignalExit(SIGTERM);
+  stopped.killed_by_request = true;
+  sched_->OnReplicaExit(Key("mu", "worker", 0), stopped);
+  auto done = store_->GetJob("p", "mu");
+  ASSERT_EQ(done->state, JobState::kSucceeded);
+  // 2 x n1-standard-4 = 0.7756 units/h; the job ran for at least 50 ms.
+  const double hours = static_cast<double>(done->end_time - done->start_time) / 3.6e9;
+  EXPECT_GT(done->consumed_ml_units, 0.7756 * 0.05 / 3600 * 0.9);
+  EXPECT_LE(done->consumed_ml_units, 0.7756 * hours * 1.01);
+}
 }  // namespace trainyard::scheduler

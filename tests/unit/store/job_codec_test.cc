@@ -51,7 +51,7 @@ TEST(JobCodecTest, MalformedLabelsAreErrorsNotCrashes) {
 model::TrainingSpec FullSpec() {
   model::TrainingSpec spec;
   spec.scale_tier = "CUSTOM";
-  spec.master_type = "n1-highmem-8";
+  spec.master.machine_type = "n1-highmem-8";
   spec.package_uris = {"gs://b/a.tar.gz", "gs://b/\"odd\".whl"};
   spec.python_module = "trainer.task";
   spec.args = {"--x=1", "", "spaces here"};
@@ -63,7 +63,16 @@ model::TrainingSpec FullSpec() {
   spec.scheduling.max_wait_time = 0;  // set but zero is distinct from unset
   spec.scheduling.priority = 1000;
   spec.has_hyperparameters = true;
-  spec.master_image_uri = "gcr.io/p/i@sha256:abc";
+  spec.master.image_uri = "gcr.io/p/i@sha256:abc";
+  spec.master.accelerator = {"NVIDIA_TESLA_T4", 2};
+  spec.master.container_command = {"python", "-m", "x"};
+  spec.master.container_args = {"--a", ""};
+  spec.worker = {"n1-standard-4", 8, {"NVIDIA_TESLA_V100", 1}, "gcr.io/p/w", {}, {"--w"}};
+  spec.parameter_server.machine_type = "n1-highmem-2";
+  spec.parameter_server.count = 3;
+  spec.evaluator.machine_type = "n1-standard-8";
+  spec.evaluator.count = 1;
+  spec.use_chief_in_tf_config = true;
   return spec;
 }
 
@@ -73,7 +82,7 @@ TEST(JobCodecTest, SpecRoundTripsEveryField) {
   back.region = "stale";  // decoding starts from defaults
   ASSERT_TRUE(DecodeSpec(EncodeSpec(spec), &back).ok());
   EXPECT_EQ(back.scale_tier, spec.scale_tier);
-  EXPECT_EQ(back.master_type, spec.master_type);
+  EXPECT_EQ(back.master.machine_type, spec.master.machine_type);
   EXPECT_EQ(back.package_uris, spec.package_uris);
   EXPECT_EQ(back.python_module, spec.python_module);
   EXPECT_EQ(back.args, spec.args);
@@ -85,14 +94,27 @@ TEST(JobCodecTest, SpecRoundTripsEveryField) {
   EXPECT_EQ(back.scheduling.max_wait_time, spec.scheduling.max_wait_time);
   EXPECT_EQ(back.scheduling.priority, spec.scheduling.priority);
   EXPECT_EQ(back.has_hyperparameters, spec.has_hyperparameters);
-  EXPECT_EQ(back.master_image_uri, spec.master_image_uri);
+  EXPECT_EQ(back.master.image_uri, spec.master.image_uri);
+  for (auto role : {&model::TrainingSpec::master, &model::TrainingSpec::worker,
+                    &model::TrainingSpec::parameter_server, &model::TrainingSpec::evaluator}) {
+    const model::ReplicaRoleSpec& want = spec.*role;
+    const model::ReplicaRoleSpec& got = back.*role;
+    EXPECT_EQ(got.machine_type, want.machine_type);
+    EXPECT_EQ(got.count, want.count);
+    EXPECT_EQ(got.accelerator.type, want.accelerator.type);
+    EXPECT_EQ(got.accelerator.count, want.accelerator.count);
+    EXPECT_EQ(got.image_uri, want.image_uri);
+    EXPECT_EQ(got.container_command, want.container_command);
+    EXPECT_EQ(got.container_args, want.container_args);
+  }
+  EXPECT_TRUE(back.use_chief_in_tf_config);
 }
 
 // Fails when model::TrainingSpec gains or loses a field: add it to EncodeSpec/DecodeSpec (and to
 // FullSpec above), then update the expected size.
 TEST(JobCodecTest, SpecCodecCoversTrainingSpecLayout) {
 #if defined(__x86_64__) && defined(__GLIBCXX__)
-  EXPECT_EQ(sizeof(model::TrainingSpec), 352u)
+  EXPECT_EQ(sizeof(model::TrainingSpec), 936u)
       << "model::TrainingSpec changed: update src/store/job_codec.cc";
 #else
   GTEST_SKIP() << "layout guard is calibrated for x86-64 libstdc++";

@@ -88,7 +88,7 @@ TEST_P(JobStoreContractTest, CreateAssignsIncreasingSeqs) {
 TEST_P(JobStoreContractTest, GetReturnsEveryStoredField) {
   Job job = MakeJob("proj", "full");
   job.state = JobState::kRunning;
-  job.spec.master_type = "complex_model_m";
+  job.spec.master.machine_type = "complex_model_m";
   job.spec.args = {"--epochs", "3", ""};
   job.spec.job_dir = "gs://b/dir";
   job.spec.runtime_version = "2.11";
@@ -97,7 +97,7 @@ TEST_P(JobStoreContractTest, GetReturnsEveryStoredField) {
   job.spec.scheduling.max_wait_time = 60 * kMicrosPerSecond;
   job.spec.scheduling.priority = 900;
   job.spec.has_hyperparameters = true;
-  job.spec.master_image_uri = "gcr.io/p/image:latest";
+  job.spec.master.image_uri = "gcr.io/p/image:latest";
   job.labels = {{"owner", "alice"}, {"team", "ml \"quoted\" ünïcode"}};
   job.etag = "abcdefghijk=";
   job.start_time = 1700000001000001;
@@ -117,7 +117,7 @@ TEST_P(JobStoreContractTest, GetReturnsEveryStoredField) {
   EXPECT_EQ(got->state, JobState::kRunning);
   EXPECT_EQ(got->training_input_json, job.training_input_json);
   EXPECT_EQ(got->spec.scale_tier, "CUSTOM");
-  EXPECT_EQ(got->spec.master_type, "complex_model_m");
+  EXPECT_EQ(got->spec.master.machine_type, "complex_model_m");
   EXPECT_EQ(got->spec.package_uris, job.spec.package_uris);
   EXPECT_EQ(got->spec.python_module, "trainer.task");
   EXPECT_EQ(got->spec.args, job.spec.args);
@@ -129,7 +129,7 @@ TEST_P(JobStoreContractTest, GetReturnsEveryStoredField) {
   EXPECT_EQ(got->spec.scheduling.max_wait_time, job.spec.scheduling.max_wait_time);
   EXPECT_EQ(got->spec.scheduling.priority, 900);
   EXPECT_TRUE(got->spec.has_hyperparameters);
-  EXPECT_EQ(got->spec.master_image_uri, "gcr.io/p/image:latest");
+  EXPECT_EQ(got->spec.master.image_uri, "gcr.io/p/image:latest");
   EXPECT_EQ(got->labels, job.labels);
   EXPECT_EQ(got->etag, job.etag);
   EXPECT_EQ(got->create_time, job.create_time);

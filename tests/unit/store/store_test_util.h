@@ -43,7 +43,7 @@ inline model::Job MakeJob(const std::string& project, const std::string& job_id)
       R"({"scaleTier":"CUSTOM","masterType":"n1-standard-4","region":"us-central1",)"
       R"("packageUris":["gs://bucket/trainer-0.1.tar.gz"],"pythonModule":"trainer.task"})";
   job.spec.scale_tier = "CUSTOM";
-  job.spec.master_type = "n1-standard-4";
+  job.spec.master.machine_type = "n1-standard-4";
   job.spec.package_uris = {"gs://bucket/trainer-0.1.tar.gz"};
   job.spec.python_module = "trainer.task";
   job.spec.region = "us-central1";

@@ -36,6 +36,12 @@ struct ReplicaKey {
   bool operator==(const ReplicaKey& o) const;
 };
 
+// Resource limits of one replica, enforced with cgroup v1 by the launcher (0 = no limit).
+struct ResourceLimits {
+  int64_t memory_bytes = 0;  // memory.limit_in_bytes
+  int64_t cpu_millis = 0;    // cpu.cfs_quota_us = cpu_millis * 100 (period 100 ms)
+};
+
 // Everything the launcher needs; written to <work_dir>/spec.json.
 struct ReplicaSpec {
   ReplicaKey key;
@@ -51,6 +57,12 @@ struct ReplicaSpec {
   std::string pip_index_url;  // "" = install with --no-index
   std::vector<std::string> pip_find_links;
   std::string cwd;  // working directory of the trainer ("" = work_dir)
+  // cgroup v1 mount root (e.g. /sys/fs/cgroup); "" = run without cgroups. The launcher creates
+  // <root>/{memory,cpu,cpuacct?}/<cgroup_name>, applies `limits`, runs every child in it, kills
+  // what is left in it at the end and removes it.
+  std::string cgroup_root;
+  std::string cgroup_name;  // e.g. "trainyard/default.job1.worker-replica-0.1"
+  ResourceLimits limits;
 };
 
 // How a replica ended.
@@ -61,6 +73,7 @@ struct ReplicaExit {
   std::string phase;               // "install" (environment failed), "run" (trainer ran), "launch"
   std::string message;             // install failure text (pip's message) or launcher error
   std::string error_tail;          // tail of the trainer's stderr, traceback first (may be "")
+  bool oom_killed = false;         // the replica's memory cgroup recorded an OOM kill
 };
 
 // Callbacks from the executor. Called on executor threads; implementations must be quick and

@@ -40,9 +40,30 @@ struct Scheduling {
   int32_t priority = 0;                      // [0, 1000]
 };
 
+// acceleratorConfig of one replica role (compat §2); count 0 = none.
+struct AcceleratorSpec {
+  std::string type;  // AcceleratorType enum name, e.g. "NVIDIA_TESLA_T4"
+  int64_t count = 0;
+};
+
+// One replica role of TrainingInput: masterType/masterConfig, workerType/workerCount/workerConfig,
+// and so on. Values are as the user gave them (no tier defaults applied; see machine_types.h).
+struct ReplicaRoleSpec {
+  std::string machine_type;  // "*Type"; "" = unset
+  int64_t count = 0;         // "*Count"; the master's is always 1 (not stored here)
+  AcceleratorSpec accelerator;
+  std::string image_uri;  // "*Config.imageUri" as given ("" = unset; workers inherit the master's)
+  std::vector<std::string> container_command;
+  std::vector<std::string> container_args;
+};
+
 struct TrainingSpec {
   std::string scale_tier = "BASIC";  // enum name
-  std::string master_type;
+  ReplicaRoleSpec master;            // count unused
+  ReplicaRoleSpec worker;
+  ReplicaRoleSpec parameter_server;
+  ReplicaRoleSpec evaluator;
+  bool use_chief_in_tf_config = false;
   std::vector<std::string> package_uris;
   std::string python_module;
   std::vector<std::string> args;
@@ -52,7 +73,6 @@ struct TrainingSpec {
   std::string python_version;
   Scheduling scheduling;
   bool has_hyperparameters = false;
-  std::string master_image_uri;  // masterConfig.imageUri
 };
 
 struct Job {

@@ -22,6 +22,7 @@
 #include "trainyard/core/status.h"
 #include "trainyard/executor/executor.h"
 #include "trainyard/model/job.h"
+#include "trainyard/scheduler/resources.h"
 #include "trainyard/storage/bucket_store.h"
 #include "trainyard/store/job_store.h"
 
@@ -41,8 +42,17 @@ struct SchedulerOptions {
   std::string env_cache_dir;  // cached Python environments
   std::vector<RuntimeOptions> runtimes = {RuntimeOptions{}};
   Duration cancel_grace = 10 * kMicrosPerSecond;  // SIGTERM -> SIGKILL
-  int max_running_jobs = 0;  // 0 = no limit (issue 4 brings resource-aware admission)
+  int max_running_jobs = 0;                       // 0 = no limit besides resources
   bool admission_paused = false;
+  // What this node offers (after overcommit) and how GPU requests match GPUs.
+  NodeCapacity node;
+  bool exact_gpu_type = false;
+  // cgroup v1 root for replica limits; "" = run replicas without limits.
+  std::string cgroup_root;
+  // Restarts of a replica killed by a signal Trainyard did not send, before the job fails.
+  int replica_restarts = 5;
+  // How often consumedMLUnits of running jobs is written to the store (it is live in GET).
+  Duration ml_units_persist_interval = 30 * kMicrosPerSecond;
   std::string pip_index_url;  // "" = pip runs with --no-index
   std::vector<std::string> pip_find_links;
   Duration default_max_running_time = 7LL * 24 * 3600 * kMicrosPerSecond;
@@ -55,6 +65,10 @@ struct SchedulerStats {
   int running = 0;
   int cancelling = 0;
   int running_replicas = 0;
+  int64_t free_cpu_millis = 0;
+  int64_t free_memory_bytes = 0;
+  int free_gpus = 0;
+  int64_t replica_restarts = 0;  // since start
 };
 
 class Scheduler : public executor::ExecutorListener {
@@ -88,6 +102,10 @@ class Scheduler : public executor::ExecutorListener {
   // Fills live fields of jobs read from the store (jobPosition while QUEUED).
   void FillLiveFields(std::vector<model::Job>& jobs);
 
+  // One admission pass now, whatever changed (benchmarks and tests). Returns the jobs admitted.
+  int RunAdmissionPass();
+  const NodeCapacity& node() const { return options_.node; }
+
   void SetAdmissionPaused(bool paused);
   bool admission_paused() const;
   SchedulerStats Stats() const;
@@ -100,6 +118,11 @@ class Scheduler : public executor::ExecutorListener {
  private:
   struct Replica {
     executor::ReplicaKey key;
+    ReplicaDemand demand;
+    double ml_units_per_hour = 0;
+    executor::ReplicaSpec spec;  // as launched (restarts reuse it: same identity and port)
+    std::vector<int> gpus;       // GPU indices given to it
+    int restarts = 0;
     bool launched = false;
     bool running = false;
     bool exited = false;
@@ -110,6 +133,8 @@ class Scheduler : public executor::ExecutorListener {
     std::vector<Replica> replicas;
     std::string cancel_reason;  // set once a cancel was requested (user or deadline)
     Timestamp running_since = 0;
+    Timestamp units_accrued_at = 0;  // consumedMLUnits counted up to here (0 = not running)
+    Timestamp units_persisted_at = 0;
   };
   using JobKey = std::pair<std::string, std::string>;  // project, job id
 
@@ -117,8 +142,14 @@ class Scheduler : public executor::ExecutorListener {
   bool AdmitLocked();
   void CheckDeadlinesLocked(Timestamp now);
   void FlushServiceLogsLocked();
-  // The replicas a job runs (one master until multi-replica jobs land).
+  // The replicas a job runs (model::PlanCluster), with their demands.
   static std::vector<Replica> PlanReplicas(const model::Job& job);
+  static JobDemand DemandOf(const std::vector<Replica>& replicas);
+  static std::string Owner(const model::Job& job) { return job.project + "/" + job.job_id; }
+  // Restarts a replica killed from outside when the policy allows; true when it did.
+  bool MaybeRestartLocked(ActiveJob& aj, Replica& r);
+  void AccrueUnitsLocked(ActiveJob& aj, Timestamp now);
+  void AccrueAllLocked(Timestamp now);
   Status LaunchLocked(ActiveJob& aj);
   Status TransitionLocked(ActiveJob& aj, model::JobState to, const std::string& reason);
   void FinishLocked(ActiveJob& aj, model::JobState to, const std::string& message);
@@ -147,10 +178,17 @@ class Scheduler : public executor::ExecutorListener {
   std::map<JobKey, ActiveJob> active_;
   // Queue order: higher priority first, then older (lower seq) first. An order-statistics tree,
   // so jobPosition is O(log n) with 100,000 queued jobs.
+  // Each entry keeps the job's summed demand, so an admission pass reads no job from the store
+  // until it admits one.
   using QueueEntry = std::tuple<int, int64_t, JobKey>;
-  __gnu_pbds::tree<QueueEntry, __gnu_pbds::null_type, std::less<QueueEntry>,
-                   __gnu_pbds::rb_tree_tag, __gnu_pbds::tree_order_statistics_node_update>
+  __gnu_pbds::tree<QueueEntry, JobDemand, std::less<QueueEntry>, __gnu_pbds::rb_tree_tag,
+                   __gnu_pbds::tree_order_statistics_node_update>
       queue_;
+  ResourcePool pool_;
+  // Set when an admission pass could admit something it could not before (a job was queued,
+  // resources were freed, admission resumed); clear passes are skipped.
+  bool admission_dirty_ = true;
+  int64_t restarts_total_ = 0;
   // Queued jobs with a maxWaitTime, by deadline (stale entries are skipped when reached).
   std::set<std::pair<Timestamp, QueueEntry>> wait_deadlines_;
   // Admitted jobs with a deadline to watch: RUNNING ones (maxRunningTime) and PREPARING ones
