@@ -39,6 +39,7 @@ if [[ $quick == 1 ]]; then
     "bench/bench_creates.py --duration 3 --requests 5000"
     "bench/bench_list.py --jobs 10000 --requests 200"
     "bench/bench_logs.py --reps 1 --no-api-count"
+    "bench/bench_distributed.py --runs 2"
   )
 else
   runs=(
@@ -46,6 +47,7 @@ else
     "bench/bench_creates.py"
     "bench/bench_list.py"
     "bench/bench_logs.py"
+    "bench/bench_distributed.py"
   )
 fi
 
@@ -65,6 +67,15 @@ run_all() {
     $PY $r || { echo "FAILED: $r"; status=1; }
     echo "($((SECONDS - t0)) s)"
   done
+  # The admission benchmark drives the Scheduler library directly (built in the full tree).
+  if [[ -x "$BIN/ty_admission_bench" ]]; then
+    echo
+    echo "==> $BIN/ty_admission_bench --jobs 10000"
+    "$BIN/ty_admission_bench" --jobs 10000 || { echo "FAILED: ty_admission_bench"; status=1; }
+  else
+    echo
+    echo "(skipped ty_admission_bench: build it with ninja -C build ty_admission_bench)"
+  fi
   return $status
 }
 

@@ -10,7 +10,7 @@ PACKAGES=(
   libsqlite3-dev libssl-dev libgtest-dev libgmock-dev
   # runtime: the default Python runtime and its ML stack, pip/venv for trainer packages
   python3 python3-pip python3-venv python3-setuptools python3-numpy python3-sklearn
-  python3-joblib
+  python3-joblib python3-torch
   # tests
   python3-pytest curl
   # Google's Python API client, for the drop-in compatibility tests

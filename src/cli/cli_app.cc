@@ -251,18 +251,26 @@ class CommandTree {
     CLI::App* c = local->add_subcommand(
         "train",
         "Run a trainer in the foreground as `python -m MODULE ARGS`, with the TF_CONFIG gcloud "
-        "sets. Everything after a literal `--` is passed to the trainer.");
+        "sets; with --distributed, a local cluster of them. Everything after a literal `--` is "
+        "passed to the trainer.");
     auto* a = Keep<LocalTrainArgs>();
     binder_.Add(c, "--module-name", &a->module_name, "Python module to run.")->required();
     binder_.Add(c, "--package-path", &a->package_path,
                 "Package directory (default: the current directory); the trainer runs in its "
                 "parent.");
     binder_.Add(c, "--job-dir", &a->job_dir, "Appended to the trainer's args as --job-dir DIR.");
-    c->add_flag("--distributed", a->distributed, "Not supported yet.");
-    binder_.Add(c, "--parameter-server-count", &a->parameter_server_count, "Not supported yet.");
-    binder_.Add(c, "--worker-count", &a->worker_count, "Not supported yet.");
-    binder_.Add(c, "--evaluator-count", &a->evaluator_count, "Not supported yet.");
-    binder_.Add(c, "--start-port", &a->start_port, "Not supported yet.");
+    c->add_flag("--distributed", a->distributed,
+                "Run a local cluster: parameter servers, workers and evaluators in the "
+                "background, the primary in the foreground, each with its TF_CONFIG.");
+    binder_.Add(c, "--parameter-server-count", &a->parameter_server_count,
+                "Number of parameter servers. Ignored without --distributed. Default: 2");
+    binder_.Add(c, "--worker-count", &a->worker_count,
+                "Number of workers. Ignored without --distributed. Default: 2");
+    binder_.Add(c, "--evaluator-count", &a->evaluator_count,
+                "Number of evaluators. Ignored without --distributed. Default: 0");
+    binder_.Add(c, "--start-port", &a->start_port,
+                "First of the parameter-server-count + worker-count + 1 consecutive ports the "
+                "cluster uses. Ignored without --distributed. Default: 27182");
     leaves_[c] = Leaf{[a](const Invocation& inv) { return RunLocalTrain(inv, *a); }, true};
   }
 

@@ -92,9 +92,8 @@ struct LocalTrainArgs {
   std::optional<std::string> evaluator_count;
   std::optional<std::string> start_port;
 };
+// In local_train.cc, with the TF_CONFIG and environment builders (local_train.h).
 int RunLocalTrain(const Invocation& inv, const LocalTrainArgs& args);
-// The TF_CONFIG `local train` sets (gcloud's non-distributed shape, key order kept).
-std::string LocalTrainTfConfig(const std::string& module, const std::vector<std::string>& args);
 
 int RunBucketsCreate(const Invocation& inv, const std::string& bucket_uri);
 int RunBucketsList(const Invocation& inv);

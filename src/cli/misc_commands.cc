@@ -1,67 +1,13 @@
-// local train, buckets, cp, admin.
-#include <unistd.h>
-
+// buckets, cp, admin (local train is in local_train.cc).
 #include <filesystem>
-#include <iostream>
-#include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "job_builder.h"
-#include "packaging.h"
-#include "process.h"
 #include "trainyard/core/util.h"
 
 namespace trainyard::cli {
 
 namespace fs = std::filesystem;
-
-// --- local train -------------------------------------------------------------------------
-
-std::string LocalTrainTfConfig(const std::string& module, const std::vector<std::string>& args) {
-  // json.dumps of gcloud's dict: insertion order, ", " and ": " separators.
-  std::string list;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (i > 0) list += ", ";
-    list += nlohmann::json(args[i]).dump();
-  }
-  return "{\"job\": {\"job_name\": " + nlohmann::json(module).dump() + ", \"args\": [" + list +
-         "]}, \"task\": {}, \"cluster\": {}, \"environment\": \"cloud\"}";
-}
-
-int RunLocalTrain(const Invocation& inv, const LocalTrainArgs& a) {
-  if (a.distributed || a.parameter_server_count || a.worker_count || a.evaluator_count ||
-      a.start_port) {
-    return inv.Fail(
-        "--distributed, --parameter-server-count, --worker-count, --evaluator-count and "
-        "--start-port are not supported yet; run without them for a single local process");
-  }
-  std::error_code ec;
-  fs::path package = a.package_path ? fs::path(*a.package_path) : fs::current_path(ec);
-  package = fs::absolute(package, ec).lexically_normal();
-  if (!package.has_filename()) package = package.parent_path();
-  if (!fs::is_directory(package, ec)) {
-    return inv.Fail("--package-path [" + package.string() + "] is not a directory");
-  }
-  std::vector<std::string> args = inv.user_args;
-  if (a.job_dir) {
-    std::string dir = *a.job_dir;
-    // The trainer runs in the package's parent: make a local job dir absolute first.
-    if (!IsGcsUri(dir) && dir.find("://") == std::string::npos) {
-      dir = fs::absolute(dir, ec).lexically_normal().string();
-    }
-    args.push_back("--job-dir");
-    args.push_back(dir);
-  }
-  std::vector<std::string> argv = {RuntimePython(), "-m", *a.module_name};
-  argv.insert(argv.end(), args.begin(), args.end());
-  inv.Out().flush();
-  inv.Err().flush();
-  std::cout.flush();
-  std::cerr.flush();
-  Status s = ExecReplace(argv, package.parent_path().string(),
-                         {{"TF_CONFIG", LocalTrainTfConfig(*a.module_name, args)}});
-  return inv.Fail(s.message());
-}
 
 // --- buckets -----------------------------------------------------------------------------
 

@@ -231,7 +231,7 @@ Status Scheduler::Start() {
       // A cancel stored before the crash may not have reached the replicas: send it again.
       if (!aj.cancel_reason.empty()) {
         for (auto& r : aj.replicas) {
-          if (r.launched && !r.exited) executor_.Kill(r.key, options_.cancel_grace);
+          StopReplicaLocked(r, options_.cancel_grace);
         }
       }
       MaybeFinishLocked(aj);
@@ -422,7 +422,7 @@ void Scheduler::RequestCancelLocked(ActiveJob& aj, const std::string& reason) {
   (void)TransitionLocked(aj, JobState::kCancelling, reason);
   ServiceLogLocked(aj.job, model::Severity::kInfo, reason);
   for (auto& r : aj.replicas) {
-    if (r.launched && !r.exited) executor_.Kill(r.key, options_.cancel_grace);
+    StopReplicaLocked(r, options_.cancel_grace);
   }
 }
 
@@ -628,7 +628,7 @@ bool Scheduler::AdmitLocked() {
     Status st = gpus.ok() ? LaunchLocked(aj) : gpus.status();
     if (!st.ok()) {
       for (auto& r : aj.replicas) {
-        if (r.launched) executor_.Kill(r.key, 0);
+        StopReplicaLocked(r, 0);
       }
       FinishLocked(aj, JobState::kFailed, "The job could not be started: " + st.message());
       if (model::IsTerminal(aj.job.state)) active_.erase(ait);
@@ -905,9 +905,7 @@ void Scheduler::MaybeFinishLocked(ActiveJob& aj) {
     }
   }
   if (!failures.empty()) {
-    for (const auto& r : aj.replicas) {
-      if (r.launched && !r.exited) executor_.Kill(r.key, options_.cancel_grace);
-    }
+    for (auto& r : aj.replicas) StopReplicaLocked(r, options_.cancel_grace);
     if (all_gone) {
       FinishLocked(aj, JobState::kFailed, failures);
     } else if (aj.job.error_message.empty()) {
@@ -916,9 +914,7 @@ void Scheduler::MaybeFinishLocked(ActiveJob& aj) {
     return;
   }
   if (master != nullptr && master->exited && ExitedCleanly(master->exit)) {
-    for (const auto& r : aj.replicas) {
-      if (r.launched && !r.exited) executor_.Kill(r.key, options_.cancel_grace);
-    }
+    for (auto& r : aj.replicas) StopReplicaLocked(r, options_.cancel_grace);
     if (!all_gone) return;
     if (aj.job.state == JobState::kPreparing) (void)TransitionLocked(aj, JobState::kRunning, "");
     FinishLocked(aj, JobState::kSucceeded, "");
@@ -1006,8 +1002,15 @@ bool Scheduler::MaybeRestartLocked(ActiveJob& aj, Replica& r) {
     return false;
   }
   r.exited = false;
+  r.stop_sent = false;
   r.exit = executor::ReplicaExit();
   return true;
+}
+
+void Scheduler::StopReplicaLocked(Replica& r, Duration grace) {
+  if (!r.launched || r.exited || r.stop_sent) return;  // one stop request per replica run
+  r.stop_sent = true;
+  executor_.Kill(r.key, grace);
 }
 
 void Scheduler::AccrueUnitsLocked(ActiveJob& aj, Timestamp now) {

@@ -414,20 +414,5 @@ TEST_F(CliCommandsTest, HelpAndVersionExitZero) {
   EXPECT_EQ(version.out.rfind("trainyard ", 0), 0u);
 }
 
-TEST_F(CliCommandsTest, LocalTrainRefusesDistributedForNow) {
-  CliResult r = Run({"local", "train", "--module-name", "m", "--distributed"});
-  EXPECT_EQ(r.rc, 1);
-  EXPECT_NE(r.err.find("not supported yet"), std::string::npos);
-}
-
-TEST(LocalTrainTest, TfConfigMatchesGcloudsJsonDumps) {
-  EXPECT_EQ(LocalTrainTfConfig("trainer.task", {"--x", "1", "--job-dir", "/tmp/o"}),
-            "{\"job\": {\"job_name\": \"trainer.task\", \"args\": [\"--x\", \"1\", \"--job-dir\", "
-            "\"/tmp/o\"]}, \"task\": {}, \"cluster\": {}, \"environment\": \"cloud\"}");
-  EXPECT_EQ(LocalTrainTfConfig("m", {}),
-            "{\"job\": {\"job_name\": \"m\", \"args\": []}, \"task\": {}, \"cluster\": {}, "
-            "\"environment\": \"cloud\"}");
-}
-
 }  // namespace
 }  // namespace trainyard::cli

@@ -126,6 +126,7 @@ class Scheduler : public executor::ExecutorListener {
     bool launched = false;
     bool running = false;
     bool exited = false;
+    bool stop_sent = false;  // Kill() was asked for this run of the replica
     executor::ReplicaExit exit;
   };
   struct ActiveJob {
@@ -148,6 +149,8 @@ class Scheduler : public executor::ExecutorListener {
   static std::string Owner(const model::Job& job) { return job.project + "/" + job.job_id; }
   // Restarts a replica killed from outside when the policy allows; true when it did.
   bool MaybeRestartLocked(ActiveJob& aj, Replica& r);
+  // Asks the executor to stop a running replica, once per run of it.
+  void StopReplicaLocked(Replica& r, Duration grace);
   void AccrueUnitsLocked(ActiveJob& aj, Timestamp now);
   void AccrueAllLocked(Timestamp now);
   Status LaunchLocked(ActiveJob& aj);
