@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cgroup_v1.h"
+#include "test_util.h"
 #include "trainyard/core/util.h"
 
 namespace trainyard::executor {
@@ -27,29 +28,13 @@ namespace fs = std::filesystem;
 
 constexpr const char* kCgroupRoot = "/sys/fs/cgroup";
 
-class TempDir {
+using test_util::WriteText;
+
+// A temporary directory for one test.
+class TempDir : public test_util::TempDir {
  public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base != nullptr ? base : "/tmp") + "/ty_cgroup_test_XXXXXX";
-    char* made = ::mkdtemp(tmpl.data());
-    EXPECT_NE(made, nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+  TempDir() : test_util::TempDir("ty_cgroup_test") {}
 };
-
-void WriteText(const std::string& path, const std::string& text) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream(path) << text;
-}
 
 TEST(ProbeCgroupV1Test, MissingRootIsNotUsable) {
   TempDir tmp;

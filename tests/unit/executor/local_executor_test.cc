@@ -23,6 +23,7 @@
 
 #include "cgroup_v1.h"
 #include "proc_util.h"
+#include "test_util.h"
 #include "trainyard/core/util.h"
 #include "trainyard/executor/cgroups.h"
 #include "trainyard/executor/executor.h"
@@ -39,29 +40,13 @@ constexpr const char* kPython = "/usr/bin/python3";
 constexpr auto kTimeout = seconds(90);
 constexpr const char* kCgroupRoot = "/sys/fs/cgroup";
 
-class TempDir {
+using test_util::WriteText;
+
+// A temporary directory for one test.
+class TempDir : public test_util::TempDir {
  public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base != nullptr ? base : "/tmp") + "/ty_exec_test_XXXXXX";
-    char* made = ::mkdtemp(tmpl.data());
-    EXPECT_NE(made, nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+  TempDir() : test_util::TempDir("ty_exec_test") {}
 };
-
-void WriteText(const std::string& path, const std::string& text) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream(path) << text;
-}
 
 // Records every event; tests wait on predicates over what arrived.
 class Recorder : public ExecutorListener {
