@@ -104,6 +104,13 @@ Status ValidateDistributedLayout(const DistributedLayout& layout) {
   TRAINYARD_RETURN_IF_ERROR(CheckCount("--parameter-server-count", layout.parameter_servers));
   TRAINYARD_RETURN_IF_ERROR(CheckCount("--worker-count", layout.workers));
   TRAINYARD_RETURN_IF_ERROR(CheckCount("--evaluator-count", layout.evaluators));
+  // Evaluators take no port, so nothing else bounds them: one process each on this machine.
+  constexpr int64_t kMaxEvaluators = 1000;
+  if (layout.evaluators > kMaxEvaluators) {
+    return InvalidArgument(
+        "argument --evaluator-count: at most " + std::to_string(kMaxEvaluators) +
+        " evaluators can run locally; received: " + std::to_string(layout.evaluators));
+  }
   if (layout.start_port < 1 || layout.start_port > kMaxPort) {
     return InvalidArgument("argument --start-port: Value must be between 1 and 65535; received: " +
                            std::to_string(layout.start_port));

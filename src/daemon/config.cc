@@ -89,7 +89,8 @@ Result<int64_t> ParseByteSize(const std::string& text) {
                                                           {"TB", 1e12}};
   for (const auto& [name, factor] : kUnits) {
     if (unit == name) {
-      if (n < 0) break;
+      // Finite, not negative, and at most 2^60 bytes (an exabyte) once scaled.
+      if (!(n >= 0) || !(n * factor <= 1152921504606846976.0)) break;
       return static_cast<int64_t>(n * factor);
     }
   }
@@ -245,16 +246,16 @@ const std::vector<Field>& Fields() {
        "not have; 1 = strict)",
        [](DaemonConfig& c, const std::string& v) {
          Status st = ParseDoubleValue("cpu_overcommit", v, &c.cpu_overcommit);
-         if (st.ok() && !(c.cpu_overcommit > 0))
-           return InvalidArgument("config cpu_overcommit: must be > 0");
+         if (st.ok() && !(c.cpu_overcommit > 0 && c.cpu_overcommit <= 1e6))
+           return InvalidArgument("config cpu_overcommit: must be a number > 0 and <= 1000000");
          return st;
        },
        [](const DaemonConfig& c) { return FormatDouble(c.cpu_overcommit); }},
       {"memory_overcommit", "admission counts node_memory x this much memory (1 = strict)",
        [](DaemonConfig& c, const std::string& v) {
          Status st = ParseDoubleValue("memory_overcommit", v, &c.memory_overcommit);
-         if (st.ok() && !(c.memory_overcommit > 0))
-           return InvalidArgument("config memory_overcommit: must be > 0");
+         if (st.ok() && !(c.memory_overcommit > 0 && c.memory_overcommit <= 1e6))
+           return InvalidArgument("config memory_overcommit: must be a number > 0 and <= 1000000");
          return st;
        },
        [](const DaemonConfig& c) { return FormatDouble(c.memory_overcommit); }},

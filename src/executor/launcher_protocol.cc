@@ -102,9 +102,13 @@ Result<ReplicaSpec> SpecFromJson(std::string_view text) {
 }
 
 std::string ExitToJson(const ReplicaExit& exit) {
-  json j = {{"exitCode", exit.exit_code},   {"signal", exit.signal},
-            {"phase", exit.phase},          {"message", exit.message},
-            {"errorTail", exit.error_tail}, {"oomKilled", exit.oom_killed}};
+  json j = {{"exitCode", exit.exit_code},
+            {"signal", exit.signal},
+            {"phase", exit.phase},
+            {"message", exit.message},
+            {"errorTail", exit.error_tail},
+            {"oomKilled", exit.oom_killed},
+            {"stopRequested", exit.stop_requested}};
   return Dump(j);
 }
 
@@ -120,6 +124,7 @@ Result<ReplicaExit> ExitFromJson(std::string_view text) {
     Get(j, "message", &exit.message);
     Get(j, "errorTail", &exit.error_tail);
     Get(j, "oomKilled", &exit.oom_killed);
+    Get(j, "stopRequested", &exit.stop_requested);
   } catch (const json::exception& e) {
     return InvalidArgument(std::string("invalid exit status: ") + e.what());
   }

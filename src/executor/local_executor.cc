@@ -522,7 +522,8 @@ void LocalExecutor::ReportExit(Replica& r) {
   ReplicaExit exit;
   auto text = ReadFile(Join(r.work_dir, kExitFile));
   auto parsed = text.ok() ? ExitFromJson(*text) : Result<ReplicaExit>(text.status());
-  if (parsed.ok()) {
+  const bool reported = parsed.ok();
+  if (reported) {
     exit = std::move(parsed).value();
   } else {
     // The launcher died abnormally (SIGKILL, OOM) and could not clean up: its orphans still
@@ -561,7 +562,10 @@ void LocalExecutor::ReportExit(Replica& r) {
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    exit.killed_by_request = r.kill_requested;
+    // A trainer that ended on its own just before the stop request reached its launcher was
+    // not stopped by it (the master finishing while a worker's failure is being handled).
+    exit.killed_by_request =
+        r.kill_requested && (!reported || exit.phase != "run" || exit.stop_requested);
     // Out of the table before the listener hears of the exit, so it may launch the same
     // replica again (a restart) from inside the callback.
     auto it = replicas_.find(r.key);

@@ -185,6 +185,7 @@ class Launcher {
 
   // Termination requested by a signal.
   bool term_requested_ = false;
+  bool child_ended_after_term_ = false;  // the last child was reaped after the request
   int term_signal_ = 0;
   int64_t kill_deadline_ = 0;  // monotonic
   bool escalated_ = false;
@@ -256,6 +257,7 @@ int Launcher::Run() {
   }
   exit.exit_code = st->exit_code;
   exit.signal = st->signal;
+  exit.stop_requested = child_ended_after_term_;
   if (st->exit_code == 0) {
     Service(Severity::kInfo, "Module completed; cleaning up.");
   } else if (st->signal != 0) {
@@ -896,6 +898,7 @@ void Launcher::ReapChildren() {
     if (w == child_ && !child_reaped_) {
       child_reaped_ = true;
       child_wait_status_ = status;
+      child_ended_after_term_ = term_requested_;
     }
   }
 }

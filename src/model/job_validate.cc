@@ -155,6 +155,11 @@ constexpr ReplicaKeys kReplicas[] = {
     {"evaluator", "evaluatorType", "evaluatorConfig", "evaluatorCount"},
 };
 
+// Bounds that keep a plan finite (a Compute Engine VM has at most 16 GPUs; 1000 replicas of
+// one role is far beyond what one Trainyard runs, and AI Platform's quotas were lower).
+constexpr int64_t kMaxReplicasPerRole = 1000;
+constexpr int64_t kMaxAcceleratorsPerReplica = 16;
+
 constexpr std::string_view kNoMultiReplica = "Trainyard does not run multi-replica jobs yet";
 constexpr std::string_view kNoGpus = "Trainyard does not run GPU jobs yet";
 constexpr std::string_view kNoContainers = "Trainyard does not run custom-container jobs yet";
@@ -175,6 +180,10 @@ void CheckMachineTypes(const json& ti, const std::string& tier, const Capabiliti
       int64_t count = Int(ti, r.count_key);
       if (count < 0) {
         c->Invalid(count_field, std::string(r.count_key) + " must not be negative");
+      } else if (count > kMaxReplicasPerRole) {
+        c->Invalid(count_field, std::string(r.count_key) + " is " + std::to_string(count) +
+                                    "; at most " + std::to_string(kMaxReplicasPerRole) +
+                                    " replicas of one role are allowed");
       } else if (count > 0) {
         if (!custom) {
           c->Invalid(count_field,
@@ -239,6 +248,10 @@ void CheckReplicaConfigs(const json& ti, const std::string& tier, const Capabili
         if (!custom) what = "scaleTier " + tier + " uses legacy machine types";
         c->Invalid(field, "acceleratorConfig is only allowed with Compute Engine machine types (" +
                               what + ")");
+      } else if (const MachineType* m = FindMachineType(type); m != nullptr && m->gpu_count > 0) {
+        c->Invalid(field, "machine type " + Quote(type) + " comes with " +
+                              std::to_string(m->gpu_count) + " " + std::string(m->gpu_type) +
+                              " GPU(s) of its own; acceleratorConfig cannot be added to it");
       }
       const std::string acc_type = Str(*acc, "type");
       const int64_t count = Int(*acc, "count");
@@ -251,6 +264,9 @@ void CheckReplicaConfigs(const json& ti, const std::string& tier, const Capabili
       }
       if (count <= 0) {
         c->Invalid(field + ".count", "The count of the accelerator must be greater than 0");
+      } else if (count > kMaxAcceleratorsPerReplica) {
+        c->Invalid(field + ".count", "The count of the accelerator must be at most " +
+                                         std::to_string(kMaxAcceleratorsPerReplica));
       }
       if (!caps.gpus && !tpu) {
         c->Unimplemented(field, "acceleratorConfig asks for GPUs: " + std::string(kNoGpus));

@@ -274,10 +274,10 @@ Result<std::vector<Gpu>> ParseGpuList(const std::string& text) {
     std::string item = Trim(raw);
     int count = 1;
     size_t x = item.find('x');
-    if (x != std::string::npos && x > 0 &&
+    if (x != std::string::npos && x > 0 && x <= 4 &&
         std::all_of(item.begin(), item.begin() + static_cast<std::ptrdiff_t>(x),
                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
-      count = std::stoi(item.substr(0, x));
+      count = std::stoi(item.substr(0, x));  // at most 4 digits: cannot overflow
       item = item.substr(x + 1);
     }
     bool valid = !item.empty() && count > 0 && count <= 1024;

@@ -32,22 +32,31 @@ bool ListMatches(const std::vector<std::string>& patterns, const std::string& va
   return false;
 }
 
-// A port free on this host right now (the kernel picks it).
-int PickFreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 2222;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  int port = 2222;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    socklen_t len = sizeof addr;
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-      port = ntohs(addr.sin_port);
+// `n` distinct ports free on this host right now. The kernel picks them; every socket stays
+// bound until all are picked, so no port is handed out twice.
+std::vector<int> PickFreePorts(size_t n) {
+  std::vector<int> ports;
+  std::vector<int> fds;
+  for (size_t i = 0; i < n; ++i) {
+    int port = 0;
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0) {
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      addr.sin_port = 0;
+      socklen_t len = sizeof addr;
+      if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+          ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+        port = ntohs(addr.sin_port);
+      }
+      fds.push_back(fd);
+    }
+    // Out of sockets: fall back to AI Platform's port, distinct per task.
+    ports.push_back(port != 0 ? port : 2222 + static_cast<int>(i));
   }
-  ::close(fd);
-  return port;
+  for (int fd : fds) ::close(fd);
+  return ports;
 }
 
 // Runtime 2.1 and later name the primary "chief" (compat §6.1); 1.x and unset say "master".
@@ -627,10 +636,17 @@ bool Scheduler::AdmitLocked() {
     ServiceLogLocked(aj.job, model::Severity::kInfo, "Waiting for job to be provisioned.");
     Status st = gpus.ok() ? LaunchLocked(aj) : gpus.status();
     if (!st.ok()) {
+      // The replica that could not start fails the job; the ones already started are stopped,
+      // and the job (with what it holds) is finished only once they are gone.
       for (auto& r : aj.replicas) {
-        StopReplicaLocked(r, 0);
+        if (r.launched) continue;
+        r.exited = true;
+        r.exit.phase = "launch";
+        r.exit.exit_code = 1;
+        r.exit.message = st.message();
+        break;
       }
-      FinishLocked(aj, JobState::kFailed, "The job could not be started: " + st.message());
+      MaybeFinishLocked(aj);
       if (model::IsTerminal(aj.job.state)) active_.erase(ait);
       continue;
     }
@@ -729,14 +745,13 @@ Status Scheduler::LaunchLocked(ActiveJob& aj) {
   const std::string primary = PrimaryTaskName(job.spec.runtime_version);
   auto tf_type = [&primary](const std::string& t) { return t == "master" ? primary : t; };
   json cluster = json::object();
-  std::vector<int> ports(aj.replicas.size(), 0);
+  const std::vector<int> ports = PickFreePorts(aj.replicas.size());
   int master_port = 0;
   int workers = 0;
   for (size_t i = 0; i < aj.replicas.size(); ++i) {
     const auto& key = aj.replicas[i].key;
     if (key.task_type == "worker") ++workers;
     if (key.task_type == "evaluator") continue;  // evaluators are never in the cluster
-    ports[i] = PickFreePort();
     if (key.task_type == "master") master_port = ports[i];
     cluster[tf_type(key.task_type)].push_back("127.0.0.1:" + std::to_string(ports[i]));
   }
@@ -784,6 +799,8 @@ Status Scheduler::LaunchLocked(ActiveJob& aj) {
     std::string visible;
     for (int g : r.gpus) visible += (visible.empty() ? "" : ",") + std::to_string(g);
     spec.env["CUDA_VISIBLE_DEVICES"] = visible;
+    // Indices are nvidia-smi's, which count in PCI bus order; CUDA's default order differs.
+    spec.env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
     if (!storage_endpoint_.empty()) {
       spec.env["STORAGE_EMULATOR_HOST"] = storage_endpoint_;
     }
@@ -893,10 +910,22 @@ void Scheduler::MaybeFinishLocked(ActiveJob& aj) {
     if (all_gone) FinishLocked(aj, JobState::kCancelled, aj.cancel_reason);
     return;
   }
-  std::string failures;
   const Replica* master = nullptr;
   for (const auto& r : aj.replicas) {
     if (r.key.task_type == "master") master = &r;
+  }
+  // The master decides: once it has exited 0 on its own, replicas that fail afterwards (DDP
+  // ranks losing rank 0's store, TF workers losing the chief) do not change the outcome.
+  if (master != nullptr && master->exited && ExitedCleanly(master->exit) &&
+      !master->exit.killed_by_request) {
+    for (auto& r : aj.replicas) StopReplicaLocked(r, options_.cancel_grace);
+    if (!all_gone) return;
+    if (aj.job.state == JobState::kPreparing) (void)TransitionLocked(aj, JobState::kRunning, "");
+    FinishLocked(aj, JobState::kSucceeded, "");
+    return;
+  }
+  std::string failures;
+  for (const auto& r : aj.replicas) {
     // Replicas Trainyard stopped itself (after another failed or the master finished) are
     // not failures of their own.
     if (r.exited && !r.exit.killed_by_request && !ExitedCleanly(r.exit)) {
@@ -911,13 +940,6 @@ void Scheduler::MaybeFinishLocked(ActiveJob& aj) {
     } else if (aj.job.error_message.empty()) {
       aj.job.error_message = failures;  // final once the others are gone
     }
-    return;
-  }
-  if (master != nullptr && master->exited && ExitedCleanly(master->exit)) {
-    for (auto& r : aj.replicas) StopReplicaLocked(r, options_.cancel_grace);
-    if (!all_gone) return;
-    if (aj.job.state == JobState::kPreparing) (void)TransitionLocked(aj, JobState::kRunning, "");
-    FinishLocked(aj, JobState::kSucceeded, "");
   }
 }
 
@@ -945,6 +967,9 @@ Status Scheduler::OnReplicaLogs(std::vector<model::LogEntry> entries) {
 
 void Scheduler::OnReplicaExit(const executor::ReplicaKey& key, const executor::ReplicaExit& exit) {
   std::lock_guard<std::mutex> lock(mu_);
+  // While the daemon stops, nothing is decided (or restarted): recovery looks at the replica
+  // again on the next start.
+  if (stopping_) return;
   auto it = active_.find({key.project, key.job_id});
   if (it == active_.end()) return;
   ActiveJob& aj = it->second;

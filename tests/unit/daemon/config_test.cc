@@ -57,6 +57,39 @@ TEST_F(ConfigTest, RejectsUnknownKeysAndBadValuesNamingThem) {
   EXPECT_FALSE(ApplyConfigFile(path_, c).ok());
 }
 
+TEST_F(ConfigTest, NodeResourceSettingsAreCheckedNotTrusted) {
+  DaemonConfig c;
+  EXPECT_TRUE(SetConfigValue(c, "node_memory", "24GiB").ok());
+  EXPECT_EQ(*ParseByteSize("24GiB"), 24LL << 30);
+  EXPECT_EQ(*ParseByteSize("1.5G"), 3LL << 29);
+  EXPECT_EQ(*ParseByteSize("2GB"), 2000000000);
+  EXPECT_EQ(*ParseByteSize("512"), 512);
+  for (const char* bad : {"lots", "1e30GiB", "inf", "nan", "-1G", "12 parsecs"}) {
+    EXPECT_FALSE(ParseByteSize(bad).ok()) << bad;
+    Status st = SetConfigValue(c, "node_memory", bad);
+    EXPECT_FALSE(st.ok()) << bad;
+    EXPECT_NE(st.message().find("node_memory"), std::string::npos) << st.message();
+  }
+  for (const char* bad : {"0", "-2", "inf", "nan", "1e300", "x"}) {
+    EXPECT_FALSE(SetConfigValue(c, "cpu_overcommit", bad).ok()) << bad;
+    EXPECT_FALSE(SetConfigValue(c, "memory_overcommit", bad).ok()) << bad;
+  }
+  EXPECT_TRUE(SetConfigValue(c, "cpu_overcommit", "1.5").ok());
+  EXPECT_DOUBLE_EQ(c.cpu_overcommit, 1.5);
+  EXPECT_TRUE(SetConfigValue(c, "gpus", "2xNVIDIA_TESLA_T4,NVIDIA_TESLA_V100").ok());
+  EXPECT_TRUE(SetConfigValue(c, "gpus", "none").ok());
+  EXPECT_TRUE(SetConfigValue(c, "gpus", "auto").ok());
+  for (const char* bad :
+       {"99999999999xNVIDIA_TESLA_T4", "t4", "NVIDIA TESLA T4", "0xNVIDIA_TESLA_T4"}) {
+    Status st = SetConfigValue(c, "gpus", bad);
+    EXPECT_FALSE(st.ok()) << bad;
+    EXPECT_NE(st.message().find("gpus"), std::string::npos) << st.message();
+  }
+  EXPECT_FALSE(SetConfigValue(c, "gpu_type_match", "fuzzy").ok());
+  EXPECT_FALSE(SetConfigValue(c, "replica_restarts", "-1").ok());
+  EXPECT_FALSE(SetConfigValue(c, "resource_limits", "perhaps").ok());
+}
+
 TEST_F(ConfigTest, ReadsRuntimes) {
   Write(
       "runtimes:\n  - name: py\n    python: /usr/bin/python3\n"

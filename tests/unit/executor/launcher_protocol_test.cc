@@ -96,11 +96,13 @@ TEST(ExitJsonTest, RoundTripsOomKilled) {
   exit.signal = 9;
   exit.phase = "run";
   exit.oom_killed = true;
+  exit.stop_requested = true;
   std::string text = ExitToJson(exit);
   EXPECT_NE(text.find("\"oomKilled\":true"), std::string::npos) << text;
   auto back = ExitFromJson(text);
   ASSERT_TRUE(back.ok());
   EXPECT_TRUE(back->oom_killed);
+  EXPECT_TRUE(back->stop_requested);
   // Older exit.json files have no oomKilled.
   auto old = ExitFromJson(R"({"exitCode": 1, "phase": "run"})");
   ASSERT_TRUE(old.ok());

@@ -669,6 +669,30 @@ TEST(ValidationTest, PythonVersionMustSuitRuntime) {
   }
 }
 
+TEST(ValidationTest, CountsAndAcceleratorsAreBounded) {
+  ExpectInvalid(ParseWith({{"scaleTier", "CUSTOM"},
+                           {"masterType", "standard"},
+                           {"workerType", "standard"},
+                           {"workerCount", "1000000000"}}),
+                "trainingInput.workerCount");
+  ExpectOk(ParseWith({{"scaleTier", "CUSTOM"},
+                      {"masterType", "standard"},
+                      {"workerType", "standard"},
+                      {"workerCount", 1000}}));
+  ExpectInvalid(
+      ParseWith({{"scaleTier", "CUSTOM"},
+                 {"masterType", "n1-standard-4"},
+                 {"masterConfig",
+                  {{"acceleratorConfig", {{"type", "NVIDIA_TESLA_T4"}, {"count", "17"}}}}}}),
+      "trainingInput.masterConfig.acceleratorConfig.count");
+  ExpectInvalid(
+      ParseWith({{"scaleTier", "CUSTOM"},
+                 {"masterType", "a2-highgpu-1g"},
+                 {"masterConfig",
+                  {{"acceleratorConfig", {{"type", "NVIDIA_TESLA_T4"}, {"count", "2"}}}}}}),
+      "trainingInput.masterConfig.acceleratorConfig");
+}
+
 TEST(ValidationTest, CountsOnlyWithCustomAndNeedTheirTypes) {
   ExpectInvalid(ParseWith({{"workerCount", 2}}), "trainingInput.workerCount");
   ExpectInvalid(ParseWith({{"workerType", "standard"}}), "trainingInput.workerType");

@@ -27,6 +27,10 @@ class FakeExecutor : public executor::Executor {
  public:
   Status Launch(const executor::ReplicaSpec& spec) override {
     std::lock_guard<std::mutex> lock(mu);
+    if (static_cast<int>(launched.size()) == fail_launch_at) {
+      ++fail_launch_at;  // once
+      return Internal("no launcher today");
+    }
     launched.push_back(spec);
     return launch_status;
   }
@@ -56,6 +60,7 @@ class FakeExecutor : public executor::Executor {
   std::vector<executor::ReplicaKey> killed;
   Duration last_grace = 0;
   Status launch_status;
+  int fail_launch_at = -1;  // the launch (0-based, counting successful ones) that fails once
   std::vector<std::string> recovered_dirs;
   std::vector<executor::ReplicaKey> reattach;
 };
@@ -694,4 +699,61 @@ TEST_F(SchedulerTest, ConsumedMLUnitsAccrueWhileRunning) {
   EXPECT_GT(done->consumed_ml_units, 0.7756 * 0.05 / 3600 * 0.9);
   EXPECT_LE(done->consumed_ml_units, 0.7756 * hours * 1.01);
 }
+TEST_F(SchedulerTest, AFailedLaunchFreesTheGpuOnlyOnceTheStartedReplicasAreGone) {
+  options_.node.gpus = {Gpu{0, "NVIDIA_TESLA_T4", ""}};
+  exec_.fail_launch_at = 1;  // the worker of the first job
+  StartScheduler();
+  Job first = GpuJob("first", 1);
+  first.spec.worker = {"n1-standard-4", 1, {}, "", {}, {}};
+  ASSERT_TRUE(sched_->Submit(first).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Killed().size() == 1; }));
+  EXPECT_EQ(exec_.Killed()[0], Key("first", "master", 0));
+  ASSERT_TRUE(sched_->Submit(GpuJob("second", 1)).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ(exec_.Launched().size(), 1u) << "the GPU is still held by the first job's master";
+  EXPECT_EQ(StateOf("first"), JobState::kPreparing);
+  executor::ReplicaExit stopped = SignalExit(SIGTERM);
+  stopped.killed_by_request = true;
+  sched_->OnReplicaExit(Key("first", "master", 0), stopped);
+  auto job = sched_->GetJob("p", "first");
+  EXPECT_EQ(job->state, JobState::kFailed);
+  EXPECT_EQ(job->error_message, "The replica worker 0 could not be started: no launcher today");
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 2; }));
+  EXPECT_EQ(exec_.Launched()[1].key.job_id, "second");
+}
+
+TEST_F(SchedulerTest, TheMasterFinishingDecidesEvenIfAWorkerFailsRightAfter) {
+  StartScheduler();
+  ASSERT_TRUE(sched_->Submit(CustomJob("md", 2, 0, 0)).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 3; }));
+  for (const auto& spec : exec_.Launched()) sched_->OnReplicaRunning(spec.key);
+  // Rank 1 loses rank 0's store when the master exits and is reported first.
+  executor::ReplicaExit lost_store;
+  lost_store.phase = "run";
+  lost_store.exit_code = 1;
+  sched_->OnReplicaExit(Key("md", "worker", 0), lost_store);
+  // The master had already exited 0 on its own: the stop request came too late for it.
+  sched_->OnReplicaExit(Key("md", "master", 0), CleanExit());
+  executor::ReplicaExit stopped = SignalExit(SIGTERM);
+  stopped.killed_by_request = true;
+  sched_->OnReplicaExit(Key("md", "worker", 1), stopped);
+  auto job = sched_->GetJob("p", "md");
+  EXPECT_EQ(job->state, JobState::kSucceeded);
+  EXPECT_TRUE(job->error_message.empty()) << job->error_message;
+}
+
+TEST_F(SchedulerTest, AMasterStoppedAfterAWorkerFailedDoesNotTurnTheJobIntoSuccess) {
+  StartScheduler();
+  ASSERT_TRUE(sched_->Submit(CustomJob("wf2", 1, 0, 0)).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 2; }));
+  executor::ReplicaExit e;
+  e.phase = "run";
+  e.exit_code = 2;
+  sched_->OnReplicaExit(Key("wf2", "worker", 0), e);
+  executor::ReplicaExit graceful = CleanExit();  // handled SIGTERM and exited 0
+  graceful.killed_by_request = true;
+  sched_->OnReplicaExit(Key("wf2", "master", 0), graceful);
+  EXPECT_EQ(StateOf("wf2"), JobState::kFailed);
+}
+
 }  // namespace trainyard::scheduler

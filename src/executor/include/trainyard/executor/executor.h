@@ -74,6 +74,9 @@ struct ReplicaExit {
   std::string message;             // install failure text (pip's message) or launcher error
   std::string error_tail;          // tail of the trainer's stderr, traceback first (may be "")
   bool oom_killed = false;         // the replica's memory cgroup recorded an OOM kill
+  // The launcher had been asked to stop (SIGTERM) before the trainer ended. A trainer that
+  // ended on its own just before a stop request arrived has this false.
+  bool stop_requested = false;
 };
 
 // Callbacks from the executor. Called on executor threads; implementations must be quick and
