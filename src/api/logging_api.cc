@@ -219,6 +219,17 @@ Result<std::string> ListLogEntries(store::JobStore& store, std::string_view body
     if (dropped) next_token = page.back().insert_id;
   }
 
+  // Cloud Logging orders by timestamp; the store keeps arrival order, which for a job with
+  // several replicas interleaves their lines a little out of timestamp order. gcloud's
+  // stream-logs drops any entry older than one it has already printed, so a page is sorted by
+  // (timestamp, insertId) in the direction asked for. (Pages are still cut in arrival order.)
+  std::stable_sort(page.begin(), page.end(),
+                   [desc = r.descending](const model::LogEntry& a, const model::LogEntry& b) {
+                     if (a.timestamp != b.timestamp) {
+                       return desc ? a.timestamp > b.timestamp : a.timestamp < b.timestamp;
+                     }
+                     return desc ? a.insert_id > b.insert_id : a.insert_id < b.insert_id;
+                   });
   if (page.empty() && next_token == 0) return std::string("{}");
   std::string out = "{\"entries\":[";
   for (size_t i = 0; i < page.size(); ++i) {

@@ -177,6 +177,38 @@ def test_config_file_update_labels_and_cancel(google, tmp_path):
                                                "gc_cfg_1").stdout
 
 
+def test_gcloud_submits_a_custom_cluster_and_streams_every_replica(google, tmp_path):
+    # gcloud's own machine-type and count flags (compat §9.1); each replica prints its task.
+    pkg = make_package(tmp_path / "cluster", """
+        import json, os, time
+        tf = json.loads(os.environ["TF_CONFIG"])
+        t = tf["task"]
+        print("replica %s %d of cluster %s rank %s" % (
+            t["type"], t["index"], sorted(tf["cluster"]), os.environ.get("RANK")), flush=True)
+        if t["type"] == "master":
+            time.sleep(4)  # the others are stopped once the master is done
+    """, name="clustered")
+    google.gcloud("ai-platform", "jobs", "submit", "training", "gc_cluster_1",
+                  "--package-path", pkg, "--module-name", "clustered.task",
+                  "--staging-bucket", "gs://" + BUCKET, "--region", "us-central1",
+                  "--scale-tier", "custom", "--master-machine-type", "n1-standard-4",
+                  "--worker-machine-type", "n1-standard-4", "--worker-count", "2",
+                  "--parameter-server-machine-type", "n1-highmem-2",
+                  "--parameter-server-count", "1")
+    logs = google.gcloud("ai-platform", "jobs", "stream-logs", "gc_cluster_1",
+                         "--polling-interval", "1", timeout=240).stdout.splitlines()
+    for task, text in [("master-replica-0", "replica master 0"),
+                       ("worker-replica-0", "replica worker 0"),
+                       ("worker-replica-1", "replica worker 1")]:
+        assert any("\t%s\t" % task in l and text in l for l in logs), (task, logs)
+    job = describe(google, "gc_cluster_1")
+    assert job["state"] == "SUCCEEDED", job
+    ti = job["trainingInput"]
+    assert (ti["scaleTier"], ti["workerCount"], ti["parameterServerCount"]) == \
+        ("CUSTOM", "2", "1"), ti
+    assert job["trainingOutput"]["consumedMLUnits"] > 0, job
+
+
 def md5_of(path):
     h = hashlib.md5()
     with open(path, "rb") as f:

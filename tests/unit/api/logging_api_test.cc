@@ -73,6 +73,35 @@ TEST_F(LoggingApiTest, ListsOneJobInOrderWithPaging) {
   EXPECT_EQ(all.back(), "m11");
 }
 
+TEST_F(LoggingApiTest, ReplicasLinesStoredOutOfTimestampOrderComeBackInTimestampOrder) {
+  // Two replicas' lines reach the store a few milliseconds apart from when they were printed.
+  Timestamp t0 = ParseRfc3339("2026-01-02T10:00:00Z").value();
+  std::vector<model::LogEntry> entries;
+  for (auto [task, ms] : std::vector<std::pair<std::string, int>>{{"worker-replica-0", 10},
+                                                                  {"worker-replica-0", 30},
+                                                                  {"master-replica-0", 5},
+                                                                  {"master-replica-0", 20},
+                                                                  {"worker-replica-1", 15}}) {
+    model::LogEntry e;
+    e.project = "p";
+    e.job_id = "multi";
+    e.task_name = task;
+    e.timestamp = t0 + ms * 1000;
+    e.message = task + "@" + std::to_string(ms);
+    entries.push_back(e);
+  }
+  ASSERT_TRUE(store_->AppendLogs(entries).ok());
+  json req = {{"resourceNames", {"projects/p"}},
+              {"filter", R"(resource.type="ml_job" AND resource.labels.job_id="multi")"},
+              {"orderBy", "timestamp asc"}};
+  EXPECT_EQ(
+      Messages(List(req)),
+      (std::vector<std::string>{"master-replica-0@5", "worker-replica-0@10", "worker-replica-1@15",
+                                "master-replica-0@20", "worker-replica-0@30"}));
+  req["orderBy"] = "timestamp desc";
+  EXPECT_EQ(Messages(List(req)).front(), "worker-replica-0@30");
+}
+
 TEST_F(LoggingApiTest, WritesCloudLoggingEntries) {
   json page = List({{"resourceNames", {"projects/p"}},
                     {"filter", R"(resource.labels.job_id="j1")"},
