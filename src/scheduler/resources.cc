@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <set>
 
+#include "trainyard/core/log.h"
 #include "trainyard/core/util.h"
 
 namespace trainyard::scheduler {
@@ -174,10 +175,16 @@ void ResourcePool::Restore(const std::string& owner, const std::vector<ReplicaDe
   for (const auto& list : gpus) {
     for (int index : list) {
       for (size_t g = 0; g < capacity_.gpus.size(); ++g) {
-        if (capacity_.gpus[g].index == index && !gpu_used_[g]) {
-          gpu_used_[g] = true;
-          h.gpus.push_back(static_cast<int>(g));
+        if (capacity_.gpus[g].index != index) continue;
+        if (gpu_used_[g]) {
+          // Two recovered replicas claim one GPU (the inventory changed across the restart):
+          // both keep running, and the GPU is held for the first claimant only.
+          TY_LOG_WARN("sched", "GPU {} is claimed by more than one recovered job ({} among them)",
+                      index, owner);
+          continue;
         }
+        gpu_used_[g] = true;
+        h.gpus.push_back(static_cast<int>(g));
       }
     }
   }
