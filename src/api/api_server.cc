@@ -360,6 +360,24 @@ class Handlers {
         << "# HELP trainyard_admission_paused 1 while admission is paused.\n"
         << "# TYPE trainyard_admission_paused gauge\n"
         << "trainyard_admission_paused " << (scheduler_.admission_paused() ? 1 : 0) << "\n";
+    const scheduler::NodeCapacity& node = scheduler_.node();
+    out << "# HELP trainyard_node_capacity What admission counts on this node (after "
+           "overcommit): vCPUs, memory bytes, GPUs.\n"
+        << "# TYPE trainyard_node_capacity gauge\n"
+        << "trainyard_node_capacity{resource=\"cpu\"} "
+        << static_cast<double>(node.cpu_millis) / 1000 << "\n"
+        << "trainyard_node_capacity{resource=\"memory_bytes\"} " << node.memory_bytes << "\n"
+        << "trainyard_node_capacity{resource=\"gpu\"} " << node.gpus.size() << "\n"
+        << "# HELP trainyard_node_free What admitted jobs leave free: vCPUs, memory bytes, GPUs.\n"
+        << "# TYPE trainyard_node_free gauge\n"
+        << "trainyard_node_free{resource=\"cpu\"} "
+        << static_cast<double>(stats.free_cpu_millis) / 1000 << "\n"
+        << "trainyard_node_free{resource=\"memory_bytes\"} " << stats.free_memory_bytes << "\n"
+        << "trainyard_node_free{resource=\"gpu\"} " << stats.free_gpus << "\n"
+        << "# HELP trainyard_replica_restarts_total Replicas restarted after a signal Trainyard "
+           "did not send (since the daemon started).\n"
+        << "# TYPE trainyard_replica_restarts_total counter\n"
+        << "trainyard_replica_restarts_total " << stats.replica_restarts << "\n";
     metrics_.Render(out);
     res.set_content(out.str(), "text/plain; version=0.0.4; charset=utf-8");
   }

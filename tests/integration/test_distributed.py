@@ -15,6 +15,7 @@ import json
 import os
 import signal
 import time
+import urllib.request
 
 import pytest
 
@@ -375,6 +376,10 @@ def test_replica_killed_from_outside_is_restarted_with_the_same_tf_config(cpu, s
     assert second["env"] == first["env"]  # same MASTER_PORT, RANK, ... too
     task = json.loads(first["env"]["TF_CONFIG"])["task"]
     assert (task["type"], task["index"]) == ("worker", 0), task
+    logs = json.dumps(cpu.logs("restart_1"))
+    assert "restarting it with the same identity (restart 1 of 5)" in logs, logs
+    metrics = metric_values(cpu)
+    assert metrics["trainyard_replica_restarts_total"] >= 1, metrics
 
 
 def check_cluster(job_id, records, primary, counts, training):
@@ -479,6 +484,25 @@ def test_gpu_requests_on_a_daemon_without_gpus_are_refused(cpu):
     status, out = cpu.request("POST", JOBS, body)
     assert status == 400 and out["error"]["status"] == "INVALID_ARGUMENT", out
     assert "acceleratorConfig" in json.dumps(out), out
+
+
+def metric_values(daemon):
+    """The daemon's /metrics samples without labels, plus node_* ones keyed with theirs."""
+    with urllib.request.urlopen(daemon.url + "/metrics", timeout=10) as r:
+        text = r.read().decode()
+    values = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            values[name] = float(value)
+    return values
+
+
+def test_metrics_show_the_gpu_inventory(gpu):
+    m = metric_values(gpu)
+    assert m['trainyard_node_capacity{resource="gpu"}'] == 1, m
+    assert 0 <= m['trainyard_node_free{resource="gpu"}'] <= 1, m
+    assert m['trainyard_node_capacity{resource="cpu"}'] == 8 * 32, m  # node_cpus x overcommit
 
 
 def test_gpu_request_larger_than_the_inventory_is_refused(gpu):
