@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "trainyard/core/log.h"
@@ -23,6 +24,8 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kLog = "sched";
+// In a replica's work dir: how often the replica was restarted (see MaybeRestartLocked).
+constexpr const char* kRestartsFile = "restarts";
 
 bool ListMatches(const std::vector<std::string>& patterns, const std::string& value) {
   for (const auto& p : patterns) {
@@ -198,6 +201,9 @@ Status Scheduler::Start() {
           if (auto text = ReadFile(WorkDir(r.key) + "/" + executor::kSpecFile); text.ok()) {
             if (auto spec = executor::SpecFromJson(*text); spec.ok()) {
               r.spec = std::move(spec).value();
+              if (auto n = ReadFile(WorkDir(r.key) + "/" + kRestartsFile); n.ok()) {
+                r.restarts = std::atoi(n->c_str());
+              }
               auto env = r.spec.env.find("CUDA_VISIBLE_DEVICES");
               if (env != r.spec.env.end()) {
                 for (const auto& part : Split(env->second, ',')) {
@@ -1015,6 +1021,12 @@ bool Scheduler::MaybeRestartLocked(ActiveJob& aj, Replica& r) {
   }
   ++r.restarts;
   ++restarts_total_;
+  // Kept beside the replica's spec so a restarted daemon continues the count.
+  if (Status st = WriteFileAtomic(r.spec.work_dir + "/" + kRestartsFile,
+                                  std::to_string(r.restarts) + "\n", /*durable=*/false);
+      !st.ok()) {
+    TY_LOG_WARN(kLog, "{}", st.ToString());
+  }
   ServiceLogLocked(aj.job, model::Severity::kWarning,
                    who + how + "; restarting it with the same identity (restart " +
                        std::to_string(r.restarts) + " of " +

@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "trainyard/executor/launcher_protocol.h"
 #include "trainyard/store/store_sqlite.h"
 
 namespace trainyard::scheduler {
@@ -754,6 +755,36 @@ TEST_F(SchedulerTest, AMasterStoppedAfterAWorkerFailedDoesNotTurnTheJobIntoSucce
   graceful.killed_by_request = true;
   sched_->OnReplicaExit(Key("wf2", "master", 0), graceful);
   EXPECT_EQ(StateOf("wf2"), JobState::kFailed);
+}
+
+TEST_F(SchedulerTest, RecoveryRestoresGpusAndRestartCountsFromTheWorkDir) {
+  options_.node.gpus = {Gpu{0, "NVIDIA_TESLA_T4", ""}, Gpu{1, "NVIDIA_TESLA_T4", ""}};
+  options_.replica_restarts = 2;
+  Job running = GpuJob("rec", 1);
+  running.state = JobState::kRunning;
+  ASSERT_TRUE(store_->CreateJob(running).ok());
+  const auto dir = dir_ / "jobs" / "p" / "rec" / "master-replica-0";
+  std::filesystem::create_directories(dir);
+  executor::ReplicaSpec spec;
+  spec.key = Master("rec");
+  spec.work_dir = dir.string();
+  spec.python_module = "trainer.task";
+  spec.env["CUDA_VISIBLE_DEVICES"] = "1";
+  std::ofstream(dir / "spec.json") << executor::SpecToJson(spec);
+  std::ofstream(dir / "restarts") << "2\n";
+  exec_.reattach = {Master("rec")};
+  StartScheduler();
+  // GPU 1 is still the recovered master's: a new one-GPU job gets GPU 0, a second must wait.
+  ASSERT_TRUE(sched_->Submit(GpuJob("new", 1)).ok());
+  ASSERT_TRUE(sched_->Submit(GpuJob("waits", 1)).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 1; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  ASSERT_EQ(exec_.Launched().size(), 1u);
+  EXPECT_EQ(exec_.Launched()[0].env.at("CUDA_VISIBLE_DEVICES"), "0");
+  // Two restarts were used before the daemon restarted: a third loss fails the job.
+  sched_->OnReplicaExit(Master("rec"), SignalExit(SIGKILL));
+  EXPECT_EQ(StateOf("rec"), JobState::kFailed);
+  EXPECT_EQ(exec_.Launched().size(), 1u);
 }
 
 }  // namespace trainyard::scheduler
