@@ -127,16 +127,18 @@ def verify_via_api(client, job_id):
             break
         pages += 1
         for e in entries:
+            msg = e["jsonPayload"]["message"]
             if e["resource"]["labels"]["task_name"] != TRAINER_TASK:
-                # The launcher's service lines bracket the trainer process: just before the
-                # spawn and just after its exit was reaped.
-                msg = e["jsonPayload"]["message"]
+                continue  # the scheduler's service lines
+            if not msg.isdigit():
+                # The launcher's own lines (they carry the replica's task name) bracket the
+                # trainer process: just before the spawn and just after its exit was reaped.
                 if msg.startswith("Running command:") and " -m " in msg:
                     spawn = common.parse_rfc3339(e["timestamp"])
                 elif msg.startswith("Module completed"):
                     exit_ = common.parse_rfc3339(e["timestamp"])
                 continue
-            if e["jsonPayload"]["message"] != str(expected):
+            if msg != str(expected):
                 bad += 1
             expected += 1
             n += 1

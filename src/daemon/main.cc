@@ -77,8 +77,8 @@ class ListenerProxy : public executor::ExecutorListener {
   void OnReplicaRunning(const executor::ReplicaKey& key) override {
     target_->OnReplicaRunning(key);
   }
-  Status OnReplicaLogs(std::vector<model::LogEntry> entries) override {
-    return target_->OnReplicaLogs(std::move(entries));
+  Status OnReplicaLogs(std::span<model::LogEntry> entries) override {
+    return target_->OnReplicaLogs(entries);
   }
   void OnReplicaExit(const executor::ReplicaKey& key, const executor::ReplicaExit& exit) override {
     target_->OnReplicaExit(key, exit);

@@ -183,14 +183,16 @@ std::string FormatLogRecord(Timestamp ts, model::Severity severity, bool service
   return out;
 }
 
-Result<LogRecord> ParseLogRecord(std::string_view line) {
+Status ParseLogRecordInto(std::string_view line, LogRecord* out) {
   size_t t1 = line.find('\t');
   if (t1 == std::string_view::npos) return InvalidArgument("log record has no timestamp");
   size_t t2 = line.find('\t', t1 + 1);
   if (t2 == std::string_view::npos) return InvalidArgument("log record has no severity");
   size_t t3 = line.find('\t', t2 + 1);
   if (t3 == std::string_view::npos) return InvalidArgument("log record has no source");
-  LogRecord rec;
+  LogRecord& rec = *out;
+  rec.service = false;
+  rec.message.clear();  // keeps its buffer: the executor parses a million lines into one record
   auto [p, ec] = std::from_chars(line.data(), line.data() + t1, rec.ts);
   if (ec != std::errc() || p != line.data() + t1) {
     return InvalidArgument("invalid log record timestamp");
@@ -244,6 +246,12 @@ Result<LogRecord> ParseLogRecord(std::string_view line) {
         rec.message.push_back(e);
     }
   }
+  return Status::Ok();
+}
+
+Result<LogRecord> ParseLogRecord(std::string_view line) {
+  LogRecord rec;
+  TRAINYARD_RETURN_IF_ERROR(ParseLogRecordInto(line, &rec));
   return rec;
 }
 

@@ -47,6 +47,8 @@ constexpr size_t kMaxReadPerPoll = 4 << 20;
 // After a launcher exits, polls spent retrying lines the store refused before the exit is
 // reported anyway (about 10 s at the default interval).
 constexpr int kMaxDrainRetries = 500;
+// Poll interval while some replica is printing (see MonitorLoop).
+constexpr Duration kBusyPollInterval = 5 * 1000;
 
 std::string Join(const std::string& dir, const char* file) { return dir + "/" + file; }
 
@@ -71,6 +73,7 @@ struct Replica {
   uint64_t offset = 0;
   bool running_reported = false;
   int drain_retries = 0;  // polls spent re-delivering the last lines after the launcher exited
+  bool delivered_lines = false;  // the last poll delivered lines (the replica is printing)
 };
 
 class LocalExecutor final : public Executor {
@@ -322,12 +325,16 @@ void LocalExecutor::MonitorLoop() {
   ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 5);
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
+    bool printing = false;
     std::vector<std::shared_ptr<Replica>> snapshot;
     snapshot.reserve(replicas_.size());
     for (auto& [key, r] : replicas_) snapshot.push_back(r);
     lock.unlock();
     for (auto& r : snapshot) {
-      if (Poll(*r)) {
+      r->delivered_lines = false;
+      bool exited = Poll(*r);
+      printing = printing || r->delivered_lines;
+      if (exited) {
         std::lock_guard<std::mutex> l(mu_);
         auto it = replicas_.find(r->key);
         if (it != replicas_.end() && it->second == r) replicas_.erase(it);
@@ -343,13 +350,17 @@ void LocalExecutor::MonitorLoop() {
       if (r->pid_fd >= 0) fds.push_back({r->pid_fd, POLLIN, 0});
     }
     lock.unlock();
+    // While a replica prints, its lines are tailed every 5 ms: the backlog left when it exits
+    // (stored before the exit is reported) stays a few milliseconds of output.
+    const Duration interval =
+        printing ? std::min<Duration>(options_.log_poll_interval, kBusyPollInterval)
+                 : options_.log_poll_interval;
     if (wake_fd_ >= 0) {
-      ::poll(fds.data(), fds.size(),
-             static_cast<int>(std::max<int64_t>(1, options_.log_poll_interval / 1000)));
+      ::poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(1, interval / 1000)));
       uint64_t drained;
       [[maybe_unused]] ssize_t n = ::read(wake_fd_, &drained, sizeof drained);
     } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(options_.log_poll_interval));
+      std::this_thread::sleep_for(std::chrono::microseconds(interval));
     }
     lock.lock();
   }
@@ -444,8 +455,12 @@ bool LocalExecutor::TailLog(Replica& r, bool to_end) {
     if (r.log_fd < 0) return true;
   }
   // One buffer per monitor thread, kept between polls: a fresh 4 MiB string per poll cost page
-  // faults and zero-filling on every read of a chatty replica.
+  // faults and zero-filling on every read of a chatty replica. The same goes for the entries
+  // handed to the listener: they are reused, so their strings keep their buffers and a
+  // million-line trainer costs no allocation per line here.
   thread_local std::string buf;
+  thread_local std::vector<model::LogEntry> batch;
+  thread_local LogRecord rec;
   const std::string task_name = r.key.TaskName();
   bool delivered = false;
   bool refused = false;
@@ -461,35 +476,41 @@ bool LocalExecutor::TailLog(Replica& r, bool to_end) {
     buf.resize(static_cast<size_t>(n));
     size_t last_nl = buf.rfind('\n');
     if (last_nl == std::string::npos) break;  // a record still being written
-    std::vector<model::LogEntry> entries;
+    size_t used = 0;
     size_t pos = 0;
     while (pos <= last_nl) {
       size_t nl = buf.find('\n', pos);
       std::string_view line(buf.data() + pos, nl - pos);
       pos = nl + 1;
-      auto rec = ParseLogRecord(line);
-      if (!rec.ok()) {
+      Status parsed = ParseLogRecordInto(line, &rec);
+      if (!parsed.ok()) {
         TY_LOG_WARN(kLog, "skipping a malformed record in {}/log: {}", r.work_dir,
-                    rec.status().ToString());
+                    parsed.ToString());
         continue;
       }
-      model::LogEntry e;
-      e.project = r.key.project;
-      e.job_id = r.key.job_id;
-      e.trial_id = r.key.trial_id;
-      e.timestamp = rec->ts;
-      e.severity = rec->severity;
+      if (used == batch.size()) batch.emplace_back();
+      model::LogEntry& e = batch[used++];
+      e.insert_id = 0;
+      e.project.assign(r.key.project);
+      e.job_id.assign(r.key.job_id);
+      e.trial_id.assign(r.key.trial_id);
+      e.timestamp = rec.ts;
+      e.severity = rec.severity;
       // The launcher's own lines ("Running module ...") come from inside the replica, as
       // /runcloudml.py's do on AI Platform: they carry the replica's task name too.
-      e.task_name = task_name;
+      e.task_name.assign(task_name);
       // ASCII lines (nearly all) move through; anything else is made valid UTF-8 first.
-      bool ascii = std::all_of(rec->message.begin(), rec->message.end(),
+      bool ascii = std::all_of(rec.message.begin(), rec.message.end(),
                                [](char c) { return static_cast<unsigned char>(c) < 0x80; });
-      e.message = ascii ? std::move(rec->message) : SanitizeUtf8(rec->message);
-      entries.push_back(std::move(e));
+      if (ascii) {
+        e.message.assign(rec.message);
+      } else {
+        e.message = SanitizeUtf8(rec.message);
+      }
     }
+    std::span<model::LogEntry> entries(batch.data(), used);
     if (!entries.empty()) {
-      Status stored = listener_->OnReplicaLogs(std::move(entries));
+      Status stored = listener_->OnReplicaLogs(entries);
       if (!stored.ok()) {
         // Not advanced: the same lines are delivered again on the next poll.
         TY_LOG_WARN(kLog, "log lines of {} not stored, retrying: {}", r.work_dir,
@@ -500,6 +521,7 @@ bool LocalExecutor::TailLog(Replica& r, bool to_end) {
     }
     r.offset += last_nl + 1;
     delivered = true;
+    r.delivered_lines = true;
     if (!to_end) break;  // the rest on the next poll; keeps one replica from starving others
   }
   if (delivered) {

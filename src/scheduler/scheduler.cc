@@ -964,7 +964,7 @@ void Scheduler::OnReplicaRunning(const executor::ReplicaKey& key) {
   }
 }
 
-Status Scheduler::OnReplicaLogs(std::vector<model::LogEntry> entries) {
+Status Scheduler::OnReplicaLogs(std::span<model::LogEntry> entries) {
   if (entries.empty()) return Status::Ok();
   Status st = store_.AppendLogs(entries);
   if (!st.ok()) TY_LOG_ERROR(kLog, "cannot store {} log lines: {}", entries.size(), st.ToString());

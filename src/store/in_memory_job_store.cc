@@ -111,7 +111,7 @@ class InMemoryJobStore final : public JobStore {
     return out;
   }
 
-  Status AppendLogs(std::vector<LogEntry>& entries) override {
+  Status AppendLogs(std::span<LogEntry> entries) override {
     std::lock_guard lock(mu_);
     for (LogEntry& entry : entries) {
       entry.insert_id = ++last_insert_id_;

@@ -14,6 +14,7 @@
 // log_chunk.h and docs/store.md), so the per-row SQLite cost is paid per chunk, not per line.
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
@@ -23,6 +24,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -125,8 +127,27 @@ std::optional<std::string> PrefixUpperBound(std::string prefix) {
 
 class SqliteJobStore final : public JobStore {
  public:
-  SqliteJobStore(std::string path, std::unique_ptr<Connection> writer)
-      : path_(std::move(path)), writer_(std::move(writer)) {}
+  SqliteJobStore(std::string path, std::unique_ptr<Connection> writer,
+                 std::unique_ptr<Connection> checkpointer)
+      : path_(std::move(path)),
+        writer_(std::move(writer)),
+        checkpoint_conn_(std::move(checkpointer)) {
+    // SQLite's automatic checkpoint runs inside the commit that crosses the threshold, on the
+    // writer: log ingestion then waits for the WAL to be copied into the database. Commits
+    // only count WAL frames here; a thread of its own copies them back.
+    sqlite3_wal_hook(writer_->db(), &SqliteJobStore::OnWalCommit, this);
+    checkpoint_thread_ = std::thread([this] { CheckpointLoop(); });
+  }
+
+  ~SqliteJobStore() override {
+    {
+      std::lock_guard lock(checkpoint_mu_);
+      checkpoint_stop_ = true;
+    }
+    checkpoint_cv_.notify_all();
+    if (checkpoint_thread_.joinable()) checkpoint_thread_.join();
+    sqlite3_wal_hook(writer_->db(), nullptr, nullptr);
+  }
 
   static Result<std::unique_ptr<JobStore>> Open(const SqliteOptions& options);
 
@@ -350,7 +371,7 @@ class SqliteJobStore final : public JobStore {
     return counts;
   }
 
-  Status AppendLogs(std::vector<LogEntry>& entries) override {
+  Status AppendLogs(std::span<LogEntry> entries) override {
     if (entries.empty()) return Status::Ok();
     // Encoded outside the write transaction, so the group-commit leader only inserts rows.
     std::vector<PendingChunk> chunks = EncodeChunks(entries);
@@ -464,7 +485,7 @@ class SqliteJobStore final : public JobStore {
 
   // Splits `entries` into runs of consecutive lines of one stream (project, job, task, trial),
   // at most kMaxChunkLines lines or about kMaxChunkBytes each, and encodes each run.
-  static std::vector<PendingChunk> EncodeChunks(const std::vector<LogEntry>& entries) {
+  static std::vector<PendingChunk> EncodeChunks(std::span<const LogEntry> entries) {
     std::vector<PendingChunk> chunks;
     size_t i = 0;
     while (i < entries.size()) {
@@ -605,8 +626,54 @@ class SqliteJobStore final : public JobStore {
     }
   }
 
+  // Called by SQLite on the writer after each commit with the WAL's size in frames (pages).
+  static int OnWalCommit(void* self, sqlite3*, const char*, int frames) {
+    auto* store = static_cast<SqliteJobStore*>(self);
+    if (frames >= kCheckpointFrames) {
+      {
+        std::lock_guard lock(store->checkpoint_mu_);
+        store->checkpoint_due_ = true;
+      }
+      store->checkpoint_cv_.notify_one();
+    }
+    return SQLITE_OK;
+  }
+
+  // PASSIVE checkpoints (they never block the writer or readers) when the WAL has grown past
+  // kCheckpointFrames, and every 5 s in any case (cheap when there is nothing to copy).
+  void CheckpointLoop() {
+    std::unique_lock lock(checkpoint_mu_);
+    while (!checkpoint_stop_) {
+      checkpoint_cv_.wait_for(lock, std::chrono::seconds(5),
+                              [this] { return checkpoint_due_ || checkpoint_stop_; });
+      if (checkpoint_stop_) break;
+      checkpoint_due_ = false;
+      lock.unlock();
+      int log_frames = 0;
+      int copied = 0;
+      int rc = sqlite3_wal_checkpoint_v2(checkpoint_conn_->db(), nullptr, SQLITE_CHECKPOINT_PASSIVE,
+                                         &log_frames, &copied);
+      if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
+        TY_LOG_WARN("store", "WAL checkpoint failed: {}", sqlite3_errmsg(checkpoint_conn_->db()));
+      }
+      lock.lock();
+    }
+    lock.unlock();
+    (void)sqlite3_wal_checkpoint_v2(checkpoint_conn_->db(), nullptr, SQLITE_CHECKPOINT_PASSIVE,
+                                    nullptr, nullptr);
+  }
+
+  // SQLite's own default threshold (wal_autocheckpoint = 1000 pages).
+  static constexpr int kCheckpointFrames = 1000;
+
   const std::string path_;
   std::unique_ptr<Connection> writer_;
+  std::unique_ptr<Connection> checkpoint_conn_;
+  std::mutex checkpoint_mu_;
+  std::condition_variable checkpoint_cv_;
+  bool checkpoint_due_ = false;
+  bool checkpoint_stop_ = false;
+  std::thread checkpoint_thread_;  // last: started once everything above exists
 
   std::mutex write_mu_;
   std::condition_variable write_cv_;
@@ -647,7 +714,16 @@ Result<std::unique_ptr<JobStore>> SqliteJobStore::Open(const SqliteOptions& opti
   if (!s.ok()) return fail(s);
   s = sqlite::Migrate(*writer, options.path);
   if (!s.ok()) return s.code() == StatusCode::kFailedPrecondition ? s : fail(s);
-  return std::unique_ptr<JobStore>(new SqliteJobStore(options.path, std::move(writer)));
+  TRAINYARD_ASSIGN_OR_RETURN(std::unique_ptr<Connection> checkpointer,
+                             Connection::Open(options.path, SQLITE_OPEN_READWRITE));
+  s = checkpointer->Exec(("PRAGMA busy_timeout = " + std::to_string(kBusyTimeoutMs)).c_str());
+  if (!s.ok()) return fail(s);
+  // A connection learns that the file is in WAL mode when it first reads it; until then its
+  // checkpoints do nothing.
+  auto checkpointer_mode = checkpointer->QueryText("PRAGMA journal_mode");
+  if (!checkpointer_mode.ok()) return fail(checkpointer_mode.status());
+  return std::unique_ptr<JobStore>(
+      new SqliteJobStore(options.path, std::move(writer), std::move(checkpointer)));
 }
 
 }  // namespace

@@ -57,11 +57,11 @@ class Recorder : public ExecutorListener {
     running_[key]++;
     cv_.notify_all();
   }
-  Status OnReplicaLogs(std::vector<model::LogEntry> entries) override {
+  Status OnReplicaLogs(std::span<model::LogEntry> entries) override {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& e : entries) {
+    for (const auto& e : entries) {
       events_.push_back("log " + e.task_name);
-      logs_.push_back(std::move(e));
+      logs_.push_back(e);
     }
     cv_.notify_all();
     return Status::Ok();

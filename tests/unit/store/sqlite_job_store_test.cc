@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -207,6 +208,28 @@ TEST(SqliteJobStoreTest, LargeBatchesAreSplitIntoBoundedChunks) {
   ASSERT_TRUE(got.ok());
   ASSERT_EQ(got->size(), 25u);
   EXPECT_EQ((*got)[0].message, big[15].message);
+}
+
+TEST(SqliteJobStoreTest, TheWalIsCheckpointedInTheBackground) {
+  TempDir dir;
+  const std::string path = dir.path() + "/db";
+  auto store = MustOpen(path);
+  ASSERT_NE(store, nullptr);
+  // About 6 MB of log chunks: more than the 1000 WAL pages that trigger a checkpoint.
+  std::vector<model::LogEntry> big;
+  for (int i = 0; i < 60; ++i) big.push_back(LogLine("w", "t", i, std::string(100000, 'x')));
+  ASSERT_TRUE(store->AppendLogs(big).ok());
+  // The commits return at once; a thread of the store copies the pages into the database.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  std::error_code ec;
+  while (std::filesystem::file_size(path, ec) < 6000000 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GE(std::filesystem::file_size(path, ec), 6000000u);
+  auto got = store->ReadLogs({.project = "p", .job_id = "w"});
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->size(), big.size());
 }
 
 TEST(SqliteJobStoreTest, CorruptLogChunkIsAnInternalError) {

@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -88,8 +89,9 @@ class ExecutorListener {
   virtual void OnReplicaRunning(const ReplicaKey& key) = 0;
   // New log lines (task_name, severity, timestamp, message filled; insert ids not yet).
   // Returns OK once they are stored; on an error the executor delivers the same lines again
-  // on its next poll (the replica's log offset only advances past stored lines).
-  virtual Status OnReplicaLogs(std::vector<model::LogEntry> entries) = 0;
+  // on its next poll (the replica's log offset only advances past stored lines). The entries
+  // belong to the executor, which reuses them after the call (the callee may set insert ids).
+  virtual Status OnReplicaLogs(std::span<model::LogEntry> entries) = 0;
   // The replica ended; all of its log lines were delivered before this call.
   virtual void OnReplicaExit(const ReplicaKey& key, const ReplicaExit& exit) = 0;
 };

@@ -45,6 +45,8 @@ struct LogRecord {
   std::string message;
 };
 Result<LogRecord> ParseLogRecord(std::string_view line);
+// The same into an existing record, reusing its message buffer (the executor's hot loop).
+Status ParseLogRecordInto(std::string_view line, LogRecord* rec);
 
 // Severity of a trainer output line: Python logging prefixes ("INFO:", "WARNING:root:",
 // "ERROR:tensorflow:") and absl/glog prefixes ("I1121 ", "W1121 ", "E1121 ", "F1121 ") win;

@@ -112,7 +112,7 @@ class Scheduler : public executor::ExecutorListener {
 
   // ExecutorListener.
   void OnReplicaRunning(const executor::ReplicaKey& key) override;
-  Status OnReplicaLogs(std::vector<model::LogEntry> entries) override;
+  Status OnReplicaLogs(std::span<model::LogEntry> entries) override;
   void OnReplicaExit(const executor::ReplicaKey& key, const executor::ReplicaExit& exit) override;
 
  private:

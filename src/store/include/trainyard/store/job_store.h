@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -69,7 +70,7 @@ class JobStore {
 
   // Appends log lines in one transaction, assigning strictly increasing insert ids (written
   // back into `entries`).
-  virtual Status AppendLogs(std::vector<model::LogEntry>& entries) = 0;
+  virtual Status AppendLogs(std::span<model::LogEntry> entries) = 0;
   // Entries matching the query, ordered by insert id.
   virtual Result<std::vector<model::LogEntry>> ReadLogs(const LogQuery& query) = 0;
 };
