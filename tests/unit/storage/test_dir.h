@@ -1,30 +1,13 @@
 // A temporary directory removed at the end of each test.
 #pragma once
 
-#include <stdlib.h>
-
-#include <filesystem>
-#include <string>
+#include "temp_dir.h"
 
 namespace trainyard::storage::testing {
 
-class TempDir {
+class TempDir : public test_support::TempDir {
  public:
-  TempDir() {
-    std::string templ = (std::filesystem::temp_directory_path() / "ty-storage-XXXXXX").string();
-    path_ = ::mkdtemp(templ.data()) != nullptr ? templ : std::string();
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+  TempDir() : test_support::TempDir("ty-storage") {}
 };
 
 }  // namespace trainyard::storage::testing

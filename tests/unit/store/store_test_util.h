@@ -7,30 +7,15 @@
 #include <filesystem>
 #include <string>
 
+#include "temp_dir.h"
 #include "trainyard/model/job.h"
 
 namespace trainyard::store::testing {
 
 // A fresh directory under $TMPDIR (or /tmp), removed on destruction.
-class TempDir {
+class TempDir : public test_support::TempDir {
  public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string pattern =
-        std::string(base != nullptr && *base ? base : "/tmp") + "/ty-store-XXXXXX";
-    char* made = mkdtemp(pattern.data());
-    path_ = made != nullptr ? made : "";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+  TempDir() : test_support::TempDir("ty-store") {}
 };
 
 // A QUEUED job with every stored field set to something recognisable.
