@@ -40,6 +40,7 @@ if [[ $quick == 1 ]]; then
     "bench/bench_list.py --jobs 10000 --requests 200"
     "bench/bench_logs.py --reps 1 --no-api-count"
     "bench/bench_distributed.py --runs 2"
+    "bench/bench_containers.py --runs 2"
   )
 else
   runs=(
@@ -48,6 +49,7 @@ else
     "bench/bench_list.py"
     "bench/bench_logs.py"
     "bench/bench_distributed.py"
+    "bench/bench_containers.py"
   )
 fi
 

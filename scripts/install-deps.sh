@@ -11,6 +11,8 @@ PACKAGES=(
   # runtime: the default Python runtime and its ML stack, pip/venv for trainer packages
   python3 python3-pip python3-venv python3-setuptools python3-numpy python3-sklearn
   python3-joblib python3-torch
+  # custom containers: podman with runc, and debootstrap for the example image's base
+  podman runc debootstrap
   # tests
   python3-pytest curl
   # Google's Python API client, for the drop-in compatibility tests

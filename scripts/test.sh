@@ -5,6 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
+# The custom-container tests run the example trainer image (built without a registry).
+examples/container/build.sh
 echo "==> Running tests"
 cd "${BUILD_DIR:-build}"
 ctest --output-on-failure --timeout 1500 "$@"

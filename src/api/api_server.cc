@@ -493,10 +493,11 @@ class Handlers {
   storage::BucketStore* buckets_ = nullptr;
   Metrics metrics_;
   std::atomic<bool> ready_{false};
-  // What this Trainyard runs: multi-replica jobs and GPUs (scheduler), not yet containers or
-  // tuning (those fields are refused with 501 until their issues land).
+  // What this Trainyard runs: multi-replica jobs, GPUs and custom containers (scheduler; a
+  // node without podman or docker refuses container jobs in CheckRunnable), not yet tuning
+  // (refused with 501 until its issue lands).
   model::Capabilities caps_{
-      .multi_replica = true, .containers = false, .tuning = false, .gpus = true};
+      .multi_replica = true, .containers = true, .tuning = false, .gpus = true};
   std::unique_ptr<Authenticator> authenticator_ = std::make_unique<AllowAllAuthenticator>();
 };
 

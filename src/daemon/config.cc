@@ -304,6 +304,22 @@ const std::vector<Field>& Fields() {
          return st;
        },
        [](const DaemonConfig& c) { return std::to_string(c.replica_restarts); }},
+      {"container_engine",
+       "engine for custom-container jobs (masterConfig.imageUri): auto (podman on PATH, else "
+       "docker on PATH), none, or the engine's path or name",
+       [](DaemonConfig& c, const std::string& v) {
+         if (v.empty()) return InvalidArgument("config container_engine: must not be empty");
+         c.container_engine = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.container_engine; }},
+      {"container_limits",
+       "give each container --memory and --cpus from its machine type (the engine enforces "
+       "them)",
+       [](DaemonConfig& c, const std::string& v) {
+         return ParseBool("container_limits", v, &c.container_limits);
+       },
+       [](const DaemonConfig& c) { return std::string(c.container_limits ? "true" : "false"); }},
       {"default_project", "project used by the storage API when a request names none",
        [](DaemonConfig& c, const std::string& v) {
          c.default_project = v;
@@ -446,6 +462,57 @@ std::string DumpConfig(const DaemonConfig& config) {
         << "    python_versions: [" << JoinList(rt.python_versions) << "]\n";
   }
   return out.str();
+}
+
+namespace {
+
+// `name` as PATH lookup finds it (a name with a slash is taken as a path); "" if not found.
+std::string FindExecutable(const std::string& name, const std::string& path_env) {
+  if (name.find('/') != std::string::npos) {
+    return ::access(name.c_str(), X_OK) == 0 ? name : "";
+  }
+  for (const auto& dir : Split(path_env, ':')) {
+    if (dir.empty()) continue;
+    std::string candidate = dir + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+}  // namespace
+
+Result<std::string> ResolveContainerEngine(const std::string& setting,
+                                           const std::string& path_env) {
+  if (setting == "none") return std::string();
+  if (setting == "auto") {
+    for (const char* name : {"podman", "docker"}) {
+      std::string found = FindExecutable(name, path_env);
+      if (!found.empty()) return found;
+    }
+    return std::string();
+  }
+  std::string found = FindExecutable(setting, path_env);
+  if (found.empty()) {
+    return NotFound("container_engine " + setting + " is not an executable" +
+                    (setting.find('/') == std::string::npos ? " on PATH" : ""));
+  }
+  return found;
+}
+
+Result<std::map<std::string, std::string>> PrepareContainerEngineEnv(const std::string& engine,
+                                                                     const std::string& data_dir,
+                                                                     const std::string& path_env) {
+  std::map<std::string, std::string> env;
+  const std::string base = engine.substr(engine.rfind('/') + 1);
+  if (!StartsWith(base, "podman")) return env;
+  // The user's own containers.conf wins; the engine sees it through the inherited environment.
+  if (const char* own = std::getenv("CONTAINERS_CONF"); own != nullptr && *own) return env;
+  // Without runc the file would name a runtime podman cannot find: keep its defaults.
+  if (FindExecutable("runc", path_env).empty()) return env;
+  const std::string file = data_dir + "/containers.conf";
+  TRAINYARD_RETURN_IF_ERROR(WriteFileAtomic(file, kPodmanContainersConf, /*durable=*/false));
+  env["CONTAINERS_CONF"] = file;
+  return env;
 }
 
 std::string ConfigReference() {

@@ -3,6 +3,7 @@
 // the dump (`trainyardd --print-config`) and docs/configuration.md.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -44,6 +45,10 @@ struct DaemonConfig {
   bool resource_limits = true;         // cgroup v1 memory/CPU limits per replica where possible
   std::string cgroup_root = "/sys/fs/cgroup";
   int replica_restarts = 5;
+  // Custom containers: "auto" (podman on PATH, else docker on PATH, else none), "none", or the
+  // engine's path or name on PATH.
+  std::string container_engine = "auto";
+  bool container_limits = true;  // --memory/--cpus per container from its machine type
 };
 
 // Parses a size such as "24GiB", "512M", "1.5G" or "1000000" (bytes). Binary units for
@@ -64,5 +69,26 @@ std::string DumpConfig(const DaemonConfig& config);
 std::optional<std::pair<std::string, int>> ParseHostPort(const std::string& value);
 // Markdown table of every key (for docs/configuration.md).
 std::string ConfigReference();
+
+// The container engine executable `setting` (container_engine) names, searched in `path_env`
+// (a PATH value): "" when custom containers are off ("none", or "auto" finding neither podman
+// nor docker). NOT_FOUND when an engine named explicitly is not an executable.
+Result<std::string> ResolveContainerEngine(const std::string& setting, const std::string& path_env);
+
+// What podman needs on hosts like these (docs: machine notes §2): the runc runtime, cgroupfs
+// and default ulimits a process without CAP_SYS_RESOURCE may set.
+inline constexpr const char* kPodmanContainersConf =
+    "[containers]\n"
+    "default_ulimits = [\"nofile=1024:1024\", \"nproc=4096:4096\"]\n"
+    "[engine]\n"
+    "runtime = \"runc\"\n"
+    "cgroup_manager = \"cgroupfs\"\n";
+
+// The environment of the engine CLI. For podman with runc installed (and no CONTAINERS_CONF
+// of the user's own): writes kPodmanContainersConf to <data_dir>/containers.conf and returns
+// CONTAINERS_CONF=<that file>; otherwise nothing (the engine's defaults).
+Result<std::map<std::string, std::string>> PrepareContainerEngineEnv(const std::string& engine,
+                                                                     const std::string& data_dir,
+                                                                     const std::string& path_env);
 
 }  // namespace trainyard::daemon

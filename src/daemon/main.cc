@@ -10,6 +10,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <thread>
 #include <tuple>
@@ -189,6 +190,29 @@ int Run(int argc, char** argv) {
     }
   } else {
     TY_LOG_INFO("daemon", "replica limits are off (resource_limits: false)");
+  }
+  {
+    // Where the engine is looked for: PATH, plus the sbin directories runc may live in.
+    const char* path = std::getenv("PATH");
+    const std::string path_env = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+    auto engine = ResolveContainerEngine(config.container_engine, path_env);
+    if (!engine.ok()) Fatal(engine.status().message());
+    opts.container_engine = *engine;
+    opts.container_limits = config.container_limits;
+    if (opts.container_engine.empty()) {
+      TY_LOG_INFO("daemon", "custom containers are off: {}",
+                  config.container_engine == "none" ? "container_engine is none"
+                                                    : "neither podman nor docker found");
+    } else {
+      auto env = PrepareContainerEngineEnv(opts.container_engine, dd,
+                                           path_env + ":/usr/local/sbin:/usr/sbin:/sbin");
+      if (!env.ok()) Fatal("cannot prepare the container engine: " + env.status().message());
+      opts.container_engine_env = *env;
+      auto conf = env->find("CONTAINERS_CONF");
+      TY_LOG_INFO("daemon", "custom containers run with {}{}{}", opts.container_engine,
+                  conf != env->end() ? " (CONTAINERS_CONF=" + conf->second + ")" : "",
+                  config.container_limits ? "" : ", without memory/CPU limits");
+    }
   }
   scheduler::Scheduler sched(opts, **store, *executor, buckets);
   proxy.Set(&sched);

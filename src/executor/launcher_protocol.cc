@@ -61,6 +61,16 @@ std::string SpecToJson(const ReplicaSpec& spec) {
       {"limits",
        {{"memoryBytes", spec.limits.memory_bytes}, {"cpuMillis", spec.limits.cpu_millis}}},
   };
+  // Only container replicas carry the key, so python replicas' spec.json stays as it was.
+  if (!spec.container.image.empty()) {
+    const ContainerSpec& c = spec.container;
+    json container = {
+        {"engine", c.engine}, {"engineEnv", c.engine_env}, {"image", c.image},    {"args", c.args},
+        {"name", c.name},     {"mounts", c.mounts},        {"devices", c.devices}};
+    // Absent = the image's own ENTRYPOINT; an empty array is a (valid) explicit override.
+    if (c.entrypoint) container["entrypoint"] = *c.entrypoint;
+    j["container"] = std::move(container);
+  }
   return Dump(j);
 }
 
@@ -94,6 +104,20 @@ Result<ReplicaSpec> SpecFromJson(std::string_view text) {
       if (!it->is_object()) return InvalidArgument("invalid spec: limits is not an object");
       Get(*it, "memoryBytes", &spec.limits.memory_bytes);
       Get(*it, "cpuMillis", &spec.limits.cpu_millis);
+    }
+    if (auto it = j.find("container"); it != j.end() && !it->is_null()) {
+      if (!it->is_object()) return InvalidArgument("invalid spec: container is not an object");
+      ContainerSpec& c = spec.container;
+      Get(*it, "engine", &c.engine);
+      Get(*it, "engineEnv", &c.engine_env);
+      Get(*it, "image", &c.image);
+      if (auto ep = it->find("entrypoint"); ep != it->end() && !ep->is_null()) {
+        c.entrypoint = ep->get<std::vector<std::string>>();
+      }
+      Get(*it, "args", &c.args);
+      Get(*it, "name", &c.name);
+      Get(*it, "mounts", &c.mounts);
+      Get(*it, "devices", &c.devices);
     }
   } catch (const json::exception& e) {
     return InvalidArgument(std::string("invalid spec: ") + e.what());

@@ -9,6 +9,13 @@
 // memory group's OOM-kill counter tells whether the kernel killed a process of the replica for
 // memory, and the final cleanup kills whatever is still in the groups and removes them. Limits
 // are best effort: a replica whose groups cannot be set up runs without them (with one WARNING).
+//
+// A custom-container replica (spec.container.image set) runs `<engine> run` as its trainer
+// instead: no Python environment and no cgroups of the launcher's own (the engine makes the
+// container's from --cpus/--memory). The launcher is no subreaper then: the engine's long-lived
+// helpers (conmon, the rootless pause process) daemonize and must not be adopted, and killed,
+// as leftovers of the replica. The container itself is stopped through `podman run` (SIGTERM
+// reaches it with the default --sig-proxy) and always removed with `rm -f` once that ends.
 
 #include "launcher.h"
 
@@ -24,6 +31,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -104,7 +112,56 @@ ChildStatus DecodeWaitStatus(int status) {
   return s;
 }
 
-enum class Sink { kTrainer, kInstall, kCapture };
+// kEngine: an engine command run for the launcher (image check, inspect, rm): stdout goes to
+// capture_, stderr to engine_err_, neither to the log.
+enum class Sink { kTrainer, kInstall, kCapture, kEngine };
+
+// "3.5" for 3500 millis: --cpus takes a decimal number of CPUs.
+std::string FormatCpus(int64_t millis) {
+  std::string out = std::to_string(millis / 1000);
+  if (const int64_t frac = millis % 1000; frac != 0) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, ".%03lld", static_cast<long long>(frac));
+    std::string f = buf;
+    while (f.back() == '0') f.pop_back();
+    out += f;
+  }
+  return out;
+}
+
+// A JSON array of strings (podman's --entrypoint form).
+std::string JsonStringArray(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    out.push_back('"');
+    for (unsigned char c : items[i]) {
+      if (c == '"' || c == '\\') {
+        out.push_back('\\');
+        out.push_back(static_cast<char>(c));
+      } else if (c < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", c);
+        out += buf;
+      } else {
+        out.push_back(static_cast<char>(c));
+      }
+    }
+    out.push_back('"');
+  }
+  out.push_back(']');
+  return out;
+}
+
+// Whether KEY can be written as a KEY=VALUE line of an --env-file: podman and docker trim
+// leading blanks, treat "#" lines as comments and split at the first "=".
+bool ValidEnvFileKey(const std::string& key) {
+  if (key.empty() || key[0] == '#') return false;
+  for (char c : key) {
+    if (c == '=' || c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\0') return false;
+  }
+  return true;
+}
 
 class Launcher {
  public:
@@ -114,6 +171,7 @@ class Launcher {
  private:
   // Setup and outcome.
   bool Init(std::string* error);
+  int StoppedBeforeStart();
   // Reports a memory kill and removes the cgroups, then writes exit.json.
   int Finish(ReplicaExit exit);
   void Service(Severity severity, std::string_view message) {
@@ -128,11 +186,25 @@ class Launcher {
                                               const std::string& hash_input);
   ReplicaExit InstallFailure(const std::optional<ChildStatus>& st, const std::string& what);
 
+  // Custom containers (spec.container.image set).
+  bool IsContainer() const { return !spec_.container.image.empty(); }
+  int RunContainer();
+  // Runs `<engine> args...` to its end with the engine's environment (Sink::kEngine).
+  std::optional<ChildStatus> RunEngine(const std::vector<std::string>& args);
+  // Writes <work_dir>/container.env from spec.env.
+  Status WriteContainerEnv();
+  // OOMKilled of the ended container, then `rm -f` of it (also after a SIGKILL escalation).
+  void InspectAndRemoveContainer(ReplicaExit* exit);
+  // The last engine stderr lines as one message ("" when there were none).
+  std::string EngineErrors(size_t max_lines) const;
+  void ReportOom(ReplicaExit* exit);
+
   // Running children. RunChild returns once the child has exited (and what it wrote so far
   // is logged); FinishChild then kills leftover descendants and drains the pipes to EOF.
   std::optional<ChildStatus> RunChild(const std::vector<std::string>& argv,
                                       const std::vector<std::string>& env, Sink sink,
-                                      const std::function<void()>& on_started);
+                                      const std::function<void()>& on_started,
+                                      Duration started_after = 0);
   void FinishChild();
 
   // Resource limits (cgroup v1); each is a no-op when the replica has no cgroups.
@@ -183,6 +255,13 @@ class Launcher {
   LineAssembler assembler_[2];
   size_t bytes_read_ = 0;
 
+  // RunChild's on_started while it waits for the child to show life (see RunChild).
+  std::function<void()> started_pending_;
+  int64_t started_deadline_ = 0;  // monotonic
+  size_t started_bytes_ = 0;      // stdout_bytes_ when the child started (its stderr may be
+                                  // the engine's own error, which is no sign of life)
+  size_t stdout_bytes_ = 0;
+
   // Termination requested by a signal.
   bool term_requested_ = false;
   bool child_ended_after_term_ = false;  // the last child was reaped after the request
@@ -195,6 +274,13 @@ class Launcher {
   std::deque<std::string> install_tail_;
   std::vector<std::string> install_errors_;
   std::string capture_;
+  std::vector<std::string> engine_err_;
+
+  // Container mode.
+  bool docker_ = false;                  // the engine is docker (else podman's CLI)
+  std::vector<std::string> engine_env_;  // the launcher's environment plus engine_env
+  // The running child is a cleanup command: termination requests do not signal it.
+  bool shielded_ = false;
 };
 
 int Launcher::Run() {
@@ -210,18 +296,11 @@ int Launcher::Run() {
     return Finish(exit);
   }
 
+  if (IsContainer()) return RunContainer();
   SetUpCgroups();
   std::optional<std::string> python = PrepareEnvironment();
   if (!python) return Finish(failure_);
-  if (term_requested_) {
-    ReplicaExit exit;
-    exit.phase = "install";
-    exit.signal = term_signal_;
-    exit.exit_code = 128 + term_signal_;
-    exit.message = "the replica was stopped before the trainer started";
-    Service(Severity::kWarning, "The replica was stopped before the trainer started.");
-    return Finish(exit);
-  }
+  if (term_requested_) return StoppedBeforeStart();
 
   std::vector<std::string> argv = {*python, "-m", spec_.python_module};
   argv.insert(argv.end(), spec_.args.begin(), spec_.args.end());
@@ -274,6 +353,16 @@ int Launcher::Run() {
   return Finish(exit);
 }
 
+int Launcher::StoppedBeforeStart() {
+  ReplicaExit exit;
+  exit.phase = "install";
+  exit.signal = term_signal_;
+  exit.exit_code = 128 + term_signal_;
+  exit.message = "the replica was stopped before the trainer started";
+  Service(Severity::kWarning, "The replica was stopped before the trainer started.");
+  return Finish(exit);
+}
+
 bool Launcher::Init(std::string* error) {
   // Identity first: the executor (and a restarted daemon) find the launcher through it.
   auto self = executor::ReadProcStat(::getpid());
@@ -308,6 +397,26 @@ bool Launcher::Init(std::string* error) {
     return false;
   }
   spec_ = std::move(spec).value();
+  if (IsContainer()) {
+    executor::ContainerSpec& c = spec_.container;
+    if (c.engine.empty()) c.engine = "podman";
+    if (c.name.empty()) {
+      *error = "the container replica spec names no container";
+      return false;
+    }
+    const size_t slash = c.engine.rfind('/');
+    docker_ = c.engine.substr(slash == std::string::npos ? 0 : slash + 1).starts_with("docker");
+    std::map<std::string, std::string> env_map;
+    for (const std::string& kv : base_env_) {
+      size_t eq = kv.find('=');
+      if (eq != std::string::npos) env_map[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    for (const auto& [k, v] : c.engine_env) env_map[k] = v;
+    for (const auto& [k, v] : env_map) engine_env_.push_back(k + "=" + v);
+    // See the header comment: the engine's daemonized helpers are not the replica's leftovers.
+    if (::prctl(PR_SET_CHILD_SUBREAPER, 0) != 0) std::perror("trainyard-launcher: subreaper");
+    return true;
+  }
   if (spec_.python.empty()) spec_.python = "python3";
   if (spec_.python_module.empty()) {
     *error = "the replica spec names no Python module";
@@ -543,6 +652,229 @@ ReplicaExit Launcher::InstallFailure(const std::optional<ChildStatus>& st,
 }
 
 // ---------------------------------------------------------------------------------------------
+// Custom containers
+
+// Whether `run`'s error output says the image is not in local storage (podman: "image not
+// known"; docker: "No such image" / "Unable to find image").
+constexpr Duration kContainerStartedAfter = 200 * 1000;
+
+bool MissingImage(const std::vector<std::string>& stderr_lines) {
+  for (const std::string& line : stderr_lines) {
+    if (line.find("image not known") != std::string::npos ||
+        line.find("No such image") != std::string::npos ||
+        line.find("Unable to find image") != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+int Launcher::RunContainer() {
+  const executor::ContainerSpec& c = spec_.container;
+  const std::string engine_name = docker_ ? "docker" : "podman";
+  auto launch_failure = [&](const std::string& message) {
+    ReplicaExit exit;
+    exit.exit_code = 1;
+    exit.phase = "launch";
+    exit.message = message;
+    Service(Severity::kError, message);
+    return Finish(exit);
+  };
+
+  const std::string env_file = Join(work_dir_, "container.env");
+  if (Status s = WriteContainerEnv(); !s.ok()) {
+    return launch_failure("Cannot write " + env_file + ": " + s.message());
+  }
+  // A container of an earlier attempt of this replica (the launcher died before removing it)
+  // goes first: podman's --replace does it in the same call, docker needs its own.
+  if (docker_) {
+    (void)RunEngine({"rm", "-f", c.name});
+    if (term_requested_) return StoppedBeforeStart();
+  }
+  // Trainyard never pulls (--pull=never): a missing image makes `run` fail at once, and the
+  // failure says what to do about it (below). No separate `image exists` call: every engine
+  // call costs tens of milliseconds of start time.
+  std::vector<std::string> argv = {c.engine, "run", "--name", c.name};
+  if (!docker_) argv.push_back("--replace");
+  for (const char* a : {"--pull=never", "--network=host", "--env-file"}) argv.push_back(a);
+  argv.push_back(env_file);
+  for (const std::string& m : c.mounts) {
+    argv.push_back("-v");
+    argv.push_back(m);
+  }
+  for (const std::string& d : c.devices) {
+    argv.push_back("--device");
+    argv.push_back(d);
+  }
+  if (spec_.limits.cpu_millis > 0) {
+    argv.push_back("--cpus");
+    argv.push_back(FormatCpus(spec_.limits.cpu_millis));
+  }
+  if (spec_.limits.memory_bytes > 0) {
+    argv.push_back("--memory");
+    argv.push_back(std::to_string(spec_.limits.memory_bytes) + "b");
+  }
+  std::vector<std::string> command;  // after the image
+  if (c.entrypoint) {
+    argv.push_back("--entrypoint");
+    if (c.entrypoint->empty()) {
+      // [""]: no entrypoint and, unlike "[]" for podman, not the image's CMD either.
+      argv.push_back("");
+    } else if (docker_) {
+      // docker takes one executable; the rest of the entrypoint leads the command.
+      argv.push_back(c.entrypoint->front());
+      command.assign(c.entrypoint->begin() + 1, c.entrypoint->end());
+    } else {
+      argv.push_back(JsonStringArray(*c.entrypoint));
+    }
+  }
+  argv.push_back(c.image);
+  argv.insert(argv.end(), command.begin(), command.end());
+  argv.insert(argv.end(), c.args.begin(), c.args.end());
+
+  Service(Severity::kInfo, "Running container image " + c.image + ".");
+  Service(Severity::kInfo, "Running command: " + executor::ShellJoin(argv));
+  // The replica counts as running once the container shows life (output, or 200 ms without
+  // the engine failing): a missing image fails the job while it is still PREPARING.
+  auto st = RunChild(
+      argv, engine_env_, Sink::kTrainer,
+      [this] {
+        int fd = ::open(Join(work_dir_, executor::kRunningFile).c_str(),
+                        O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        if (fd >= 0) ::close(fd);
+      },
+      kContainerStartedAfter);
+  ReplicaExit exit;
+  exit.phase = "run";
+  if (!st) {
+    exit.exit_code = 1;
+    exit.phase = "launch";
+    exit.message = process_error_;
+    Service(Severity::kError, process_error_);
+    InspectAndRemoveContainer(&exit);
+    return Finish(exit);
+  }
+  exit.exit_code = st->exit_code;
+  exit.signal = st->signal;
+  // The engine reports a container killed by a signal shell-style, as 128 + signal.
+  if (exit.signal == 0 && exit.exit_code > 128 && exit.exit_code <= 128 + SIGRTMAX) {
+    exit.signal = exit.exit_code - 128;
+  }
+  exit.stop_requested = child_ended_after_term_;
+  const bool engine_error = st->signal == 0 && st->exit_code == 125;
+  if (exit.exit_code == 0) {
+    Service(Severity::kInfo, "Container completed; cleaning up.");
+  } else if (engine_error) {
+    Service(Severity::kError, c.engine + " could not run the container (status 125); cleaning up.");
+  } else if (exit.signal != 0) {
+    Service(term_requested_ ? Severity::kWarning : Severity::kError,
+            "Container was terminated by " + SignalName(exit.signal) + "; cleaning up.");
+  } else {
+    Service(Severity::kError,
+            "Container exited with status " + std::to_string(exit.exit_code) + "; cleaning up.");
+  }
+  FinishChild();
+  if (engine_error && MissingImage(stderr_tail_.Lines())) {
+    exit.phase = "install";
+    exit.exit_code = 1;
+    exit.message = "The container image " + c.image + " is not in the local storage of " +
+                   engine_name + ": build it (" + c.engine + " build -t " + c.image +
+                   " DIR) or load it (" + c.engine +
+                   " load -i FILE) on this machine; Trainyard does not pull images.";
+    Service(Severity::kError, exit.message);
+    InspectAndRemoveContainer(&exit);
+    Service(Severity::kInfo, "Clean up finished.");
+    return Finish(exit);
+  }
+  if (engine_error) {
+    exit.phase = "launch";
+    std::vector<std::string> lines = stderr_tail_.Lines();
+    const size_t keep = std::min<size_t>(lines.size(), 5);
+    for (size_t i = lines.size() - keep; i < lines.size(); ++i) {
+      if (!exit.message.empty()) exit.message.push_back('\n');
+      exit.message += lines[i];
+    }
+    if (exit.message.empty()) exit.message = c.engine + " run exited with status 125";
+  }
+  InspectAndRemoveContainer(&exit);
+  if (exit.exit_code != 0) exit.error_tail = BuildErrorTail(stderr_tail_.Lines());
+  Service(Severity::kInfo, "Clean up finished.");
+  return Finish(exit);
+}
+
+std::optional<ChildStatus> Launcher::RunEngine(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {spec_.container.engine};
+  argv.insert(argv.end(), args.begin(), args.end());
+  capture_.clear();
+  engine_err_.clear();
+  auto st = RunChild(argv, engine_env_, Sink::kEngine, {});
+  if (st) FinishChild();
+  return st;
+}
+
+Status Launcher::WriteContainerEnv() {
+  std::string text;
+  for (const auto& [k, v] : spec_.env) {
+    if (!ValidEnvFileKey(k)) {
+      Service(Severity::kWarning, "The environment variable \"" + k +
+                                      "\" cannot be passed to the container; it is left out.");
+      continue;
+    }
+    // An env file has one variable per line and no quoting.
+    if (v.find('\n') != std::string::npos || v.find('\r') != std::string::npos) {
+      Service(Severity::kWarning, "The value of the environment variable " + k +
+                                      " has a line break and cannot be passed to the "
+                                      "container; it is left out.");
+      continue;
+    }
+    text += k + "=" + v + "\n";
+  }
+  return WriteFileAtomic(Join(work_dir_, "container.env"), text, /*durable=*/false);
+}
+
+std::string Launcher::EngineErrors(size_t max_lines) const {
+  std::string out;
+  const size_t first = engine_err_.size() > max_lines ? engine_err_.size() - max_lines : 0;
+  for (size_t i = first; i < engine_err_.size(); ++i) {
+    if (!out.empty()) out.push_back('\n');
+    out += engine_err_[i];
+  }
+  return out;
+}
+
+void Launcher::InspectAndRemoveContainer(ReplicaExit* exit) {
+  const executor::ContainerSpec& c = spec_.container;
+  // Cleanup commands are not stopped by a stop request: the container must go either way.
+  shielded_ = true;
+  auto st =
+      RunEngine({"inspect", "--type", "container", "--format", "{{.State.OOMKilled}}", c.name});
+  std::string state = capture_;
+  while (!state.empty() && (state.back() == '\n' || state.back() == ' ')) state.pop_back();
+  if (st && st->exit_code == 0 && state == "true") ReportOom(exit);
+
+  const std::vector<std::string> rm = docker_
+                                          ? std::vector<std::string>{"rm", "-f", c.name}
+                                          : std::vector<std::string>{"rm", "-f", "-t", "0", c.name};
+  st = RunEngine(rm);
+  // The executor's one sweep at the end of the grace period can hit it: once more then.
+  if (st && st->signal != 0) st = RunEngine(rm);
+  shielded_ = false;
+  if (!st) {
+    Service(Severity::kWarning, "Cannot remove the container " + c.name + ": " + process_error_);
+  } else if (st->exit_code != 0) {
+    std::string errors = EngineErrors(5);
+    std::string lower = errors;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    if (lower.find("no such container") == std::string::npos) {
+      Service(Severity::kWarning, "Cannot remove the container " + c.name + " (status " +
+                                      std::to_string(st->exit_code) + ")" +
+                                      (errors.empty() ? "." : ": " + errors));
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Resource limits
 
 void Launcher::SetUpCgroups() {
@@ -641,6 +973,10 @@ void Launcher::CheckOom(ReplicaExit* exit) {
     kills = executor::cgroup_v1::ReadFailCount(memory).value_or(0) > 0 ? 1 : 0;
   }
   if (kills <= 0) return;
+  ReportOom(exit);
+}
+
+void Launcher::ReportOom(ReplicaExit* exit) {
   exit->oom_killed = true;
   const std::string limit = spec_.limits.memory_bytes > 0
                                 ? " (limit " + FormatBytes(spec_.limits.memory_bytes) + ")"
@@ -672,9 +1008,13 @@ void Launcher::ReapAndWait() {
 // ---------------------------------------------------------------------------------------------
 // Children
 
+// `on_started` runs once the child exists, or, with `started_after` > 0, once it has printed
+// something or lived that long (a container engine that fails at once, e.g. for a missing
+// image, never counts as started).
 std::optional<ChildStatus> Launcher::RunChild(const std::vector<std::string>& argv,
                                               const std::vector<std::string>& env, Sink sink,
-                                              const std::function<void()>& on_started) {
+                                              const std::function<void()>& on_started,
+                                              Duration started_after) {
   process_error_.clear();
   int out[2];
   int err[2];
@@ -751,8 +1091,15 @@ std::optional<ChildStatus> Launcher::RunChild(const std::vector<std::string>& ar
   child_ = pid;
   child_reaped_ = false;
   sink_ = sink;
-  if (term_requested_) ::kill(-pid, SIGTERM);
-  if (on_started) on_started();
+  if (term_requested_ && !shielded_) ::kill(-pid, SIGTERM);
+  started_pending_ = nullptr;
+  if (on_started && started_after <= 0) {
+    on_started();
+  } else if (on_started) {
+    started_pending_ = on_started;
+    started_deadline_ = MonotonicMicros() + started_after;
+    started_bytes_ = stdout_bytes_;
+  }
 
   while (!child_reaped_) {
     struct pollfd fds[3] = {{sfd_, POLLIN, 0}, {pipe_fd_[0], POLLIN, 0}, {pipe_fd_[1], POLLIN, 0}};
@@ -774,6 +1121,12 @@ std::optional<ChildStatus> Launcher::RunChild(const std::vector<std::string>& ar
       if (got > 0 && got < kTrickleBytes && !child_reaped_) ::usleep(kTrickleDelayMicros);
     }
     const int64_t now = MonotonicMicros();
+    if (started_pending_ && !child_reaped_ &&
+        (stdout_bytes_ > started_bytes_ || now >= started_deadline_)) {
+      auto started = std::move(started_pending_);
+      started_pending_ = nullptr;
+      started();
+    }
     if (term_requested_ && !escalated_ && now >= kill_deadline_) Escalate();
     log_.MaybeFlush(now);
     if (n == 0 && !child_reaped_) ReapChildren();  // belt and braces; SIGCHLD may coalesce
@@ -832,6 +1185,7 @@ Launcher::ReadResult Launcher::ReadPipe(int stream) {
   if (n == 0) return ReadResult::kEof;
   if (n < 0) return errno == EAGAIN ? ReadResult::kAgain : ReadResult::kEof;
   bytes_read_ += static_cast<size_t>(n);
+  if (stream == 0) stdout_bytes_ += static_cast<size_t>(n);
   const Timestamp ts = NowMicros();
   assembler_[stream].Feed(std::string_view(read_buf_.data(), static_cast<size_t>(n)),
                           [&](std::string_view line) { OnLine(stream, ts, line); });
@@ -854,6 +1208,15 @@ void Launcher::OnLine(int stream, Timestamp ts, std::string_view line) {
       install_tail_.emplace_back(line);
       if (install_tail_.size() > kInstallTailLines) install_tail_.pop_front();
       break;
+    case Sink::kEngine:
+      if (is_stderr) {
+        if (engine_err_.size() >= kInstallTailLines) engine_err_.erase(engine_err_.begin());
+        engine_err_.emplace_back(line);
+      } else {
+        capture_.append(line.data(), line.size());
+        capture_.push_back('\n');
+      }
+      break;
     case Sink::kCapture:
       if (is_stderr) {
         log_.Add(ts, Severity::kError, false, line);
@@ -869,6 +1232,7 @@ int Launcher::PollTimeoutMs(int64_t now) const {
   int64_t next = now + kMicrosPerSecond;
   if (int64_t f = log_.FlushDeadline(); f >= 0) next = std::min(next, f);
   if (term_requested_ && !escalated_) next = std::min(next, kill_deadline_);
+  if (started_pending_) next = std::min(next, started_deadline_);
   int64_t wait = next - now;
   if (wait <= 0) return 0;
   return static_cast<int>((wait + 999) / 1000);
@@ -919,11 +1283,12 @@ void Launcher::StartTermination(int signo) {
   Service(Severity::kWarning, "Received " + SignalName(signo) +
                                   "; stopping the replica (grace period " + FormatDuration(grace) +
                                   ").");
-  if (child_ > 0 && !child_reaped_) ::kill(-child_, SIGTERM);
+  if (child_ > 0 && !child_reaped_ && !shielded_) ::kill(-child_, SIGTERM);
 }
 
 void Launcher::Escalate() {
   escalated_ = true;
+  if (shielded_) return;  // the trainer is gone; what runs is the cleanup
   Service(Severity::kWarning, "The grace period is over; killing the replica's processes.");
   if (child_ > 0 && !child_reaped_) ::kill(-child_, SIGKILL);
   for (const executor::ProcStat& p : executor::Descendants(::getpid(), executor::ListProcesses())) {

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "trainyard/core/log.h"
 #include "trainyard/core/util.h"
@@ -73,6 +74,85 @@ std::string PrimaryTaskName(const std::string& runtime_version) {
   } catch (...) {
   }
   return "master";
+}
+
+// The ReplicaConfig of a task type, and where its fields are in the TrainingInput.
+const model::ReplicaRoleSpec& RoleOf(const model::TrainingSpec& spec, const std::string& type) {
+  if (type == "worker") return spec.worker;
+  if (type == "ps") return spec.parameter_server;
+  if (type == "evaluator") return spec.evaluator;
+  return spec.master;
+}
+
+const char* ConfigFieldOf(const std::string& type) {
+  if (type == "worker") return "workerConfig";
+  if (type == "ps") return "parameterServerConfig";
+  if (type == "evaluator") return "evaluatorConfig";
+  return "masterConfig";
+}
+
+// The image a replica runs ("" = it runs the Python trainer): its own imageUri, else the
+// master's (compat §2: every *Config.imageUri defaults to masterConfig.imageUri).
+const std::string& ImageOf(const model::TrainingSpec& spec, const std::string& type) {
+  const std::string& own = RoleOf(spec, type).image_uri;
+  return own.empty() ? spec.master.image_uri : own;
+}
+
+// workerCount -> worker_count (the proto field names CLOUD_ML_JOB uses, compat §6.3).
+std::string SnakeCase(const std::string& key) {
+  std::string out;
+  for (char c : key) {
+    if (c >= 'A' && c <= 'Z') {
+      if (!out.empty()) out.push_back('_');
+      out.push_back(static_cast<char>(c - 'A' + 'a'));
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+json SnakeKeys(const json& j) {
+  if (j.is_object()) {
+    json out = json::object();
+    for (const auto& [k, v] : j.items()) out[SnakeCase(k)] = SnakeKeys(v);
+    return out;
+  }
+  if (j.is_array()) {
+    json out = json::array();
+    for (const auto& v : j) out.push_back(SnakeKeys(v));
+    return out;
+  }
+  return j;
+}
+
+// A container name unique per replica that docker and podman accept ([a-z0-9_.-], starting
+// with a letter).
+std::string ContainerName(const executor::ReplicaKey& key) {
+  std::string name = "trainyard-" + key.project + "-" + key.job_id +
+                     (key.trial_id.empty() ? "" : "-" + key.trial_id) + "-" + key.TaskName();
+  for (char& c : name) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+    if (!ok) c = '-';
+  }
+  return name;
+}
+
+// The host GPUs of a container replica, from its /dev/nvidia<N> devices (its
+// CUDA_VISIBLE_DEVICES is renumbered from 0 inside the container).
+std::vector<int> ContainerGpus(const executor::ContainerSpec& c) {
+  std::vector<int> gpus;
+  for (const auto& dev : c.devices) {
+    constexpr std::string_view kPrefix = "/dev/nvidia";
+    if (!StartsWith(dev, kPrefix) || dev.size() == kPrefix.size()) continue;
+    const std::string n = dev.substr(kPrefix.size());
+    if (std::all_of(n.begin(), n.end(), [](char d) { return d >= '0' && d <= '9'; })) {
+      gpus.push_back(std::atoi(n.c_str()));
+    }
+  }
+  return gpus;
 }
 
 std::string ReplicaMessageName(const executor::ReplicaKey& key) {
@@ -205,7 +285,9 @@ Status Scheduler::Start() {
                 r.restarts = std::atoi(n->c_str());
               }
               auto env = r.spec.env.find("CUDA_VISIBLE_DEVICES");
-              if (env != r.spec.env.end()) {
+              if (!r.spec.container.image.empty()) {
+                r.gpus = ContainerGpus(r.spec.container);
+              } else if (env != r.spec.env.end()) {
                 for (const auto& part : Split(env->second, ',')) {
                   try {
                     if (!part.empty()) r.gpus.push_back(std::stoi(part));
@@ -291,6 +373,21 @@ Status Scheduler::CheckRunnable(const Job& job) const {
                     "no configured runtime serves runtimeVersion \"" + job.spec.runtime_version +
                         "\" with pythonVersion \"" + job.spec.python_version + "\"");
   }
+  const auto replicas = PlanReplicas(job);
+  if (options_.container_engine.empty()) {
+    for (const auto& r : replicas) {
+      const std::string& type = r.key.task_type;
+      if (ImageOf(job.spec, type).empty()) continue;
+      // The field the image came from: the role's own imageUri or the master's it inherits.
+      const char* config =
+          RoleOf(job.spec, type).image_uri.empty() ? "masterConfig" : ConfigFieldOf(type);
+      bad = true;
+      st.AddViolation(std::string("trainingInput.") + config + ".imageUri",
+                      "custom containers need podman or docker on this machine (setting "
+                      "container_engine)");
+      break;
+    }
+  }
   for (size_t i = 0; i < job.spec.package_uris.size(); ++i) {
     const auto& uri = job.spec.package_uris[i];
     auto path = buckets_.LocalPathForUri(uri);
@@ -311,7 +408,6 @@ Status Scheduler::CheckRunnable(const Job& job) const {
     }
   }
   // A job that could never fit on this node is refused now rather than queued forever.
-  const auto replicas = PlanReplicas(job);
   if (std::string never = pool_.NeverFits(DemandOf(replicas)); !never.empty()) {
     bad = true;
     std::string field = "trainingInput.scaleTier";
@@ -743,57 +839,97 @@ std::string Scheduler::WorkDir(const executor::ReplicaKey& key) const {
 
 Status Scheduler::LaunchLocked(ActiveJob& aj) {
   const Job& job = aj.job;
-  const RuntimeOptions* rt = FindRuntime(job.spec);
-  if (rt == nullptr) return FailedPrecondition("no configured runtime serves this job");
+  // Replicas with an image run in a container (custom-container job, compat §2); the others
+  // run the Python trainer under a configured runtime.
+  std::vector<std::string> images;
+  bool any_python = false;
+  bool any_container = false;
+  for (const auto& r : aj.replicas) {
+    images.push_back(ImageOf(job.spec, r.key.task_type));
+    (images.back().empty() ? any_python : any_container) = true;
+  }
+  const RuntimeOptions* rt = nullptr;
+  if (any_python) {
+    rt = FindRuntime(job.spec);
+    if (rt == nullptr) return FailedPrecondition("no configured runtime serves this job");
+  }
+  if (any_container && options_.container_engine.empty()) {
+    return FailedPrecondition(
+        "custom containers need podman or docker on this machine (setting container_engine)");
+  }
   // One cluster map for the whole job, identical on every replica (compat §6.1): every replica
   // but the evaluators, with a port free on this host. The port stays the replica's own across
-  // restarts (the spec is reused).
-  const std::string primary = PrimaryTaskName(job.spec.runtime_version);
+  // restarts (the spec is reused). Custom containers name the primary "master" unless the job
+  // asks for "chief" (useChiefInTfConfig); the runtime version decides for the others.
+  const std::string primary = any_container ? (job.spec.use_chief_in_tf_config ? "chief" : "master")
+                                            : PrimaryTaskName(job.spec.runtime_version);
   auto tf_type = [&primary](const std::string& t) { return t == "master" ? primary : t; };
   json cluster = json::object();
+  // CLUSTER_SPEC (custom containers, compat §6.2): always "master", and evaluators included.
+  json cluster_spec_cluster = json::object();
   const std::vector<int> ports = PickFreePorts(aj.replicas.size());
   int master_port = 0;
   int workers = 0;
   for (size_t i = 0; i < aj.replicas.size(); ++i) {
     const auto& key = aj.replicas[i].key;
+    const std::string address = "127.0.0.1:" + std::to_string(ports[i]);
+    cluster_spec_cluster[key.task_type].push_back(address);
     if (key.task_type == "worker") ++workers;
-    if (key.task_type == "evaluator") continue;  // evaluators are never in the cluster
+    if (key.task_type == "evaluator") continue;  // evaluators are never in TF_CONFIG's cluster
     if (key.task_type == "master") master_port = ports[i];
-    cluster[tf_type(key.task_type)].push_back("127.0.0.1:" + std::to_string(ports[i]));
+    cluster[tf_type(key.task_type)].push_back(address);
   }
   const json job_json =
       json::parse(job.training_input_json.empty() ? "{}" : job.training_input_json, nullptr, false);
+  // Custom containers see the TrainingInput with the proto's snake_case names: as an object in
+  // CLOUD_ML_JOB and as a JSON string in TF_CONFIG/CLUSTER_SPEC's "job" (compat §6.1, §6.3).
+  // Compact, because the container's environment goes through a line-based env file.
+  std::string snake_job;
+  if (any_container) {
+    snake_job = SnakeKeys(job_json.is_discarded() ? json::object() : job_json)
+                    .dump(-1, ' ', false, json::error_handler_t::replace);
+  }
   std::vector<std::string> packages;
   for (const auto& uri : job.spec.package_uris) {
     TRAINYARD_ASSIGN_OR_RETURN(auto path, buckets_.LocalPathForUri(uri));
     packages.push_back(path);
   }
+  // The trainer's argv (compat §6.4): TrainingInput.args, then --job-dir DIR.
+  std::vector<std::string> trainer_args = job.spec.args;
+  if (!job.spec.job_dir.empty()) {
+    trainer_args.push_back("--job-dir");
+    trainer_args.push_back(job.spec.job_dir);
+  }
   for (size_t i = 0; i < aj.replicas.size(); ++i) {
     Replica& r = aj.replicas[i];
+    const bool in_container = !images[i].empty();
     executor::ReplicaSpec spec;
     spec.key = r.key;
     spec.work_dir = WorkDir(r.key);
-    spec.python = rt->python;
-    spec.packages = packages;
-    spec.package_uris = job.spec.package_uris;
-    spec.python_module = job.spec.python_module;
-    spec.args = job.spec.args;
-    if (!job.spec.job_dir.empty()) {
-      spec.args.push_back("--job-dir");
-      spec.args.push_back(job.spec.job_dir);
+    if (!in_container) {
+      spec.python = rt->python;
+      spec.packages = packages;
+      spec.package_uris = job.spec.package_uris;
+      spec.python_module = job.spec.python_module;
+      spec.args = trainer_args;
     }
     json tf;
     tf["cluster"] = cluster;
     tf["task"] = {{"type", tf_type(r.key.task_type)},
                   {"index", r.key.index},
                   {"cloud", "trainyard-" + job.job_id}};
-    tf["job"] = job_json;
+    if (in_container) {
+      tf["job"] = snake_job;
+    } else {
+      tf["job"] = job_json;
+    }
     tf["environment"] = "cloud";
     spec.env["TF_CONFIG"] = tf.dump(-1, ' ', false, json::error_handler_t::replace);
     spec.env["CLOUD_ML_JOB_ID"] = job.job_id;
     spec.env["CLOUD_ML_PROJECT_ID"] = job.project;
     // torch.distributed with init_method="env://": the world is the master (rank 0) and the
     // workers (ranks 1..N); each replica stands for its own machine, so LOCAL_RANK is 0.
+    // Containers share the host's network, so 127.0.0.1 reaches the master there too.
     if (r.key.task_type == "master" || r.key.task_type == "worker") {
       spec.env["MASTER_ADDR"] = "127.0.0.1";
       spec.env["MASTER_PORT"] = std::to_string(master_port);
@@ -801,9 +937,13 @@ Status Scheduler::LaunchLocked(ActiveJob& aj) {
       spec.env["RANK"] = std::to_string(r.key.task_type == "master" ? 0 : r.key.index + 1);
       spec.env["LOCAL_RANK"] = "0";
     }
-    // Every replica gets the GPUs given to it and no others ("" hides them all).
+    // Every replica gets the GPUs given to it and no others ("" hides them all). A container
+    // sees only its own GPU devices, which CUDA numbers from 0 there.
     std::string visible;
-    for (int g : r.gpus) visible += (visible.empty() ? "" : ",") + std::to_string(g);
+    for (size_t g = 0; g < r.gpus.size(); ++g) {
+      visible += (visible.empty() ? "" : ",") +
+                 std::to_string(in_container ? static_cast<int>(g) : r.gpus[g]);
+    }
     spec.env["CUDA_VISIBLE_DEVICES"] = visible;
     // Indices are nvidia-smi's, which count in PCI bus order; CUDA's default order differs.
     spec.env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
@@ -814,7 +954,38 @@ Status Scheduler::LaunchLocked(ActiveJob& aj) {
     spec.env_cache_dir = options_.env_cache_dir;
     spec.pip_index_url = options_.pip_index_url;
     spec.pip_find_links = options_.pip_find_links;
-    if (!options_.cgroup_root.empty()) {
+    if (in_container) {
+      const model::ReplicaRoleSpec& role = RoleOf(job.spec, r.key.task_type);
+      json cs;
+      cs["cluster"] = cluster_spec_cluster;
+      cs["task"] = {{"type", r.key.task_type}, {"index", r.key.index}};
+      cs["job"] = snake_job;
+      cs["environment"] = "cloud";
+      spec.env["CLUSTER_SPEC"] = cs.dump(-1, ' ', false, json::error_handler_t::replace);
+      spec.env["CLOUD_ML_JOB"] = snake_job;
+      executor::ContainerSpec& c = spec.container;
+      c.engine = options_.container_engine;
+      c.engine_env = options_.container_engine_env;
+      c.image = images[i];
+      // Docker semantics (compat §2 ReplicaConfig): containerCommand replaces the ENTRYPOINT;
+      // containerArgs, else TrainingInput.args, go after it. Both are per replica role.
+      if (!role.container_command.empty()) c.entrypoint = role.container_command;
+      c.args = !role.container_args.empty() ? role.container_args : trainer_args;
+      c.name = ContainerName(r.key);
+      // The bucket directory at the same path, so TRAINYARD_BUCKETS_DIR works inside.
+      c.mounts.push_back(buckets_.root() + ":" + buckets_.root());
+      for (int g : r.gpus) c.devices.push_back("/dev/nvidia" + std::to_string(g));
+      if (!r.gpus.empty()) {
+        for (const char* dev : {"/dev/nvidiactl", "/dev/nvidia-uvm"}) {
+          if (::access(dev, F_OK) == 0) c.devices.push_back(dev);
+        }
+      }
+      // The engine makes the container's cgroup from --memory/--cpus; the launcher makes none.
+      if (options_.container_limits) {
+        spec.limits.memory_bytes = r.demand.memory_bytes;
+        spec.limits.cpu_millis = r.demand.cpu_millis;
+      }
+    } else if (!options_.cgroup_root.empty()) {
       spec.cgroup_root = options_.cgroup_root;
       spec.cgroup_name = "trainyard/" + job.project + "." + job.job_id +
                          (r.key.trial_id.empty() ? "" : ".trial-" + r.key.trial_id) + "." +

@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 
 namespace trainyard::daemon {
 namespace {
@@ -101,6 +103,91 @@ TEST_F(ConfigTest, ReadsRuntimes) {
   EXPECT_EQ(c.runtimes[0].runtime_versions, std::vector<std::string>{"2.*"});
   EXPECT_NE(DumpConfig(c).find("runtime_versions: [2.*]"), std::string::npos);
   EXPECT_NE(ConfigReference().find("`TRAINYARD_CANCEL_GRACE`"), std::string::npos);
+}
+
+// A directory of fake executables, used as PATH.
+class ContainerEngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = "/tmp/ty_engine_test_" + std::to_string(::getpid());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_ + "/bin");
+    std::filesystem::create_directories(dir_ + "/data");
+    saved_conf_ = std::getenv("CONTAINERS_CONF") ? std::getenv("CONTAINERS_CONF") : "";
+    had_conf_ = std::getenv("CONTAINERS_CONF") != nullptr;
+    ::unsetenv("CONTAINERS_CONF");
+  }
+  void TearDown() override {
+    std::filesystem::remove_all(dir_);
+    if (had_conf_) ::setenv("CONTAINERS_CONF", saved_conf_.c_str(), 1);
+  }
+  std::string Tool(const std::string& name, bool executable = true) {
+    std::string path = dir_ + "/bin/" + name;
+    std::ofstream(path) << "#!/bin/sh\n";
+    std::filesystem::permissions(
+        path, executable ? std::filesystem::perms::owner_all : std::filesystem::perms::owner_read);
+    return path;
+  }
+  std::string PathEnv() const { return "/nonexistent:" + dir_ + "/bin"; }
+  std::string dir_;
+  std::string saved_conf_;
+  bool had_conf_ = false;
+};
+
+TEST_F(ContainerEngineTest, KeysParseAndDefaultToAutoWithLimits) {
+  DaemonConfig c;
+  EXPECT_EQ(c.container_engine, "auto");
+  EXPECT_TRUE(c.container_limits);
+  ASSERT_TRUE(SetConfigValue(c, "container_engine", "/usr/bin/docker").ok());
+  EXPECT_EQ(c.container_engine, "/usr/bin/docker");
+  ASSERT_TRUE(SetConfigValue(c, "container_limits", "false").ok());
+  EXPECT_FALSE(c.container_limits);
+  Status st = SetConfigValue(c, "container_limits", "sometimes");
+  EXPECT_NE(st.message().find("container_limits"), std::string::npos) << st.message();
+  EXPECT_FALSE(SetConfigValue(c, "container_engine", "").ok());
+  EXPECT_NE(DumpConfig(c).find("container_engine: \"/usr/bin/docker\""), std::string::npos);
+  EXPECT_NE(ConfigReference().find("`TRAINYARD_CONTAINER_LIMITS`"), std::string::npos);
+}
+
+TEST_F(ContainerEngineTest, AutoPrefersPodmanThenDockerThenNone) {
+  EXPECT_EQ(*ResolveContainerEngine("auto", PathEnv()), "");
+  const std::string docker = Tool("docker");
+  EXPECT_EQ(*ResolveContainerEngine("auto", PathEnv()), docker);
+  Tool("podman", /*executable=*/false);  // not runnable: skipped
+  EXPECT_EQ(*ResolveContainerEngine("auto", PathEnv()), docker);
+  const std::string podman = Tool("podman");
+  EXPECT_EQ(*ResolveContainerEngine("auto", PathEnv()), podman);
+  EXPECT_EQ(*ResolveContainerEngine("none", PathEnv()), "");
+  EXPECT_EQ(*ResolveContainerEngine("docker", PathEnv()), docker);
+  EXPECT_EQ(*ResolveContainerEngine(podman, ""), podman);
+  auto missing = ResolveContainerEngine("nerdctl", PathEnv());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("nerdctl"), std::string::npos);
+  EXPECT_FALSE(ResolveContainerEngine(dir_ + "/bin/nope", PathEnv()).ok());
+}
+
+TEST_F(ContainerEngineTest, PodmanWithRuncGetsTheContainersConf) {
+  const std::string podman = Tool("podman");
+  const std::string data = dir_ + "/data";
+  // Without runc podman keeps its own defaults.
+  auto env = PrepareContainerEngineEnv(podman, data, PathEnv());
+  ASSERT_TRUE(env.ok());
+  EXPECT_TRUE(env->empty());
+  EXPECT_FALSE(std::filesystem::exists(data + "/containers.conf"));
+  Tool("runc");
+  env = PrepareContainerEngineEnv(podman, data, PathEnv());
+  ASSERT_TRUE(env.ok());
+  EXPECT_EQ(env->at("CONTAINERS_CONF"), data + "/containers.conf");
+  std::ifstream in(data + "/containers.conf");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text,
+            "[containers]\ndefault_ulimits = [\"nofile=1024:1024\", \"nproc=4096:4096\"]\n"
+            "[engine]\nruntime = \"runc\"\ncgroup_manager = \"cgroupfs\"\n");
+  // Docker has no containers.conf.
+  EXPECT_TRUE(PrepareContainerEngineEnv(Tool("docker"), data, PathEnv())->empty());
+  // The user's own CONTAINERS_CONF wins.
+  ::setenv("CONTAINERS_CONF", "/etc/mine.conf", 1);
+  EXPECT_TRUE(PrepareContainerEngineEnv(podman, data, PathEnv())->empty());
 }
 
 }  // namespace

@@ -60,6 +60,62 @@ TEST(SpecJsonTest, WithoutCgroupFieldsMeansNoCgroupsAndNoLimits) {
   EXPECT_NE(text.find(R"("limits":{"cpuMillis":0,"memoryBytes":0})"), std::string::npos) << text;
 }
 
+TEST(SpecJsonTest, RoundTripsTheContainer) {
+  ReplicaSpec spec;
+  spec.python_module = "";
+  spec.env = {{"TF_CONFIG", "{\"task\":{}}"}};
+  spec.container.engine = "/usr/bin/podman";
+  spec.container.engine_env = {{"CONTAINERS_CONF", "/etc/ty/containers.conf"}};
+  spec.container.image = "localhost/trainer:1";
+  spec.container.entrypoint = std::vector<std::string>{"python", "-m", "trainer.task"};
+  spec.container.args = {"--lr", "0.1"};
+  spec.container.name = "ty-proj-job_1-master-0";
+  spec.container.mounts = {"/data:/data:ro", "/out:/out"};
+  spec.container.devices = {"/dev/nvidia0"};
+  auto back = SpecFromJson(SpecToJson(spec));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  const ContainerSpec& c = back->container;
+  EXPECT_EQ(c.engine, spec.container.engine);
+  EXPECT_EQ(c.engine_env, spec.container.engine_env);
+  EXPECT_EQ(c.image, spec.container.image);
+  EXPECT_EQ(c.entrypoint, spec.container.entrypoint);
+  EXPECT_EQ(c.args, spec.container.args);
+  EXPECT_EQ(c.name, spec.container.name);
+  EXPECT_EQ(c.mounts, spec.container.mounts);
+  EXPECT_EQ(c.devices, spec.container.devices);
+  EXPECT_EQ(back->env, spec.env);
+}
+
+TEST(SpecJsonTest, ContainerEntrypointDistinguishesUnsetFromEmpty) {
+  ReplicaSpec spec;
+  spec.container.image = "img";
+  std::string text = SpecToJson(spec);
+  EXPECT_EQ(text.find("entrypoint"), std::string::npos) << text;
+  auto unset = SpecFromJson(text);
+  ASSERT_TRUE(unset.ok());
+  EXPECT_FALSE(unset->container.entrypoint.has_value());
+
+  spec.container.entrypoint = std::vector<std::string>{};
+  text = SpecToJson(spec);
+  EXPECT_NE(text.find(R"("entrypoint":[])"), std::string::npos) << text;
+  auto empty = SpecFromJson(text);
+  ASSERT_TRUE(empty.ok());
+  ASSERT_TRUE(empty->container.entrypoint.has_value());
+  EXPECT_TRUE(empty->container.entrypoint->empty());
+}
+
+TEST(SpecJsonTest, WithoutContainerKeyIsNotAContainerReplica) {
+  std::string text = SpecToJson(ReplicaSpec{});
+  EXPECT_EQ(text.find("container"), std::string::npos) << text;
+  auto spec = SpecFromJson(R"({"pythonModule": "trainer.task"})");
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->container.image, "");
+  EXPECT_FALSE(spec->container.entrypoint.has_value());
+  auto null_container = SpecFromJson(R"({"container": null})");
+  ASSERT_TRUE(null_container.ok());
+  EXPECT_EQ(null_container->container.image, "");
+}
+
 TEST(SpecJsonTest, RejectsMalformedJson) {
   EXPECT_FALSE(SpecFromJson("{").ok());
   EXPECT_FALSE(SpecFromJson("[]").ok());
@@ -67,6 +123,9 @@ TEST(SpecJsonTest, RejectsMalformedJson) {
   EXPECT_FALSE(SpecFromJson(R"({"key": {"index": "zero"}})").ok());
   EXPECT_FALSE(SpecFromJson(R"({"limits": 5})").ok());
   EXPECT_FALSE(SpecFromJson(R"({"limits": {"memoryBytes": "1G"}})").ok());
+  EXPECT_FALSE(SpecFromJson(R"({"container": "img"})").ok());
+  EXPECT_FALSE(SpecFromJson(R"({"container": {"image": "i", "entrypoint": "sh"}})").ok());
+  EXPECT_FALSE(SpecFromJson(R"({"container": {"image": "i", "mounts": [1]}})").ok());
 }
 
 TEST(ExitJsonTest, RoundTripsAndUsesProtocolNames) {

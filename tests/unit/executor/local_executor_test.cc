@@ -857,5 +857,394 @@ TEST_F(LocalExecutorTest, ReplicaRunsWithoutLimitsWhenItsCgroupsCannotBeSetUp) {
   EXPECT_TRUE(fs::is_empty(root + "/cpu"));
 }
 
+// ---------------------------------------------------------------------------------------------
+// Custom containers, against a fake engine: a shell script that records every call and plays
+// podman's (or docker's) part as configured by files in its directory.
+
+constexpr const char* kFakeEngine = R"SH(#!/bin/sh
+d="$(dirname "$0")"
+{ for a in "$@"; do printf '%s\n' "$a"; done; echo '--END--'; } >> "$d/calls"
+case "$1" in
+  image) exit "$(cat "$d/image_exit" 2>/dev/null || echo 0)" ;;
+  inspect) cat "$d/oom" 2>/dev/null || echo false; exit 0 ;;
+  rm) exit 0 ;;
+  run)
+    if [ "$(cat "$d/image_exit" 2>/dev/null || echo 0)" != 0 ]; then
+      echo "Error: localhost/trainer:1: image not known" >&2
+      exit 125
+    fi
+    while [ $# -gt 0 ]; do
+      if [ "$1" = --env-file ]; then cp "$2" "$d/env.copy"; fi
+      shift
+    done
+    echo "container out"
+    echo "engine var ${FAKE_ENGINE_VAR:-unset} spec var ${MY_VAR:-unset}"
+    echo "container err" >&2
+    echo "WARNING: careful" >&2
+    if [ -f "$d/run_ignore_term" ]; then trap '' TERM; fi
+    if [ -f "$d/run_sleep" ]; then
+      if [ ! -f "$d/run_ignore_term" ]; then trap 'echo TERM >> "$d/signals"; exit 143' TERM; fi
+      echo "sleeping"
+      while :; do sleep 0.05; done
+    fi
+    exit "$(cat "$d/run_exit" 2>/dev/null || echo 0)" ;;
+esac
+exit 99
+)SH";
+
+class ContainerTest : public LocalExecutorTest {
+ protected:
+  void SetUp() override {
+    LocalExecutorTest::SetUp();
+    engine_dir_ = tmp_.path() + "/engine";
+    InstallEngine("podman");
+  }
+
+  // Installs the fake engine as `engine_dir_/name` (the launcher decides docker or podman by
+  // the name).
+  std::string InstallEngine(const std::string& name) {
+    const std::string path = engine_dir_ + "/" + name;
+    WriteText(path, kFakeEngine);
+    fs::permissions(path, fs::perms::owner_all);
+    return path;
+  }
+  void Configure(const std::string& file, const std::string& value) {
+    WriteText(engine_dir_ + "/" + file, value);
+  }
+
+  ReplicaSpec ContainerSpec(const std::string& name, const std::string& engine = "podman") {
+    ReplicaSpec spec;
+    spec.key = {"proj", "job_" + name, "", "master", 0};
+    spec.work_dir = tmp_.path() + "/work/" + name;
+    spec.container.engine = engine_dir_ + "/" + engine;
+    spec.container.image = "localhost/trainer:1";
+    spec.container.name = "ty-" + name;
+    return spec;
+  }
+
+  // Every call of the engine so far, each as its argv after the engine.
+  std::vector<std::vector<std::string>> Calls() {
+    std::vector<std::vector<std::string>> calls;
+    std::ifstream in(engine_dir_ + "/calls");
+    std::vector<std::string> call;
+    for (std::string line; std::getline(in, line);) {
+      if (line == "--END--") {
+        calls.push_back(std::move(call));
+        call.clear();
+      } else {
+        call.push_back(line);
+      }
+    }
+    return calls;
+  }
+  std::vector<std::string> RemoveCall(const std::string& name) {
+    return {"rm", "-f", "-t", "0", name};
+  }
+  std::vector<std::string> InspectCall(const std::string& name) {
+    return {"inspect", "--type", "container", "--format", "{{.State.OOMKilled}}", name};
+  }
+
+  std::string engine_dir_;
+};
+
+TEST_F(ContainerTest, RunsTheImageWithTheSpecsArgvEnvironmentAndLimits) {
+  ReplicaSpec spec = ContainerSpec("full");
+  spec.env = {{"TF_CONFIG", R"({"task":{"type":"master","index":0}})"}, {"MY_VAR", "my value"}};
+  spec.container.engine_env = {{"FAKE_ENGINE_VAR", "engine value"}};
+  spec.container.entrypoint = std::vector<std::string>{"python", "-m", "trainer.task"};
+  spec.container.args = {"--lr", "0.1", "--job-dir", "/out dir"};
+  spec.container.mounts = {"/data:/data:ro", "/out:/out"};
+  spec.container.devices = {"/dev/nvidia0"};
+  spec.limits.cpu_millis = 3500;
+  spec.limits.memory_bytes = int64_t{1} << 30;
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->phase, "run");
+  EXPECT_EQ(exit->exit_code, 0);
+  EXPECT_EQ(exit->signal, 0);
+  EXPECT_FALSE(exit->oom_killed);
+  EXPECT_EQ(exit->error_tail, "");
+  EXPECT_EQ(recorder_.RunningCalls(spec.key), 1);
+
+  const std::string env_file = spec.work_dir + "/container.env";
+  const std::vector<std::string> run = {"run",
+                                        "--name",
+                                        "ty-full",
+                                        "--replace",
+                                        "--pull=never",
+                                        "--network=host",
+                                        "--env-file",
+                                        env_file,
+                                        "-v",
+                                        "/data:/data:ro",
+                                        "-v",
+                                        "/out:/out",
+                                        "--device",
+                                        "/dev/nvidia0",
+                                        "--cpus",
+                                        "3.5",
+                                        "--memory",
+                                        "1073741824b",
+                                        "--entrypoint",
+                                        R"(["python","-m","trainer.task"])",
+                                        "localhost/trainer:1",
+                                        "--lr",
+                                        "0.1",
+                                        "--job-dir",
+                                        "/out dir"};
+  EXPECT_EQ(Calls(), (std::vector<std::vector<std::string>>{
+                         run,
+                         InspectCall("ty-full"),
+                         RemoveCall("ty-full"),
+                     }));
+  // The container gets spec.env through the file; the engine CLI gets only engine_env.
+  EXPECT_EQ(ReadFile(engine_dir_ + "/env.copy").value(),
+            "MY_VAR=my value\nTF_CONFIG={\"task\":{\"type\":\"master\",\"index\":0}}\n");
+  EXPECT_EQ(ReadFile(env_file).value(), ReadFile(engine_dir_ + "/env.copy").value());
+
+  auto expect = [&](const std::string& msg, Severity sev) {
+    auto e = recorder_.Find(msg);
+    ASSERT_TRUE(e.has_value()) << "missing line: " << msg;
+    EXPECT_EQ(e->severity, sev) << msg;
+    EXPECT_EQ(e->task_name, "master-replica-0") << msg;
+  };
+  expect("container out", Severity::kInfo);
+  expect("engine var engine value spec var unset", Severity::kInfo);
+  expect("container err", Severity::kError);
+  expect("WARNING: careful", Severity::kWarning);
+  expect("Running container image localhost/trainer:1.", Severity::kInfo);
+  expect("Running command: " + spec.container.engine +
+             " run --name ty-full --replace --pull=never --network=host --env-file " + env_file +
+             " -v /data:/data:ro -v /out:/out --device /dev/nvidia0 --cpus 3.5 --memory "
+             "1073741824b --entrypoint '[\"python\",\"-m\",\"trainer.task\"]' "
+             "localhost/trainer:1 --lr 0.1 --job-dir '/out dir'",
+         Severity::kInfo);
+  expect("Container completed; cleaning up.", Severity::kInfo);
+  expect("Clean up finished.", Severity::kInfo);
+  // Neither Python nor the launcher's cgroup code took part.
+  EXPECT_FALSE(recorder_.HasLogContaining("Limiting the replica"));
+  EXPECT_FALSE(recorder_.HasLogContaining("environment"));
+  EXPECT_EQ(Leftovers(spec.work_dir), std::vector<pid_t>{});
+}
+
+TEST_F(ContainerTest, WithoutEntrypointOrLimitsTheImageKeepsItsOwn) {
+  ReplicaSpec spec = ContainerSpec("plain");
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 0);
+  auto calls = Calls();
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[0],
+            (std::vector<std::string>{"run", "--name", "ty-plain", "--replace", "--pull=never",
+                                      "--network=host", "--env-file",
+                                      spec.work_dir + "/container.env", "localhost/trainer:1"}));
+  EXPECT_EQ(ReadFile(spec.work_dir + "/container.env").value(), "");
+}
+
+TEST_F(ContainerTest, AnEmptyEntrypointClearsTheImagesEntrypointAndCommand) {
+  ReplicaSpec spec = ContainerSpec("empty_ep");
+  spec.container.entrypoint = std::vector<std::string>{};
+  spec.container.args = {"/bin/true"};
+  spec.limits.cpu_millis = 250;
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  ASSERT_TRUE(recorder_.WaitExit(spec.key).has_value());
+  auto calls = Calls();
+  ASSERT_EQ(calls.size(), 3u);  // run, inspect, rm
+  const std::vector<std::string> tail(calls[0].end() - 5, calls[0].end());
+  EXPECT_EQ(tail, (std::vector<std::string>{"0.25", "--entrypoint", "", "localhost/trainer:1",
+                                            "/bin/true"}));
+}
+
+TEST_F(ContainerTest, DockerGetsItsOwnCommandsAndASingleEntrypointExecutable) {
+  InstallEngine("docker");
+  ReplicaSpec spec = ContainerSpec("dock", "docker");
+  spec.container.entrypoint = std::vector<std::string>{"python", "-m", "trainer.task"};
+  spec.container.args = {"--lr", "0.1"};
+  spec.limits.cpu_millis = 2000;
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 0);
+  EXPECT_EQ(Calls(),
+            (std::vector<std::vector<std::string>>{
+                {"rm", "-f", "ty-dock"},
+                {"run", "--name", "ty-dock", "--pull=never", "--network=host", "--env-file",
+                 spec.work_dir + "/container.env", "--cpus", "2", "--entrypoint", "python",
+                 "localhost/trainer:1", "-m", "trainer.task", "--lr", "0.1"},
+                InspectCall("ty-dock"),
+                {"rm", "-f", "ty-dock"},
+            }));
+}
+
+TEST_F(ContainerTest, MissingImageFailsInInstallPhaseWithoutCountingAsRunning) {
+  Configure("image_exit", "1");
+  ReplicaSpec spec = ContainerSpec("noimage");
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->phase, "install");
+  EXPECT_EQ(exit->exit_code, 1);
+  const std::string message =
+      "The container image localhost/trainer:1 is not in the local storage of podman: build it "
+      "(" +
+      spec.container.engine + " build -t localhost/trainer:1 DIR) or load it (" +
+      spec.container.engine + " load -i FILE) on this machine; Trainyard does not pull images.";
+  EXPECT_EQ(exit->message, message);
+  auto line = recorder_.Find(message);
+  ASSERT_TRUE(line.has_value());
+  EXPECT_EQ(line->severity, Severity::kError);
+  // `run` fails at once (--pull=never); the replica never counted as running.
+  auto calls = Calls();
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[0][0], "run");
+  EXPECT_EQ(calls[1], InspectCall("ty-noimage"));
+  EXPECT_EQ(calls[2], RemoveCall("ty-noimage"));
+  EXPECT_EQ(recorder_.RunningCalls(spec.key), 0);
+}
+
+TEST_F(ContainerTest, FailingContainerReportsItsStatusAndStderrAndIsRemoved) {
+  Configure("run_exit", "3");
+  ReplicaSpec spec = ContainerSpec("fails");
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->phase, "run");
+  EXPECT_EQ(exit->exit_code, 3);
+  EXPECT_EQ(exit->signal, 0);
+  EXPECT_NE(exit->error_tail.find("container err"), std::string::npos) << exit->error_tail;
+  auto line = recorder_.Find("Container exited with status 3; cleaning up.");
+  ASSERT_TRUE(line.has_value());
+  EXPECT_EQ(line->severity, Severity::kError);
+  auto calls = Calls();
+  ASSERT_FALSE(calls.empty());
+  EXPECT_EQ(calls.back(), RemoveCall("ty-fails"));
+}
+
+TEST_F(ContainerTest, EngineErrorIsALaunchFailureWithTheEnginesMessage) {
+  Configure("run_exit", "125");
+  ReplicaSpec spec = ContainerSpec("engine_error");
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->phase, "launch");
+  EXPECT_EQ(exit->exit_code, 125);
+  EXPECT_EQ(exit->signal, 0);
+  EXPECT_EQ(exit->message, "container err\nWARNING: careful");
+  EXPECT_EQ(Calls().back(), RemoveCall("ty-engine_error"));
+}
+
+TEST_F(ContainerTest, OomKilledContainerIsReported) {
+  Configure("run_exit", "137");
+  Configure("oom", "true\n");
+  ReplicaSpec spec = ContainerSpec("oom");
+  spec.limits.memory_bytes = 64 << 20;
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->phase, "run");
+  EXPECT_EQ(exit->exit_code, 137);
+  EXPECT_EQ(exit->signal, SIGKILL);
+  EXPECT_TRUE(exit->oom_killed);
+  auto line = recorder_.Find("The replica ran out of memory (limit 64.0 MiB) and was killed.");
+  ASSERT_TRUE(line.has_value());
+  EXPECT_EQ(line->severity, Severity::kError);
+  EXPECT_EQ(Calls().back(), RemoveCall("ty-oom"));
+}
+
+TEST_F(ContainerTest, EnvironmentValuesWithLineBreaksAreLeftOutWithAWarning) {
+  ReplicaSpec spec = ContainerSpec("env");
+  spec.env = {{"GOOD", "a b=c"}, {"BAD", "line1\nline2"}, {"#COMMENT", "x"}};
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 0);
+  EXPECT_EQ(ReadFile(spec.work_dir + "/container.env").value(), "GOOD=a b=c\n");
+  auto bad = recorder_.Find(
+      "The value of the environment variable BAD has a line break and cannot be passed to the "
+      "container; it is left out.");
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_EQ(bad->severity, Severity::kWarning);
+  EXPECT_TRUE(recorder_.HasLogContaining("\"#COMMENT\" cannot be passed to the container"));
+}
+
+TEST_F(ContainerTest, KillStopsTheEngineAndRemovesTheContainer) {
+  Configure("run_sleep", "");
+  ReplicaSpec spec = ContainerSpec("kill");
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  ASSERT_TRUE(recorder_.WaitLog("sleeping"));
+  executor_->Kill(spec.key, 5 * kMicrosPerSecond);
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_TRUE(exit->killed_by_request);
+  EXPECT_TRUE(exit->stop_requested);
+  EXPECT_EQ(exit->phase, "run");
+  EXPECT_EQ(exit->exit_code, 128 + SIGTERM);
+  EXPECT_EQ(exit->signal, SIGTERM);
+  EXPECT_EQ(ReadFile(engine_dir_ + "/signals").value(), "TERM\n");
+  auto calls = Calls();
+  ASSERT_GE(calls.size(), 2u);
+  EXPECT_EQ(calls[calls.size() - 2], InspectCall("ty-kill"));
+  EXPECT_EQ(calls.back(), RemoveCall("ty-kill"));
+  EXPECT_TRUE(recorder_.Find("Container was terminated by SIGTERM; cleaning up.").has_value());
+  EXPECT_EQ(Leftovers(spec.work_dir), std::vector<pid_t>{});
+}
+
+TEST_F(ContainerTest, KillEscalationStillRemovesTheContainer) {
+  Configure("run_sleep", "");
+  Configure("run_ignore_term", "");
+  ReplicaSpec spec = ContainerSpec("stubborn");
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  ASSERT_TRUE(recorder_.WaitLog("sleeping"));
+  executor_->Kill(spec.key, kMicrosPerSecond / 2);
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_TRUE(exit->killed_by_request);
+  EXPECT_EQ(exit->signal, SIGKILL);
+  auto calls = Calls();
+  ASSERT_FALSE(calls.empty());
+  EXPECT_EQ(calls.back(), RemoveCall("ty-stubborn"));
+  EXPECT_EQ(Leftovers(spec.work_dir), std::vector<pid_t>{});
+}
+
+// A real container when podman and the test image are there (TY_TEST_CONTAINER_IMAGE names
+// another image), with the runtime and ulimits this machine needs (machine-notes §2).
+TEST_F(ContainerTest, RunsARealPodmanContainerAndRemovesIt) {
+  const char* env_image = std::getenv("TY_TEST_CONTAINER_IMAGE");
+  const std::string image = env_image != nullptr ? env_image : "localhost/trainyard-test-base:1";
+  if (::access("/usr/bin/podman", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/podman";
+  const std::string conf = tmp_.path() + "/containers.conf";
+  WriteText(conf,
+            "[containers]\ndefault_ulimits = [\"nofile=1024:1024\", \"nproc=4096:4096\"]\n"
+            "[engine]\nruntime = \"runc\"\ncgroup_manager = \"cgroupfs\"\n");
+  const std::string podman = "CONTAINERS_CONF='" + conf + "' /usr/bin/podman ";
+  if (std::system((podman + "image exists '" + image + "'").c_str()) != 0) {
+    GTEST_SKIP() << image << " is not in podman's local storage";
+  }
+  ReplicaSpec spec = ContainerSpec("real");
+  spec.container.engine = "/usr/bin/podman";
+  spec.container.engine_env = {{"CONTAINERS_CONF", conf}};
+  spec.container.image = image;
+  spec.container.name = "ty-unit-" + std::to_string(::getpid()) + "-real";
+  spec.container.entrypoint = std::vector<std::string>{"sh", "-c"};
+  spec.container.args = {"echo out; echo err >&2; echo \"tf $TF_CONFIG\"; exit 3"};
+  spec.env = {{"TF_CONFIG", R"({"task":{"type":"master","index":0}})"}};
+  spec.limits.memory_bytes = 256 << 20;
+  spec.limits.cpu_millis = 1500;
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->phase, "run") << exit->message;
+  EXPECT_EQ(exit->exit_code, 3) << exit->error_tail;
+  EXPECT_EQ(exit->error_tail, "err");
+  auto out = recorder_.Find("out");
+  ASSERT_TRUE(out.has_value());
+  EXPECT_EQ(out->severity, Severity::kInfo);
+  EXPECT_TRUE(recorder_.Find(R"(tf {"task":{"type":"master","index":0}})").has_value());
+  EXPECT_NE(std::system((podman + "container exists " + spec.container.name).c_str()), 0);
+  EXPECT_EQ(Leftovers(spec.work_dir), std::vector<pid_t>{});
+}
+
 }  // namespace
 }  // namespace trainyard::executor

@@ -787,4 +787,253 @@ TEST_F(SchedulerTest, RecoveryRestoresGpusAndRestartCountsFromTheWorkDir) {
   EXPECT_EQ(exec_.Launched().size(), 1u);
 }
 
+// ---- Custom containers (issue 5) ----------------------------------------------------------------
+
+Job ContainerJob(const std::string& id, int workers, int ps, int evaluators) {
+  Job job = CustomJob(id, workers, ps, evaluators);
+  job.spec.package_uris.clear();
+  job.spec.python_module.clear();
+  job.spec.master.image_uri = "gcr.io/p/trainer:1";
+  job.training_input_json =
+      R"({"scaleTier":"CUSTOM","masterType":"n1-standard-4","workerCount":"1",)"
+      R"("masterConfig":{"imageUri":"gcr.io/p/trainer:1","containerArgs":["--a=b"]},)"
+      R"("args":["--lr","0.1"]})";
+  return job;
+}
+
+const executor::ReplicaSpec* SpecOf(const std::vector<executor::ReplicaSpec>& specs,
+                                    const std::string& type, int index = 0) {
+  for (const auto& s : specs) {
+    if (s.key.task_type == type && s.key.index == index) return &s;
+  }
+  return nullptr;
+}
+
+TEST_F(SchedulerTest, ContainerReplicasGetImageEntrypointArgsNameAndMounts) {
+  options_.container_engine = "/usr/bin/podman";
+  options_.container_engine_env = {{"CONTAINERS_CONF", "/data/containers.conf"}};
+  options_.cgroup_root = "/sys/fs/cgroup";  // the engine makes containers' cgroups, not us
+  // No runtime serves the job: container replicas must not need one.
+  options_.runtimes = {RuntimeOptions{"old", "/usr/bin/python3", {"1.15"}, {"3.7"}}};
+  StartScheduler();
+  Job job = ContainerJob("Ctr_1", 1, 1, 0);
+  job.project = "Team:X";
+  job.spec.args = {"--lr", "0.1"};
+  job.spec.job_dir = "gs://bkt/out";
+  job.spec.master.container_args = {"--a=b"};
+  job.spec.parameter_server.image_uri = "gcr.io/p/ps:2";
+  job.spec.parameter_server.container_command = {"/bin/ps-server", "--fast"};
+  ASSERT_TRUE(sched_->CheckRunnable(job).ok()) << sched_->CheckRunnable(job).ToString();
+  ASSERT_TRUE(sched_->Submit(job).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 3; }));
+  const auto specs = exec_.Launched();
+  const std::vector<std::string> trainer_args = {"--lr", "0.1", "--job-dir", "gs://bkt/out"};
+  for (const auto& spec : specs) {
+    const auto& c = spec.container;
+    EXPECT_EQ(c.engine, "/usr/bin/podman");
+    EXPECT_EQ(c.engine_env.at("CONTAINERS_CONF"), "/data/containers.conf");
+    EXPECT_EQ(c.name, "trainyard-team-x-ctr_1-" + spec.key.TaskName());
+    const std::vector<std::string> mounts = {buckets_->root() + ":" + buckets_->root()};
+    EXPECT_EQ(c.mounts, mounts);
+    EXPECT_TRUE(c.devices.empty());
+    EXPECT_TRUE(spec.python.empty());
+    EXPECT_TRUE(spec.packages.empty());
+    EXPECT_TRUE(spec.python_module.empty());
+    EXPECT_TRUE(spec.cgroup_root.empty());
+    EXPECT_TRUE(spec.cgroup_name.empty());
+    EXPECT_EQ(spec.limits.cpu_millis, 4000);  // n1-standard-4
+    EXPECT_GT(spec.limits.memory_bytes, 10LL << 30);
+    EXPECT_EQ(spec.env.at("TRAINYARD_BUCKETS_DIR"), buckets_->root());
+    EXPECT_EQ(spec.env.at("CLOUD_ML_JOB_ID"), "Ctr_1");
+  }
+  const auto* master = SpecOf(specs, "master");
+  const auto* worker = SpecOf(specs, "worker");
+  const auto* ps = SpecOf(specs, "ps");
+  ASSERT_TRUE(master && worker && ps);
+  // containerArgs only: the image's ENTRYPOINT with those args.
+  EXPECT_EQ(master->container.image, "gcr.io/p/trainer:1");
+  EXPECT_FALSE(master->container.entrypoint.has_value());
+  EXPECT_EQ(master->container.args, std::vector<std::string>{"--a=b"});
+  // Nothing of its own: the master's image, TrainingInput.args and --job-dir.
+  EXPECT_EQ(worker->container.image, "gcr.io/p/trainer:1");
+  EXPECT_FALSE(worker->container.entrypoint.has_value());
+  EXPECT_EQ(worker->container.args, trainer_args);
+  // Its own image and containerCommand (the master's containerArgs are not inherited).
+  EXPECT_EQ(ps->container.image, "gcr.io/p/ps:2");
+  ASSERT_TRUE(ps->container.entrypoint.has_value());
+  EXPECT_EQ(*ps->container.entrypoint, (std::vector<std::string>{"/bin/ps-server", "--fast"}));
+  EXPECT_EQ(ps->container.args, trainer_args);
+}
+
+TEST_F(SchedulerTest, ContainerLimitsCanBeTurnedOffAndPythonJobsKeepNoContainer) {
+  options_.container_engine = "docker";
+  options_.container_limits = false;
+  StartScheduler();
+  ASSERT_TRUE(sched_->Submit(ContainerJob("nolim", 0, 0, 0)).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 1; }));
+  EXPECT_EQ(exec_.Launched()[0].container.engine, "docker");
+  EXPECT_EQ(exec_.Launched()[0].limits.memory_bytes, 0);
+  EXPECT_EQ(exec_.Launched()[0].limits.cpu_millis, 0);
+  sched_->OnReplicaExit(Key("nolim", "master", 0), CleanExit());
+  ASSERT_TRUE(sched_->Submit(CustomJob("py", 0, 0, 0)).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 2; }));
+  const auto launched = exec_.Launched();
+  const auto& py = launched[1];
+  EXPECT_TRUE(py.container.image.empty());
+  EXPECT_EQ(py.python, "/usr/bin/python3");
+  EXPECT_EQ(py.env.count("CLUSTER_SPEC"), 0u);
+  EXPECT_EQ(py.env.count("CLOUD_ML_JOB"), 0u);
+}
+
+TEST_F(SchedulerTest, ContainerTfConfigSaysMasterUnlessTheJobAsksForChief) {
+  options_.container_engine = "podman";
+  StartScheduler();
+  Job job = ContainerJob("m", 1, 0, 1);
+  job.spec.runtime_version = "2.11";  // ignored for containers (never set with imageUri)
+  ASSERT_TRUE(sched_->Submit(job).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 3; }));
+  auto tf = TfConfig(*SpecOf(exec_.Launched(), "master"));
+  EXPECT_TRUE(tf["cluster"].contains("master"));
+  EXPECT_FALSE(tf["cluster"].contains("chief"));
+  EXPECT_FALSE(tf["cluster"].contains("evaluator"));
+  EXPECT_EQ(tf["task"]["type"], "master");
+  ASSERT_TRUE(tf["job"].is_string()) << tf.dump();
+  EXPECT_EQ(nlohmann::json::parse(tf["job"].get<std::string>())["master_type"], "n1-standard-4");
+
+  Job chief = ContainerJob("c", 1, 0, 1);
+  chief.spec.use_chief_in_tf_config = true;
+  ASSERT_TRUE(sched_->Submit(chief).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 6; }));
+  const auto all = exec_.Launched();
+  const std::vector<executor::ReplicaSpec> specs(all.begin() + 3, all.end());
+  tf = TfConfig(*SpecOf(specs, "master"));
+  EXPECT_TRUE(tf["cluster"].contains("chief"));
+  EXPECT_FALSE(tf["cluster"].contains("master"));
+  EXPECT_EQ(tf["task"]["type"], "chief");
+  EXPECT_EQ(TfConfig(*SpecOf(specs, "worker"))["cluster"], tf["cluster"]);
+}
+
+TEST_F(SchedulerTest, ContainerClusterSpecKeysMasterAndListsEvaluators) {
+  options_.container_engine = "podman";
+  StartScheduler();
+  Job job = ContainerJob("cs", 2, 1, 1);
+  job.spec.use_chief_in_tf_config = true;  // TF_CONFIG only: CLUSTER_SPEC keeps "master"
+  ASSERT_TRUE(sched_->Submit(job).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 5; }));
+  const auto specs = exec_.Launched();
+  nlohmann::json cluster;
+  std::set<std::string> addresses;
+  for (const auto& spec : specs) {
+    auto cs = nlohmann::json::parse(spec.env.at("CLUSTER_SPEC"));
+    if (cluster.is_null()) cluster = cs["cluster"];
+    EXPECT_EQ(cs["cluster"], cluster) << "identical on every replica";
+    EXPECT_EQ(cs["task"]["type"], spec.key.task_type);
+    EXPECT_EQ(cs["task"]["index"], spec.key.index);
+    EXPECT_EQ(cs["environment"], "cloud");
+    EXPECT_EQ(cs["job"], TfConfig(spec)["job"]);
+    // The same ports as TF_CONFIG's for the tasks both list.
+    auto tf_cluster = TfConfig(spec)["cluster"];
+    EXPECT_EQ(tf_cluster["chief"], cs["cluster"]["master"]);
+    EXPECT_EQ(tf_cluster["worker"], cs["cluster"]["worker"]);
+  }
+  EXPECT_FALSE(cluster.contains("chief"));
+  ASSERT_EQ(cluster["master"].size(), 1u);
+  ASSERT_EQ(cluster["worker"].size(), 2u);
+  ASSERT_EQ(cluster["ps"].size(), 1u);
+  ASSERT_EQ(cluster["evaluator"].size(), 1u);
+  for (const auto& [role, list] : cluster.items()) {
+    for (const auto& hp : list) addresses.insert(hp.get<std::string>());
+  }
+  EXPECT_EQ(addresses.size(), 5u) << "every task has its own port";
+}
+
+TEST_F(SchedulerTest, CloudMlJobIsTheTrainingInputWithSnakeCaseKeys) {
+  options_.container_engine = "podman";
+  StartScheduler();
+  Job job = ContainerJob("snake", 1, 0, 0);
+  job.training_input_json =
+      R"({"scaleTier":"CUSTOM","workerCount":"1","useChiefInTfConfig":true,)"
+      R"("masterConfig":{"imageUri":"gcr.io/p/trainer:1","acceleratorConfig":)"
+      R"({"count":"1","type":"NVIDIA_TESLA_T4"}},"args":["--hola=mundo"]})";
+  ASSERT_TRUE(sched_->Submit(job).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 2; }));
+  const auto launched = exec_.Launched();
+  const auto& spec = launched[0];
+  const std::string& text = spec.env.at("CLOUD_ML_JOB");
+  EXPECT_EQ(text.find('\n'), std::string::npos) << "one line, for the engine's env file";
+  auto cj = nlohmann::json::parse(text);
+  EXPECT_EQ(cj["scale_tier"], "CUSTOM");
+  EXPECT_EQ(cj["worker_count"], "1");
+  EXPECT_EQ(cj["use_chief_in_tf_config"], true);
+  EXPECT_EQ(cj["master_config"]["image_uri"], "gcr.io/p/trainer:1");
+  EXPECT_EQ(cj["master_config"]["accelerator_config"]["type"], "NVIDIA_TESLA_T4");
+  EXPECT_EQ(cj["args"], nlohmann::json::array({"--hola=mundo"}));
+  EXPECT_FALSE(cj.contains("workerCount"));
+  EXPECT_EQ(TfConfig(spec)["job"], text);
+}
+
+TEST_F(SchedulerTest, ContainerGpusArePassedAsDevicesAndRenumberedFromZero) {
+  options_.container_engine = "podman";
+  options_.node.gpus = {Gpu{0, "NVIDIA_TESLA_T4", ""}, Gpu{1, "NVIDIA_TESLA_T4", ""}};
+  StartScheduler();
+  ASSERT_TRUE(sched_->Submit(GpuJob("py", 1)).ok());  // takes GPU 0
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 1; }));
+  ASSERT_EQ(exec_.Launched()[0].env.at("CUDA_VISIBLE_DEVICES"), "0");
+  Job job = GpuJob("ctr", 1);
+  job.spec.package_uris.clear();
+  job.spec.master.image_uri = "gcr.io/p/gpu:1";
+  ASSERT_TRUE(sched_->Submit(job).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 2; }));
+  const auto launched = exec_.Launched();
+  const auto& spec = launched[1];
+  ASSERT_FALSE(spec.container.devices.empty());
+  EXPECT_EQ(spec.container.devices[0], "/dev/nvidia1");
+  for (size_t i = 1; i < spec.container.devices.size(); ++i) {
+    const std::string& d = spec.container.devices[i];
+    EXPECT_TRUE(d == "/dev/nvidiactl" || d == "/dev/nvidia-uvm") << d;
+    EXPECT_EQ(::access(d.c_str(), F_OK), 0) << d << " is passed only where it exists";
+  }
+  EXPECT_EQ(spec.env.at("CUDA_VISIBLE_DEVICES"), "0") << "GPU 1 is device 0 in the container";
+}
+
+TEST_F(SchedulerTest, ContainerJobsAreRefusedWithoutAnEngine) {
+  StartScheduler();  // container_engine unset: neither podman nor docker here
+  Status st = sched_->CheckRunnable(ContainerJob("no", 0, 0, 0));
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  ASSERT_EQ(st.violations().size(), 1u) << st.ToString();
+  EXPECT_EQ(st.violations()[0].field, "trainingInput.masterConfig.imageUri");
+  EXPECT_NE(st.message().find("podman or docker"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("container_engine"), std::string::npos) << st.message();
+  EXPECT_TRUE(sched_->CheckRunnable(CustomJob("py", 0, 0, 0)).ok());
+}
+
+TEST_F(SchedulerTest, RecoveryTakesAContainersGpusFromItsDevices) {
+  options_.container_engine = "podman";
+  options_.node.gpus = {Gpu{0, "NVIDIA_TESLA_T4", ""}, Gpu{1, "NVIDIA_TESLA_T4", ""}};
+  Job running = GpuJob("rec", 1);
+  running.spec.master.image_uri = "gcr.io/p/gpu:1";
+  running.state = JobState::kRunning;
+  ASSERT_TRUE(store_->CreateJob(running).ok());
+  const auto dir = dir_ / "jobs" / "p" / "rec" / "master-replica-0";
+  std::filesystem::create_directories(dir);
+  executor::ReplicaSpec spec;
+  spec.key = Master("rec");
+  spec.work_dir = dir.string();
+  spec.env["CUDA_VISIBLE_DEVICES"] = "0";  // inside the container
+  spec.container.engine = "podman";
+  spec.container.image = "gcr.io/p/gpu:1";
+  spec.container.devices = {"/dev/nvidia1", "/dev/nvidiactl"};
+  std::ofstream(dir / "spec.json") << executor::SpecToJson(spec);
+  exec_.reattach = {Master("rec")};
+  StartScheduler();
+  // Host GPU 1 is still the container's: the new job gets GPU 0.
+  ASSERT_TRUE(sched_->Submit(GpuJob("new", 1)).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 1; }));
+  EXPECT_EQ(exec_.Launched()[0].env.at("CUDA_VISIBLE_DEVICES"), "0");
+  ASSERT_TRUE(sched_->Submit(GpuJob("waits", 1)).ok());
+  EXPECT_EQ(sched_->RunAdmissionPass(), 0);
+  EXPECT_EQ(exec_.Launched().size(), 1u);
+  EXPECT_EQ(StateOf("waits"), JobState::kQueued);
+}
+
 }  // namespace trainyard::scheduler

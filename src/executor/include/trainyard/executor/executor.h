@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -43,6 +44,25 @@ struct ResourceLimits {
   int64_t cpu_millis = 0;    // cpu.cfs_quota_us = cpu_millis * 100 (period 100 ms)
 };
 
+// How a custom-container replica runs (compat §2 ReplicaConfig, issue 5). The launcher runs
+//   <engine> run --name <name> --pull=never --network=host --env-file <work_dir>/container.env
+//       [-v mount]... [--device dev]... [--cpus N --memory B] [--entrypoint JSON] <image> <args>...
+// instead of `python -m module`, then reads the container's OOMKilled state and removes it.
+struct ContainerSpec {
+  std::string engine;  // podman or docker executable (path or name on PATH)
+  // Environment of the engine CLI itself (not the container's), e.g. CONTAINERS_CONF.
+  std::map<std::string, std::string> engine_env;
+  std::string image;  // as the user gave it (masterConfig.imageUri or the role's own)
+  // containerCommand: replaces the image's ENTRYPOINT (and drops its CMD) when set.
+  std::optional<std::vector<std::string>> entrypoint;
+  // After the image: containerArgs, else TrainingInput.args (+ --job-dir DIR). Empty with no
+  // entrypoint keeps the image's CMD.
+  std::vector<std::string> args;
+  std::string name;                  // container name, unique per replica
+  std::vector<std::string> mounts;   // "HOST:CONTAINER[:ro]"
+  std::vector<std::string> devices;  // e.g. /dev/nvidia0 for an assigned GPU
+};
+
 // Everything the launcher needs; written to <work_dir>/spec.json.
 struct ReplicaSpec {
   ReplicaKey key;
@@ -64,6 +84,10 @@ struct ReplicaSpec {
   std::string cgroup_root;
   std::string cgroup_name;  // e.g. "trainyard/default.job1.worker-replica-0.1"
   ResourceLimits limits;
+  // Set (image non-empty) for custom-container replicas: python/packages/module are unused,
+  // `env` goes into the container, `limits` become --cpus/--memory and no cgroup is made by
+  // the launcher (the engine makes the container's).
+  ContainerSpec container;
 };
 
 // How a replica ended.

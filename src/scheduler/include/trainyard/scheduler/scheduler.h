@@ -56,6 +56,12 @@ struct SchedulerOptions {
   std::string pip_index_url;  // "" = pip runs with --no-index
   std::vector<std::string> pip_find_links;
   Duration default_max_running_time = 7LL * 24 * 3600 * kMicrosPerSecond;
+  // Custom containers (compat §2 imageUri): the podman or docker executable ("" = none on this
+  // machine, container jobs are refused), the engine CLI's own environment (CONTAINERS_CONF),
+  // and whether containers get --memory/--cpus from their machine type.
+  std::string container_engine;
+  std::map<std::string, std::string> container_engine_env;
+  bool container_limits = true;
   Duration tick = 200 * 1000;  // deadline checks
 };
 
@@ -85,8 +91,9 @@ class Scheduler : public executor::ExecutorListener {
   // has bound its port). Call before Start().
   void SetStorageEndpoint(std::string endpoint) { storage_endpoint_ = std::move(endpoint); }
 
-  // Checks what the model cannot: a runtime serves the job, package URIs resolve to files,
-  // jobDir is valid. INVALID_ARGUMENT with field violations.
+  // Checks what the model cannot: a runtime serves the job (or, for a custom-container job, a
+  // container engine is configured), package URIs resolve to files, jobDir is valid.
+  // INVALID_ARGUMENT with field violations.
   Status CheckRunnable(const model::Job& job) const;
   // Stores the job (QUEUED, createTime now) and queues it. Returns the stored job.
   // ALREADY_EXISTS for a duplicate id.

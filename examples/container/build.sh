@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Builds the example trainer image without a registry:
+#   1. localhost/trainyard-base:bookworm: a debootstrap minbase of Debian 12 with python3,
+#      imported into podman (about 40 s the first time; skipped when the image exists);
+#   2. localhost/trainyard-example:1 from ./Containerfile (a second or two).
+# Usage: examples/container/build.sh [--rebuild-base]   (root, or sudo; podman, runc, debootstrap)
+set -euo pipefail
+cd "$(dirname "$0")"
+ENGINE=${TRAINYARD_CONTAINER_ENGINE:-podman}
+BASE=localhost/trainyard-base:bookworm
+IMAGE=${IMAGE:-localhost/trainyard-example:1}
+MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+# These hosts need runc, cgroupfs and lowered ulimits for podman (see docs/containers.md); the
+# same settings trainyardd uses, in a private file (system files are left alone).
+if [ -z "${CONTAINERS_CONF:-}" ] && [ "$(basename "$ENGINE")" = podman ] && command -v runc >/dev/null; then
+  conf=$(mktemp)
+  trap 'rm -f "$conf"' EXIT
+  printf '[containers]\ndefault_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]\n[engine]\nruntime = "runc"\ncgroup_manager = "cgroupfs"\n' > "$conf"
+  export CONTAINERS_CONF=$conf
+fi
+
+if [ "${1:-}" = "--rebuild-base" ] || ! $SUDO "$ENGINE" image exists "$BASE" 2>/dev/null; then
+  rootfs=$(mktemp -d)
+  echo "==> Building $BASE with debootstrap (Debian 12 minbase + python3 from $MIRROR)"
+  $SUDO debootstrap --variant=minbase --include=python3 bookworm "$rootfs" "$MIRROR" >/dev/null
+  $SUDO rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+  echo "==> Importing it into $ENGINE"
+  $SUDO tar -C "$rootfs" -c . | $SUDO "$ENGINE" import -q - "$BASE" >/dev/null
+  $SUDO rm -rf "$rootfs"
+else
+  echo "==> $BASE is already in $ENGINE's local storage"
+fi
+echo "==> Building $IMAGE"
+$SUDO "$ENGINE" build -q -t "$IMAGE" -f Containerfile . >/dev/null
+echo "==> $IMAGE is ready: $ENGINE run --rm $IMAGE --epochs 1"
