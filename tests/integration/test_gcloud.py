@@ -209,6 +209,25 @@ def test_gcloud_submits_a_custom_cluster_and_streams_every_replica(google, tmp_p
     assert job["trainingOutput"]["consumedMLUnits"] > 0, job
 
 
+@pytest.mark.skipif(shutil.which("podman") is None, reason="needs podman")
+def test_gcloud_submits_a_custom_container_job(google):
+    image = "localhost/trainyard-example:1"
+    env = dict(os.environ, CONTAINERS_CONF=os.path.join(google.daemon.data_dir, "containers.conf"))
+    if subprocess.run(["podman", "image", "exists", image], env=env).returncode != 0:
+        pytest.skip("needs %s (examples/container/build.sh)" % image)
+    google.gcloud("ai-platform", "jobs", "submit", "training", "gc_ctr_1",
+                  "--master-image-uri", image, "--region", "us-central1",
+                  "--job-dir", "gs://%s/gc_ctr_1" % BUCKET, "--", "--epochs", "2")
+    logs = google.gcloud("ai-platform", "jobs", "stream-logs", "gc_ctr_1",
+                         "--polling-interval", "1", timeout=240).stdout
+    assert "epoch 2/2" in logs, logs
+    job = describe(google, "gc_ctr_1")
+    assert job["state"] == "SUCCEEDED", job
+    assert job["trainingInput"]["masterConfig"]["imageUri"] == image, job
+    model = os.path.join(google.daemon.data_dir, "buckets", BUCKET, "gc_ctr_1", "model.json")
+    assert json.load(open(model))["epochs"] == 2
+
+
 def md5_of(path):
     h = hashlib.md5()
     with open(path, "rb") as f:
