@@ -189,6 +189,7 @@ class Launcher {
   // Custom containers (spec.container.image set).
   bool IsContainer() const { return !spec_.container.image.empty(); }
   int RunContainer();
+  void MarkRunning();
   // Runs `<engine> args...` to its end with the engine's environment (Sink::kEngine).
   std::optional<ChildStatus> RunEngine(const std::vector<std::string>& args);
   // Writes <work_dir>/container.env from spec.env.
@@ -283,6 +284,13 @@ class Launcher {
   bool shielded_ = false;
 };
 
+// The `running` file: the executor reports the replica running once it exists.
+void Launcher::MarkRunning() {
+  int fd =
+      ::open(Join(work_dir_, executor::kRunningFile).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd >= 0) ::close(fd);
+}
+
 int Launcher::Run() {
   read_buf_.resize(kReadBuffer);
   for (char** e = environ; *e != nullptr; ++e) base_env_.emplace_back(*e);
@@ -320,11 +328,7 @@ int Launcher::Run() {
 
   Service(Severity::kInfo, "Running module " + spec_.python_module + ".");
   Service(Severity::kInfo, "Running command: " + executor::ShellJoin(argv));
-  auto st = RunChild(argv, env, Sink::kTrainer, [this] {
-    int fd = ::open(Join(work_dir_, executor::kRunningFile).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC,
-                    0644);
-    if (fd >= 0) ::close(fd);
-  });
+  auto st = RunChild(argv, env, Sink::kTrainer, [this] { MarkRunning(); });
   ReplicaExit exit;
   exit.phase = "run";
   if (!st) {
@@ -737,13 +741,7 @@ int Launcher::RunContainer() {
   // The replica counts as running once the container shows life (output, or 200 ms without
   // the engine failing): a missing image fails the job while it is still PREPARING.
   auto st = RunChild(
-      argv, engine_env_, Sink::kTrainer,
-      [this] {
-        int fd = ::open(Join(work_dir_, executor::kRunningFile).c_str(),
-                        O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-        if (fd >= 0) ::close(fd);
-      },
-      kContainerStartedAfter);
+      argv, engine_env_, Sink::kTrainer, [this] { MarkRunning(); }, kContainerStartedAfter);
   ReplicaExit exit;
   exit.phase = "run";
   if (!st) {
