@@ -1208,11 +1208,12 @@ TEST_F(ContainerTest, KillEscalationStillRemovesTheContainer) {
   EXPECT_EQ(Leftovers(spec.work_dir), std::vector<pid_t>{});
 }
 
-// A real container when podman and the test image are there (TY_TEST_CONTAINER_IMAGE names
-// another image), with the runtime and ulimits this machine needs (machine-notes §2).
+// A real container when podman and the example base image (examples/container/build.sh) are
+// there (TY_TEST_CONTAINER_IMAGE names another image), with the runtime and ulimits this
+// machine needs (machine-notes §2).
 TEST_F(ContainerTest, RunsARealPodmanContainerAndRemovesIt) {
   const char* env_image = std::getenv("TY_TEST_CONTAINER_IMAGE");
-  const std::string image = env_image != nullptr ? env_image : "localhost/trainyard-test-base:1";
+  const std::string image = env_image != nullptr ? env_image : "localhost/trainyard-base:bookworm";
   if (::access("/usr/bin/podman", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/podman";
   const std::string conf = tmp_.path() + "/containers.conf";
   WriteText(conf,
