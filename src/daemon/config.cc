@@ -499,6 +499,22 @@ Result<std::string> ResolveContainerEngine(const std::string& setting,
   return found;
 }
 
+bool HostNeedsPodmanWorkarounds() {
+  const bool cgroup_v2 = ::access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0;
+  bool sys_resource = false;
+  if (auto status = ReadFile("/proc/self/status"); status.ok()) {
+    for (const std::string& line : Split(*status, '\n')) {
+      if (!StartsWith(line, "CapEff:")) continue;
+      try {
+        const uint64_t caps = std::stoull(line.substr(7), nullptr, 16);
+        sys_resource = (caps >> 24) & 1;  // CAP_SYS_RESOURCE
+      } catch (...) {
+      }
+    }
+  }
+  return !cgroup_v2 || !sys_resource;
+}
+
 Result<std::map<std::string, std::string>> PrepareContainerEngineEnv(const std::string& engine,
                                                                      const std::string& data_dir,
                                                                      const std::string& path_env) {
@@ -509,6 +525,9 @@ Result<std::map<std::string, std::string>> PrepareContainerEngineEnv(const std::
   if (const char* own = std::getenv("CONTAINERS_CONF"); own != nullptr && *own) return env;
   // Without runc the file would name a runtime podman cannot find: keep its defaults.
   if (FindExecutable("runc", path_env).empty()) return env;
+  // Only hosts that need it: a cgroup v1 (or hybrid) host, or one whose root cannot raise
+  // rlimits (no CAP_SYS_RESOURCE), as these VMs. Elsewhere podman's own settings stand.
+  if (!HostNeedsPodmanWorkarounds()) return env;
   const std::string file = data_dir + "/containers.conf";
   TRAINYARD_RETURN_IF_ERROR(WriteFileAtomic(file, kPodmanContainersConf, /*durable=*/false));
   env["CONTAINERS_CONF"] = file;

@@ -52,6 +52,42 @@ constexpr Duration kBusyPollInterval = 5 * 1000;
 
 std::string Join(const std::string& dir, const char* file) { return dir + "/" + file; }
 
+// `<engine> rm -f` of a container whose launcher died without removing it; waits for it.
+void RemoveContainer(const ContainerSpec& c) {
+  const bool docker = c.engine.size() >= 6 && c.engine.substr(c.engine.size() - 6) == "docker";
+  std::vector<std::string> args = {c.engine, "rm", "-f"};
+  if (!docker) {
+    args.push_back("-t");
+    args.push_back("0");
+  }
+  args.push_back(c.name);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
+  for (const auto& [k, v] : c.engine_env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    TY_LOG_WARN(kLog, "cannot run {} rm for container {}: {}", c.engine, c.name, std::strerror(rc));
+    return;
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  TY_LOG_INFO(kLog, "removed container {} of a lost launcher", c.name);
+}
+
 struct Replica {
   // Immutable after creation.
   ReplicaKey key;
@@ -561,15 +597,19 @@ void LocalExecutor::ReportExit(Replica& r) {
         if (p.session == r.pid && p.state != 'Z') ::kill(p.pid, SIGKILL);
       }
     }
-    // Its cgroups, when it had any, outlive it too: empty and remove them.
+    // Its cgroups and its container, when it had them, outlive it too: remove them (a
+    // container runs under the engine's own processes, outside the launcher's session).
     if (auto spec_text = ReadFile(Join(r.work_dir, kSpecFile)); spec_text.ok()) {
-      if (auto spec = SpecFromJson(*spec_text); spec.ok() && !spec->cgroup_root.empty()) {
-        for (const char* controller : {"memory", "cpu"}) {
-          Status st = cgroup_v1::DestroyGroup(
-              cgroup_v1::GroupDir(spec->cgroup_root, controller, spec->cgroup_name),
-              kMicrosPerSecond);
-          if (!st.ok()) TY_LOG_WARN(kLog, "{}", st.ToString());
+      if (auto spec = SpecFromJson(*spec_text); spec.ok()) {
+        if (!spec->cgroup_root.empty()) {
+          for (const char* controller : {"memory", "cpu"}) {
+            Status st = cgroup_v1::DestroyGroup(
+                cgroup_v1::GroupDir(spec->cgroup_root, controller, spec->cgroup_name),
+                kMicrosPerSecond);
+            if (!st.ok()) TY_LOG_WARN(kLog, "{}", st.ToString());
+          }
         }
+        if (!spec->container.image.empty()) RemoveContainer(spec->container);
       }
     }
     exit.phase = "lost";

@@ -732,6 +732,7 @@ int Launcher::RunContainer() {
       argv.push_back(JsonStringArray(*c.entrypoint));
     }
   }
+  argv.push_back("--");  // whatever the image is called, it is never read as an option
   argv.push_back(c.image);
   argv.insert(argv.end(), command.begin(), command.end());
   argv.insert(argv.end(), c.args.begin(), c.args.end());

@@ -229,6 +229,22 @@ void CheckMachineTypes(const json& ti, const std::string& tier, const Capabiliti
   }
 }
 
+// An image reference as container engines take it: name components, an optional :tag or
+// @digest. Never starting with '-', so it cannot be read as an engine flag.
+bool IsImageReference(std::string_view image) {
+  if (image.empty() || image.size() > 512) return false;
+  auto alnum = [](char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+  };
+  if (!alnum(image.front())) return false;
+  for (char ch : image) {
+    if (!alnum(ch) && ch != '.' && ch != '_' && ch != '-' && ch != '/' && ch != ':' && ch != '@') {
+      return false;
+    }
+  }
+  return true;
+}
+
 void CheckReplicaConfigs(const json& ti, const std::string& tier, const Capabilities& caps,
                          Checker* c) {
   const bool custom = tier == "CUSTOM";
@@ -273,6 +289,12 @@ void CheckReplicaConfigs(const json& ti, const std::string& tier, const Capabili
       }
     }
     const std::string image = Str(*cfg, "imageUri");
+    if (!image.empty() && !IsImageReference(image)) {
+      c->Invalid(base + ".imageUri",
+                 "imageUri " + Quote(image) +
+                     " is not an image reference such as gcr.io/project/trainer:1 or "
+                     "localhost/trainer@sha256:...");
+    }
     const std::string effective_image = image.empty() ? master_image : image;
     const bool has_command = Len(*cfg, "containerCommand") > 0;
     const bool has_cargs = Len(*cfg, "containerArgs") > 0;

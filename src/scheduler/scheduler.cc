@@ -128,13 +128,19 @@ json SnakeKeys(const json& j) {
 
 // A container name unique per replica that docker and podman accept ([a-z0-9_.-], starting
 // with a letter).
-std::string ContainerName(const executor::ReplicaKey& key) {
+// Unique per replica and per daemon: job ids are case-sensitive (names keep their case), and a
+// short hash of the daemon's jobs dir keeps two daemons of one user apart (`run --replace`
+// would otherwise remove the other's container).
+std::string ContainerName(const executor::ReplicaKey& key, const std::string& jobs_dir) {
+  char tag[9];
+  std::snprintf(tag, sizeof tag, "%08x",
+                static_cast<unsigned>(std::hash<std::string>{}(jobs_dir)&0xffffffffu));
   std::string name = "trainyard-" + key.project + "-" + key.job_id +
-                     (key.trial_id.empty() ? "" : "-" + key.trial_id) + "-" + key.TaskName();
+                     (key.trial_id.empty() ? "" : "-" + key.trial_id) + "-" + key.TaskName() + "-" +
+                     tag;
   for (char& c : name) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    const bool ok =
-        (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '.' || c == '-';
     if (!ok) c = '-';
   }
   return name;
@@ -971,7 +977,7 @@ Status Scheduler::LaunchLocked(ActiveJob& aj) {
       // containerArgs, else TrainingInput.args, go after it. Both are per replica role.
       if (!role.container_command.empty()) c.entrypoint = role.container_command;
       c.args = !role.container_args.empty() ? role.container_args : trainer_args;
-      c.name = ContainerName(r.key);
+      c.name = ContainerName(r.key, options_.jobs_dir);
       // The bucket directory at the same path, so TRAINYARD_BUCKETS_DIR works inside.
       c.mounts.push_back(buckets_.root() + ":" + buckets_.root());
       for (int g : r.gpus) c.devices.push_back("/dev/nvidia" + std::to_string(g));

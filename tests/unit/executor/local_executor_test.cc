@@ -968,31 +968,19 @@ TEST_F(ContainerTest, RunsTheImageWithTheSpecsArgvEnvironmentAndLimits) {
   EXPECT_EQ(recorder_.RunningCalls(spec.key), 1);
 
   const std::string env_file = spec.work_dir + "/container.env";
-  const std::vector<std::string> run = {"run",
-                                        "--name",
-                                        "ty-full",
-                                        "--replace",
-                                        "--pull=never",
-                                        "--network=host",
-                                        "--env-file",
-                                        env_file,
-                                        "-v",
-                                        "/data:/data:ro",
-                                        "-v",
-                                        "/out:/out",
-                                        "--device",
-                                        "/dev/nvidia0",
-                                        "--cpus",
-                                        "3.5",
-                                        "--memory",
-                                        "1073741824b",
-                                        "--entrypoint",
-                                        R"(["python","-m","trainer.task"])",
-                                        "localhost/trainer:1",
-                                        "--lr",
-                                        "0.1",
-                                        "--job-dir",
-                                        "/out dir"};
+  const std::vector<std::string> run = {"run",          "--name",
+                                        "ty-full",      "--replace",
+                                        "--pull=never", "--network=host",
+                                        "--env-file",   env_file,
+                                        "-v",           "/data:/data:ro",
+                                        "-v",           "/out:/out",
+                                        "--device",     "/dev/nvidia0",
+                                        "--cpus",       "3.5",
+                                        "--memory",     "1073741824b",
+                                        "--entrypoint", R"(["python","-m","trainer.task"])",
+                                        "--",           "localhost/trainer:1",
+                                        "--lr",         "0.1",
+                                        "--job-dir",    "/out dir"};
   EXPECT_EQ(Calls(), (std::vector<std::vector<std::string>>{
                          run,
                          InspectCall("ty-full"),
@@ -1018,7 +1006,7 @@ TEST_F(ContainerTest, RunsTheImageWithTheSpecsArgvEnvironmentAndLimits) {
              " run --name ty-full --replace --pull=never --network=host --env-file " + env_file +
              " -v /data:/data:ro -v /out:/out --device /dev/nvidia0 --cpus 3.5 --memory "
              "1073741824b --entrypoint '[\"python\",\"-m\",\"trainer.task\"]' "
-             "localhost/trainer:1 --lr 0.1 --job-dir '/out dir'",
+             "-- localhost/trainer:1 --lr 0.1 --job-dir '/out dir'",
          Severity::kInfo);
   expect("Container completed; cleaning up.", Severity::kInfo);
   expect("Clean up finished.", Severity::kInfo);
@@ -1037,9 +1025,9 @@ TEST_F(ContainerTest, WithoutEntrypointOrLimitsTheImageKeepsItsOwn) {
   auto calls = Calls();
   ASSERT_EQ(calls.size(), 3u);
   EXPECT_EQ(calls[0],
-            (std::vector<std::string>{"run", "--name", "ty-plain", "--replace", "--pull=never",
-                                      "--network=host", "--env-file",
-                                      spec.work_dir + "/container.env", "localhost/trainer:1"}));
+            (std::vector<std::string>{
+                "run", "--name", "ty-plain", "--replace", "--pull=never", "--network=host",
+                "--env-file", spec.work_dir + "/container.env", "--", "localhost/trainer:1"}));
   EXPECT_EQ(ReadFile(spec.work_dir + "/container.env").value(), "");
 }
 
@@ -1052,8 +1040,8 @@ TEST_F(ContainerTest, AnEmptyEntrypointClearsTheImagesEntrypointAndCommand) {
   ASSERT_TRUE(recorder_.WaitExit(spec.key).has_value());
   auto calls = Calls();
   ASSERT_EQ(calls.size(), 3u);  // run, inspect, rm
-  const std::vector<std::string> tail(calls[0].end() - 5, calls[0].end());
-  EXPECT_EQ(tail, (std::vector<std::string>{"0.25", "--entrypoint", "", "localhost/trainer:1",
+  const std::vector<std::string> tail(calls[0].end() - 6, calls[0].end());
+  EXPECT_EQ(tail, (std::vector<std::string>{"0.25", "--entrypoint", "", "--", "localhost/trainer:1",
                                             "/bin/true"}));
 }
 
@@ -1071,7 +1059,7 @@ TEST_F(ContainerTest, DockerGetsItsOwnCommandsAndASingleEntrypointExecutable) {
             (std::vector<std::vector<std::string>>{
                 {"rm", "-f", "ty-dock"},
                 {"run", "--name", "ty-dock", "--pull=never", "--network=host", "--env-file",
-                 spec.work_dir + "/container.env", "--cpus", "2", "--entrypoint", "python",
+                 spec.work_dir + "/container.env", "--cpus", "2", "--entrypoint", "python", "--",
                  "localhost/trainer:1", "-m", "trainer.task", "--lr", "0.1"},
                 InspectCall("ty-dock"),
                 {"rm", "-f", "ty-dock"},

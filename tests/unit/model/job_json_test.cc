@@ -693,6 +693,17 @@ TEST(ValidationTest, CountsAndAcceleratorsAreBounded) {
       "trainingInput.masterConfig.acceleratorConfig");
 }
 
+TEST(ValidationTest, ImageUrisMustBeImageReferences) {
+  for (const char* bad : {"--privileged", "-v=/:/host", "img with space", "img;rm"}) {
+    ExpectInvalid(ParseWith({{"runtimeVersion", nullptr}, {"masterConfig", {{"imageUri", bad}}}}),
+                  "trainingInput.masterConfig.imageUri");
+  }
+  for (const char* good : {"gcr.io/p/img:1", "localhost/trainer@sha256:abc", "trainer"}) {
+    auto r = ParseWith({{"runtimeVersion", nullptr}, {"masterConfig", {{"imageUri", good}}}});
+    EXPECT_FALSE(HasViolation(r.status(), "trainingInput.masterConfig.imageUri")) << good;
+  }
+}
+
 TEST(ValidationTest, CountsOnlyWithCustomAndNeedTheirTypes) {
   ExpectInvalid(ParseWith({{"workerCount", 2}}), "trainingInput.workerCount");
   ExpectInvalid(ParseWith({{"workerType", "standard"}}), "trainingInput.workerType");

@@ -832,7 +832,10 @@ TEST_F(SchedulerTest, ContainerReplicasGetImageEntrypointArgsNameAndMounts) {
     const auto& c = spec.container;
     EXPECT_EQ(c.engine, "/usr/bin/podman");
     EXPECT_EQ(c.engine_env.at("CONTAINERS_CONF"), "/data/containers.conf");
-    EXPECT_EQ(c.name, "trainyard-team-x-ctr_1-" + spec.key.TaskName());
+    // Case kept (job ids are case-sensitive), odd characters replaced, a tag of this daemon.
+    const std::string prefix = "trainyard-Team-X-Ctr_1-" + spec.key.TaskName() + "-";
+    EXPECT_EQ(c.name.substr(0, prefix.size()), prefix) << c.name;
+    EXPECT_EQ(c.name.size(), prefix.size() + 8) << c.name;
     const std::vector<std::string> mounts = {buckets_->root() + ":" + buckets_->root()};
     EXPECT_EQ(c.mounts, mounts);
     EXPECT_TRUE(c.devices.empty());
