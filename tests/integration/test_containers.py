@@ -36,6 +36,10 @@ RECORDER = textwrap.dedent("""
         json.dump(rec, f)
     os.rename(os.path.join(out, me + ".tmp"), os.path.join(out, me + ".json"))
     print("recorded", me, flush=True)
+    if "--wait" in sys.argv:  # the master: until every replica has recorded what it saw
+        n = int(sys.argv[sys.argv.index("--wait") + 1])
+        while len([f for f in os.listdir(out) if f.endswith(".json")]) < n:
+            time.sleep(0.05)
     if "--sleep" in sys.argv:
         time.sleep(300)
     if tf["task"]["type"] == "ps":
@@ -128,7 +132,7 @@ def test_one_image_per_role_with_tf_config_and_cluster_spec(daemon):
            parameterServerType="n1-standard-4", parameterServerCount="1",
            evaluatorType="n1-standard-4", evaluatorCount="1",
            masterConfig={"imageUri": "localhost/trainyard-itest-master:1",
-                         "containerCommand": command},
+                         "containerCommand": command, "containerArgs": ["--wait", "5"]},
            workerConfig={"imageUri": "localhost/trainyard-itest-worker:1",
                          "containerCommand": command},
            parameterServerConfig={"imageUri": "localhost/trainyard-itest-ps:1",
