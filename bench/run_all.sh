@@ -38,7 +38,7 @@ if [[ $quick == 1 ]]; then
     "bench/bench_overhead.py --runs 5"
     "bench/bench_creates.py --duration 3 --requests 5000"
     "bench/bench_list.py --jobs 10000 --requests 200"
-    "bench/bench_logs.py --reps 1 --no-api-count"
+    "bench/bench_logs.py --reps 1"
     "bench/bench_distributed.py --runs 2"
     "bench/bench_containers.py --runs 2"
   )
