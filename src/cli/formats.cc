@@ -4,18 +4,13 @@
 
 #include "printers.h"
 #include "time_format.h"
+#include "trainyard/core/util.h"
 
 namespace trainyard::cli {
 
 using json = nlohmann::json;
 
 namespace {
-
-std::string Trim(std::string_view s) {
-  size_t b = s.find_first_not_of(" \t\n");
-  size_t e = s.find_last_not_of(" \t\n");
-  return b == std::string_view::npos ? "" : std::string(s.substr(b, e - b + 1));
-}
 
 // Splits on commas outside parentheses and quotes.
 std::vector<std::string> SplitFields(std::string_view s) {

@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "job_builder.h"
 #include "packaging.h"
+#include "trainyard/model/torch_env.h"
 
 namespace trainyard::cli {
 
@@ -154,17 +155,15 @@ std::vector<LocalTask> DistributedLocalTasks(const std::string& module,
     config["cluster"] = cluster;
     config["environment"] = "cloud";
     LocalTask t{type, index, {{"TF_CONFIG", PythonJsonDumps(config)}}};
-    // PyTorch's env:// rendezvous: the primary is rank 0 and hosts the store, workers follow.
-    const bool in_process_group = type == layout.primary || type == "worker";
-    auto value = [&](std::string v) {
-      return in_process_group ? std::optional<std::string>(std::move(v)) : std::nullopt;
-    };
-    int64_t rank = type == "worker" ? index + 1 : 0;
-    t.env.emplace_back("MASTER_ADDR", value("127.0.0.1"));
-    t.env.emplace_back("MASTER_PORT", value(std::to_string(primary_port)));
-    t.env.emplace_back("WORLD_SIZE", value(std::to_string(1 + layout.workers)));
-    t.env.emplace_back("RANK", value(std::to_string(rank)));
-    t.env.emplace_back("LOCAL_RANK", value("0"));
+    // PyTorch's env:// rendezvous, by the service's rule; replicas outside the world get the
+    // variables cleared (the user's shell may have set them).
+    auto torch = model::TorchDistributedEnv(type == layout.primary, type == "worker" ? index : -1,
+                                            layout.workers, static_cast<int>(primary_port));
+    if (torch.empty()) {
+      for (const char* name : model::kTorchEnvNames) t.env.emplace_back(name, std::nullopt);
+    } else {
+      for (auto& [name, value] : torch) t.env.emplace_back(name, std::move(value));
+    }
     return t;
   };
 

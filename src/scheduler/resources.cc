@@ -18,6 +18,13 @@ std::string GiB(int64_t bytes) {
   return buf;
 }
 
+// An overcommit factor as configured: "32", "1.5".
+std::string Factor(double f) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", f);
+  return buf;
+}
+
 std::string Cpus(int64_t millis) {
   char buf[32];
   if (millis % 1000 == 0) {
@@ -26,13 +33,6 @@ std::string Cpus(int64_t millis) {
     std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(millis) / 1000);
   }
   return buf;
-}
-
-std::string Trim(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-  size_t i = 0;
-  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-  return s.substr(i);
 }
 
 }  // namespace
@@ -100,13 +100,13 @@ std::string ResourcePool::NeverFits(const JobDemand& d) const {
     add("the job's replicas need " + Cpus(d.cpu_millis) +
         " vCPUs in all but this Trainyard offers " + Cpus(capacity_.cpu_millis) + " (" +
         std::to_string(capacity_.cpus) + " CPUs x cpu_overcommit " +
-        Cpus(static_cast<int64_t>(capacity_.cpu_overcommit * 1000)) + ")");
+        Factor(capacity_.cpu_overcommit) + ")");
   }
   if (d.memory_bytes > capacity_.memory_bytes) {
     add("the job's replicas need " + GiB(d.memory_bytes) +
         " of memory in all but this Trainyard offers " + GiB(capacity_.memory_bytes) + " (" +
         GiB(capacity_.physical_memory_bytes) + " x memory_overcommit " +
-        Cpus(static_cast<int64_t>(capacity_.memory_overcommit * 1000)) + ")");
+        Factor(capacity_.memory_overcommit) + ")");
   }
   return why;
 }

@@ -15,6 +15,7 @@
 #include "trainyard/executor/launcher_protocol.h"
 #include "trainyard/model/machine_types.h"
 #include "trainyard/model/state_machine.h"
+#include "trainyard/model/torch_env.h"
 
 namespace trainyard::scheduler {
 
@@ -414,11 +415,12 @@ Status Scheduler::CheckRunnable(const Job& job) const {
     }
   }
   // A job that could never fit on this node is refused now rather than queued forever.
-  if (std::string never = pool_.NeverFits(DemandOf(replicas)); !never.empty()) {
+  const JobDemand demand = DemandOf(replicas);
+  if (std::string never = pool_.NeverFits(demand); !never.empty()) {
     bad = true;
     std::string field = "trainingInput.scaleTier";
     const auto& spec = job.spec;
-    const bool wants_gpus = DemandOf(replicas).gpus > 0;
+    const bool wants_gpus = demand.gpus > 0;
     struct RoleField {
       const model::ReplicaRoleSpec* role;
       const char* type;
@@ -936,12 +938,10 @@ Status Scheduler::LaunchLocked(ActiveJob& aj) {
     // torch.distributed with init_method="env://": the world is the master (rank 0) and the
     // workers (ranks 1..N); each replica stands for its own machine, so LOCAL_RANK is 0.
     // Containers share the host's network, so 127.0.0.1 reaches the master there too.
-    if (r.key.task_type == "master" || r.key.task_type == "worker") {
-      spec.env["MASTER_ADDR"] = "127.0.0.1";
-      spec.env["MASTER_PORT"] = std::to_string(master_port);
-      spec.env["WORLD_SIZE"] = std::to_string(1 + workers);
-      spec.env["RANK"] = std::to_string(r.key.task_type == "master" ? 0 : r.key.index + 1);
-      spec.env["LOCAL_RANK"] = "0";
+    for (auto& [name, value] : model::TorchDistributedEnv(
+             r.key.task_type == "master", r.key.task_type == "worker" ? r.key.index : -1, workers,
+             master_port)) {
+      spec.env[name] = std::move(value);
     }
     // Every replica gets the GPUs given to it and no others ("" hides them all). A container
     // sees only its own GPU devices, which CUDA numbers from 0 there.

@@ -31,6 +31,8 @@ std::string PercentEncode(std::string_view s);
 Result<std::string> PercentDecode(std::string_view s);
 
 std::vector<std::string> Split(std::string_view s, char sep);
+// `s` without leading and trailing ASCII whitespace (space, \t, \n, \r, \f, \v).
+std::string Trim(std::string_view s);
 bool StartsWith(std::string_view s, std::string_view prefix);
 bool EndsWith(std::string_view s, std::string_view suffix);
 
