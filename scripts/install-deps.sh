@@ -15,6 +15,8 @@ PACKAGES=(
   podman runc debootstrap
   # tests
   python3-pytest curl
+  # the tuning engine (header-only) and the tuning benchmark's baseline
+  libeigen3-dev liblbfgspp-dev python3-optuna
   # Google's Python API client, for the drop-in compatibility tests
   python3-googleapi python3-google-auth python3-httplib2 python3-oauth2client python3-uritemplate
 )

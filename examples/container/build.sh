@@ -2,7 +2,8 @@
 # Builds the example trainer image without a registry:
 #   1. localhost/trainyard-base:bookworm: a debootstrap minbase of Debian 12 with python3,
 #      imported into podman (about 40 s the first time; skipped when the image exists);
-#   2. localhost/trainyard-example:1 from ./Containerfile (a second or two).
+#   2. localhost/trainyard-example:1 from ./Containerfile (a second or two): the trainer, and the
+#      `hypertune` module (python/hypertune, cloudml-hypertune's API) for hyperparameter tuning.
 # Usage: examples/container/build.sh [--rebuild-base]   (root, or sudo; podman, runc, debootstrap)
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -12,12 +13,14 @@ IMAGE=${IMAGE:-localhost/trainyard-example:1}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+tmpfiles=()
+trap 'rm -rf "${tmpfiles[@]}"' EXIT
 
 # These hosts need runc, cgroupfs and lowered ulimits for podman (see docs/containers.md); the
 # same settings trainyardd uses, in a private file (system files are left alone).
 if [ -z "${CONTAINERS_CONF:-}" ] && [ "$(basename "$ENGINE")" = podman ] && command -v runc >/dev/null; then
   conf=$(mktemp)
-  trap 'rm -f "$conf"' EXIT
+  tmpfiles+=("$conf")
   printf '[containers]\ndefault_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]\n[engine]\nruntime = "runc"\ncgroup_manager = "cgroupfs"\n' > "$conf"
   export CONTAINERS_CONF=$conf
 fi
@@ -34,5 +37,13 @@ else
   echo "==> $BASE is already in $ENGINE's local storage"
 fi
 echo "==> Building $IMAGE"
-$SUDO "$ENGINE" build -q -t "$IMAGE" -f Containerfile . >/dev/null
+# The build context: this directory plus ../../python/hypertune (sources only, so that a
+# __pycache__ does not change the layer). Unchanged files keep every layer cached.
+ctx=$(mktemp -d)
+tmpfiles+=("$ctx")
+cp -pR Containerfile trainer "$ctx"/
+mkdir "$ctx/hypertune"
+cp -p ../../python/hypertune/*.py "$ctx/hypertune/"
+find "$ctx" -name __pycache__ -prune -exec rm -rf {} +
+$SUDO "$ENGINE" build -q -t "$IMAGE" -f "$ctx/Containerfile" "$ctx" >/dev/null
 echo "==> $IMAGE is ready: $ENGINE run --rm $IMAGE --epochs 1"

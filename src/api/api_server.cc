@@ -493,11 +493,10 @@ class Handlers {
   storage::BucketStore* buckets_ = nullptr;
   Metrics metrics_;
   std::atomic<bool> ready_{false};
-  // What this Trainyard runs: multi-replica jobs, GPUs and custom containers (scheduler; a
-  // node without podman or docker refuses container jobs in CheckRunnable), not yet tuning
-  // (refused with 501 until its issue lands).
+  // What this Trainyard runs: multi-replica jobs, GPUs, custom containers (a node without
+  // podman or docker refuses container jobs in CheckRunnable) and hyperparameter tuning.
   model::Capabilities caps_{
-      .multi_replica = true, .containers = true, .tuning = false, .gpus = true};
+      .multi_replica = true, .containers = true, .tuning = true, .gpus = true};
   std::unique_ptr<Authenticator> authenticator_ = std::make_unique<AllowAllAuthenticator>();
 };
 

@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "config.h"
+#include "python_support.h"
 #include "trainyard/api/api_server.h"
 #include "trainyard/core/log.h"
 #include "trainyard/core/util.h"
@@ -177,6 +178,12 @@ int Run(int argc, char** argv) {
   opts.node = NodeFromConfig(config);
   opts.exact_gpu_type = config.gpu_type_match == "exact";
   opts.replica_restarts = config.replica_restarts;
+  if (auto dir = daemon::InstallPythonSupport(dd + "/python"); dir.ok()) {
+    opts.python_support_dir = *dir;
+  } else {
+    TY_LOG_WARN("daemon", "trainers will not find the hypertune module: {}",
+                dir.status().message());
+  }
   if (config.resource_limits) {
     executor::CgroupProbe probe = executor::ProbeCgroupV1(config.cgroup_root);
     if (probe.usable) {

@@ -16,6 +16,7 @@
 #include "trainyard/model/machine_types.h"
 #include "trainyard/model/state_machine.h"
 #include "trainyard/model/torch_env.h"
+#include "tuning_state.h"
 
 namespace trainyard::scheduler {
 
@@ -212,6 +213,11 @@ Scheduler::Scheduler(SchedulerOptions options, store::JobStore& store, executor:
 
 Scheduler::~Scheduler() { Stop(); }
 
+Scheduler::ActiveJob::ActiveJob() = default;
+Scheduler::ActiveJob::ActiveJob(ActiveJob&&) noexcept = default;
+Scheduler::ActiveJob& Scheduler::ActiveJob::operator=(ActiveJob&&) noexcept = default;
+Scheduler::ActiveJob::~ActiveJob() = default;
+
 std::vector<Scheduler::Replica> Scheduler::PlanReplicas(const Job& job) {
   std::vector<Replica> out;
   for (const model::ReplicaGroup& g : model::PlanCluster(job.spec)) {
@@ -246,7 +252,14 @@ Status Scheduler::Start() {
       JobKey k{job.project, job.job_id};
       ActiveJob aj;
       aj.job = std::move(job);
-      aj.replicas = PlanReplicas(aj.job);
+      if (aj.job.spec.has_hyperparameters && aj.job.state != JobState::kQueued) {
+        // The replicas of its running trials, planned from the stored trials.
+        if (Status st = InitTuningLocked(aj, /*recovering=*/true); !st.ok()) {
+          TY_LOG_ERROR(kLog, "job {}: cannot rebuild its study: {}", aj.job.job_id, st.ToString());
+        }
+      } else {
+        aj.replicas = PlanReplicas(aj.job);
+      }
       if (aj.job.state == JobState::kCancelling) aj.cancel_reason = aj.job.error_message;
       // A replica was launched when its spec was written (the executor writes it first).
       bool any_launched = false;
@@ -256,6 +269,9 @@ Status Scheduler::Start() {
         any_launched = any_launched || r.launched;
       }
       if (aj.job.state == JobState::kPreparing && !any_launched) {
+        aj.job.training_output_json.clear();  // its trials never started
+        aj.replicas.clear();
+        aj.tuning.reset();
         // Admitted but never started before the daemon stopped: queue it again.
         aj.job.start_time = 0;
         if (TransitionLocked(aj, JobState::kQueued, "requeued after a daemon restart").ok()) {
@@ -278,8 +294,8 @@ Status Scheduler::Start() {
           }
         }
       }
-      std::vector<ReplicaDemand> demands;
-      std::vector<std::vector<int>> gpus;
+      std::map<std::string, std::pair<std::vector<ReplicaDemand>, std::vector<std::vector<int>>>>
+          held;  // by owner: the job, or each running trial
       for (auto& r : aj.replicas) {
         r.running = aj.job.state == JobState::kRunning;
         if (r.launched) {
@@ -310,10 +326,13 @@ Status Scheduler::Start() {
           r.exit.exit_code = -1;
           r.exit.message = "the Trainyard daemon stopped before it was started";
         }
-        demands.push_back(r.demand);
-        gpus.push_back(r.gpus);
+        auto& h = held[r.key.trial_id.empty() ? Owner(aj.job)
+                                              : TrialOwner(aj.job, std::stoll(r.key.trial_id))];
+        h.first.push_back(r.demand);
+        h.second.push_back(r.gpus);
       }
-      pool_.Restore(Owner(aj.job), demands, gpus);
+      for (const auto& [owner, h] : held) pool_.Restore(owner, h.first, h.second);
+      if (aj.tuning) tuning_jobs_.insert(k);
       if (aj.job.state == JobState::kRunning || aj.job.state == JobState::kCancelling) {
         aj.units_accrued_at = NowMicros();  // time the daemon was down is not counted
         aj.units_persisted_at = aj.units_accrued_at;
@@ -453,6 +472,46 @@ Status Scheduler::CheckRunnable(const Job& job) const {
       }
     }
     st.AddViolation(field, "the job can never run on this Trainyard: " + never);
+  }
+  if (job.spec.has_hyperparameters) {
+    const json ti = json::parse(job.training_input_json, nullptr, false);
+    const json hp = ti.is_object() ? ti.value("hyperparameters", json::object()) : json::object();
+    const std::string resume = hp.value("resumePreviousJobId", "");
+    if (!resume.empty()) {
+      const std::string field = "trainingInput.hyperparameters.resumePreviousJobId";
+      auto prev = store_.GetJob(job.project, resume);
+      std::string why;
+      if (!prev.ok()) {
+        why = prev.status().code() == StatusCode::kNotFound
+                  ? "job \"" + resume + "\" does not exist in project " + job.project
+                  : prev.status().message();
+      } else if (!prev->spec.has_hyperparameters) {
+        why = "job \"" + resume + "\" is not a hyperparameter tuning job";
+      } else if (!model::IsTerminal(prev->state)) {
+        why = "job \"" + resume + "\" is still " + model::JobStateName(prev->state) +
+              "; its study can be resumed once it has ended";
+      } else {
+        // The same search space: the same parameters, in name and type.
+        const json pti = json::parse(prev->training_input_json, nullptr, false);
+        auto shape = [](const json& t) {
+          std::map<std::string, std::string> m;
+          if (!t.is_object() || !t.contains("hyperparameters")) return m;
+          for (const auto& p : t["hyperparameters"].value("params", json::array())) {
+            m[p.value("parameterName", "")] = p.value("type", "");
+          }
+          return m;
+        };
+        if (shape(pti) != shape(ti)) {
+          why = "job \"" + resume +
+                "\" tuned other parameters; a resumed study must list the same parameterName "
+                "and type for every parameter";
+        }
+      }
+      if (!why.empty()) {
+        bad = true;
+        st.AddViolation(field, why);
+      }
+    }
   }
   if (!bad) return Status::Ok();
   if (st.violations().size() == 1) {
@@ -644,6 +703,7 @@ void Scheduler::Loop() {
   while (!stopping_) {
     bool more = AdmitLocked();
     CheckDeadlinesLocked(NowMicros());
+    PollAllMetricsLocked(NowMicros());
     AccrueAllLocked(NowMicros());
     FlushServiceLogsLocked();
     if (more) {
@@ -666,8 +726,11 @@ void Scheduler::Loop() {
 // lets CPU-only jobs behind it run.
 bool Scheduler::AdmitLocked() {
   constexpr int kAdmitBatch = 16;
-  if (paused_ || queue_.empty() || !admission_dirty_) return false;
+  if (paused_ || !admission_dirty_) return false;
   admission_dirty_ = false;
+  // Trials of tuning jobs already running come first: those jobs were admitted earlier.
+  if (AdmitTrialsLocked()) return false;  // the node is full for now
+  if (queue_.empty()) return false;
   bool gpu_blocked = false;
   int admitted = 0;
   for (auto it = queue_.begin(); it != queue_.end();) {
@@ -716,7 +779,8 @@ bool Scheduler::AdmitLocked() {
     if (stored->state != JobState::kQueued) continue;
     ActiveJob candidate;
     candidate.job = std::move(stored).value();
-    candidate.replicas = PlanReplicas(candidate.job);
+    // A tuning job's replicas are its trials', planned as each trial starts.
+    if (!candidate.job.spec.has_hyperparameters) candidate.replicas = PlanReplicas(candidate.job);
     candidate.job.start_time = NowMicros();
     if (!TransitionLocked(candidate, JobState::kPreparing, "admitted").ok()) {
       // The store refused the write: the job stays QUEUED and is tried again next pass.
@@ -737,6 +801,20 @@ bool Scheduler::AdmitLocked() {
       if (model::IsTerminal(aj.job.state)) active_.erase(ait);
       continue;
     }
+    if (aj.job.spec.has_hyperparameters) {
+      ServiceLogLocked(aj.job, model::Severity::kInfo, "Waiting for job to be provisioned.");
+      Status st = InitTuningLocked(aj, /*recovering=*/false);
+      if (st.ok()) {
+        tuning_jobs_.insert(key);
+        StartTrialsLocked(aj);
+      } else {
+        FinishLocked(aj, JobState::kFailed,
+                     "The hyperparameter tuning study could not start: " + st.message());
+      }
+      MaybeFinishLocked(aj);
+      if (model::IsTerminal(aj.job.state)) active_.erase(ait);
+      continue;
+    }
     std::vector<ReplicaDemand> demands;
     for (const auto& r : aj.replicas) demands.push_back(r.demand);
     auto gpus = pool_.Allocate(Owner(aj.job), demands);
@@ -746,16 +824,7 @@ bool Scheduler::AdmitLocked() {
     ServiceLogLocked(aj.job, model::Severity::kInfo, "Waiting for job to be provisioned.");
     Status st = gpus.ok() ? LaunchLocked(aj) : gpus.status();
     if (!st.ok()) {
-      // The replica that could not start fails the job; the ones already started are stopped,
-      // and the job (with what it holds) is finished only once they are gone.
-      for (auto& r : aj.replicas) {
-        if (r.launched) continue;
-        r.exited = true;
-        r.exit.phase = "launch";
-        r.exit.exit_code = 1;
-        r.exit.message = st.message();
-        break;
-      }
+      MarkLaunchFailedLocked(aj, "", st);
       MaybeFinishLocked(aj);
       if (model::IsTerminal(aj.job.state)) active_.erase(ait);
       continue;
@@ -763,6 +832,20 @@ bool Scheduler::AdmitLocked() {
     ServiceLogLocked(aj.job, model::Severity::kInfo, "Waiting for training program to start.");
   }
   return false;
+}
+
+// The replica that could not start fails its run (the job, or the trial); the ones already
+// started are stopped, and the run is finished only once they are gone.
+void Scheduler::MarkLaunchFailedLocked(ActiveJob& aj, const std::string& trial_id,
+                                       const Status& st) {
+  for (auto& r : aj.replicas) {
+    if (r.launched || r.key.trial_id != trial_id) continue;
+    r.exited = true;
+    r.exit.phase = "launch";
+    r.exit.exit_code = 1;
+    r.exit.message = st.message();
+    break;
+  }
 }
 
 int Scheduler::RunAdmissionPass() {
@@ -847,13 +930,28 @@ std::string Scheduler::WorkDir(const executor::ReplicaKey& key) const {
 
 Status Scheduler::LaunchLocked(ActiveJob& aj) {
   const Job& job = aj.job;
+  // The run to launch: the job's replicas, or those of the trial started last (a tuning job
+  // launches one trial at a time, each its own cluster).
+  std::vector<Replica*> run;
+  for (auto& r : aj.replicas) {
+    if (!r.launched && (run.empty() || r.key.trial_id == run.front()->key.trial_id)) {
+      run.push_back(&r);
+    }
+  }
+  if (run.empty()) return Status::Ok();
+  const std::string trial_id = run.front()->key.trial_id;
+  const TrialRun* trial = nullptr;
+  if (!trial_id.empty() && aj.tuning) {
+    auto t = aj.tuning->trials.find(std::stoll(trial_id));
+    if (t != aj.tuning->trials.end()) trial = &t->second;
+  }
   // Replicas with an image run in a container (custom-container job, compat §2); the others
   // run the Python trainer under a configured runtime.
   std::vector<std::string> images;
   bool any_python = false;
   bool any_container = false;
-  for (const auto& r : aj.replicas) {
-    images.push_back(ImageOf(job.spec, r.key.task_type));
+  for (const Replica* r : run) {
+    images.push_back(ImageOf(job.spec, r->key.task_type));
     (images.back().empty() ? any_python : any_container) = true;
   }
   const RuntimeOptions* rt = nullptr;
@@ -875,11 +973,11 @@ Status Scheduler::LaunchLocked(ActiveJob& aj) {
   json cluster = json::object();
   // CLUSTER_SPEC (custom containers, compat §6.2): always "master", and evaluators included.
   json cluster_spec_cluster = json::object();
-  const std::vector<int> ports = PickFreePorts(aj.replicas.size());
+  const std::vector<int> ports = PickFreePorts(run.size());
   int master_port = 0;
   int workers = 0;
-  for (size_t i = 0; i < aj.replicas.size(); ++i) {
-    const auto& key = aj.replicas[i].key;
+  for (size_t i = 0; i < run.size(); ++i) {
+    const auto& key = run[i]->key;
     const std::string address = "127.0.0.1:" + std::to_string(ports[i]);
     cluster_spec_cluster[key.task_type].push_back(address);
     if (key.task_type == "worker") ++workers;
@@ -908,8 +1006,25 @@ Status Scheduler::LaunchLocked(ActiveJob& aj) {
     trainer_args.push_back("--job-dir");
     trainer_args.push_back(job.spec.job_dir);
   }
-  for (size_t i = 0; i < aj.replicas.size(); ++i) {
-    Replica& r = aj.replicas[i];
+  // A trial's parameters follow (compat §6.4, Appendix C): --<parameterName>=<value>, the
+  // value as trainingOutput prints it. They follow containerArgs too.
+  std::vector<std::string> trial_args;
+  if (trial != nullptr) {
+    for (const auto& [name, value] : trial->hyperparameters) {
+      trial_args.push_back("--" + name + "=" + value);
+    }
+  }
+  trainer_args.insert(trainer_args.end(), trial_args.begin(), trial_args.end());
+  // The hypertune module Trainyard ships, after whatever the daemon's own PYTHONPATH says. It
+  // comes before site-packages, so it also stands in for a cloudml-hypertune the trainer's
+  // packages install: both write the same file format (compat §7).
+  std::string python_path;
+  if (const char* pp = std::getenv("PYTHONPATH"); pp != nullptr && *pp != '\0') python_path = pp;
+  if (!options_.python_support_dir.empty()) {
+    python_path += (python_path.empty() ? "" : ":") + options_.python_support_dir;
+  }
+  for (size_t i = 0; i < run.size(); ++i) {
+    Replica& r = *run[i];
     const bool in_container = !images[i].empty();
     executor::ReplicaSpec spec;
     spec.key = r.key;
@@ -920,12 +1035,23 @@ Status Scheduler::LaunchLocked(ActiveJob& aj) {
       spec.package_uris = job.spec.package_uris;
       spec.python_module = job.spec.python_module;
       spec.args = trainer_args;
+      if (!python_path.empty()) spec.env["PYTHONPATH"] = python_path;
     }
     json tf;
     tf["cluster"] = cluster;
     tf["task"] = {{"type", tf_type(r.key.task_type)},
                   {"index", r.key.index},
                   {"cloud", "trainyard-" + job.job_id}};
+    if (trial != nullptr) {
+      // compat §6.1, §6.3: the trial number as a string, the metric tag and a metric file of
+      // the replica's own (read by the scheduler while the trial runs and at its end).
+      tf["task"]["trial"] = trial_id;
+      const std::string metric_dir = WorkDir(r.key) + "/hypertune";
+      if (Status st = MakeDirs(metric_dir); !st.ok()) return st;
+      spec.env["CLOUD_ML_TRIAL_ID"] = trial_id;
+      spec.env["CLOUD_ML_HP_METRIC_TAG"] = aj.tuning->metric_tag;
+      spec.env["CLOUD_ML_HP_METRIC_FILE"] = metric_dir + "/output.metrics";
+    }
     if (in_container) {
       tf["job"] = snake_job;
     } else {
@@ -965,6 +1091,7 @@ Status Scheduler::LaunchLocked(ActiveJob& aj) {
       json cs;
       cs["cluster"] = cluster_spec_cluster;
       cs["task"] = {{"type", r.key.task_type}, {"index", r.key.index}};
+      if (trial != nullptr) cs["task"]["trial"] = trial_id;
       cs["job"] = snake_job;
       cs["environment"] = "cloud";
       spec.env["CLUSTER_SPEC"] = cs.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -977,6 +1104,14 @@ Status Scheduler::LaunchLocked(ActiveJob& aj) {
       // containerArgs, else TrainingInput.args, go after it. Both are per replica role.
       if (!role.container_command.empty()) c.entrypoint = role.container_command;
       c.args = !role.container_args.empty() ? role.container_args : trainer_args;
+      if (!role.container_args.empty()) {
+        c.args.insert(c.args.end(), trial_args.begin(), trial_args.end());
+      }
+      if (trial != nullptr) {
+        // The metric file at the same path inside, like the buckets.
+        const std::string metric_dir = WorkDir(r.key) + "/hypertune";
+        c.mounts.push_back(metric_dir + ":" + metric_dir);
+      }
       c.name = ContainerName(r.key, options_.jobs_dir);
       // The bucket directory at the same path, so TRAINYARD_BUCKETS_DIR works inside.
       c.mounts.push_back(buckets_.root() + ":" + buckets_.root());
@@ -1081,47 +1216,65 @@ void Scheduler::FinishLocked(ActiveJob& aj, JobState to, const std::string& mess
   cv_.notify_all();
 }
 
-// Applies the outcome rules once enough is known (compat §12): the master decides; any
-// replica that fails fails the job; a cancelled job ends when all its replicas are gone.
-void Scheduler::MaybeFinishLocked(ActiveJob& aj) {
-  if (model::IsTerminal(aj.job.state)) return;
-  bool all_gone = true;
-  for (const auto& r : aj.replicas) {
-    if (r.launched && !r.exited) all_gone = false;
-  }
-  if (!aj.cancel_reason.empty()) {
-    if (all_gone) FinishLocked(aj, JobState::kCancelled, aj.cancel_reason);
-    return;
-  }
+// The outcome rules of compat §12 over one run's replicas: the master decides; any replica that
+// fails fails the run. Asks the other replicas to stop once the run is decided.
+Scheduler::RunOutcome Scheduler::EvaluateRunLocked(ActiveJob& aj, const std::string& trial_id) {
+  RunOutcome out;
   const Replica* master = nullptr;
   for (const auto& r : aj.replicas) {
+    if (r.key.trial_id != trial_id) continue;
+    if (r.launched && !r.exited) out.all_gone = false;
     if (r.key.task_type == "master") master = &r;
   }
+  auto stop_all = [&] {
+    for (auto& r : aj.replicas) {
+      if (r.key.trial_id == trial_id) StopReplicaLocked(r, options_.cancel_grace);
+    }
+  };
   // The master decides: once it has exited 0 on its own, replicas that fail afterwards (DDP
   // ranks losing rank 0's store, TF workers losing the chief) do not change the outcome.
   if (master != nullptr && master->exited && ExitedCleanly(master->exit) &&
       !master->exit.killed_by_request) {
-    for (auto& r : aj.replicas) StopReplicaLocked(r, options_.cancel_grace);
-    if (!all_gone) return;
+    stop_all();
+    out.succeeded = out.all_gone;
+    return out;
+  }
+  for (const auto& r : aj.replicas) {
+    // Replicas Trainyard stopped itself (after another failed or the master finished) are
+    // not failures of their own.
+    if (r.key.trial_id == trial_id && r.exited && !r.exit.killed_by_request &&
+        !ExitedCleanly(r.exit)) {
+      if (!out.failures.empty()) out.failures += " ";
+      out.failures += FailureMessage(r.key, r.exit);
+    }
+  }
+  if (!out.failures.empty()) stop_all();
+  return out;
+}
+
+// Applies the outcome rules once enough is known: a job ends with its run (compat §12), a
+// cancelled job when all its replicas are gone. Tuning jobs end with their trials.
+void Scheduler::MaybeFinishLocked(ActiveJob& aj) {
+  if (model::IsTerminal(aj.job.state)) return;
+  if (aj.tuning) {
+    MaybeFinishTuningLocked(aj);
+    return;
+  }
+  const RunOutcome run = EvaluateRunLocked(aj, "");
+  if (!aj.cancel_reason.empty()) {
+    if (run.all_gone) FinishLocked(aj, JobState::kCancelled, aj.cancel_reason);
+    return;
+  }
+  if (run.succeeded) {
     if (aj.job.state == JobState::kPreparing) (void)TransitionLocked(aj, JobState::kRunning, "");
     FinishLocked(aj, JobState::kSucceeded, "");
     return;
   }
-  std::string failures;
-  for (const auto& r : aj.replicas) {
-    // Replicas Trainyard stopped itself (after another failed or the master finished) are
-    // not failures of their own.
-    if (r.exited && !r.exit.killed_by_request && !ExitedCleanly(r.exit)) {
-      if (!failures.empty()) failures += " ";
-      failures += FailureMessage(r.key, r.exit);
-    }
-  }
-  if (!failures.empty()) {
-    for (auto& r : aj.replicas) StopReplicaLocked(r, options_.cancel_grace);
-    if (all_gone) {
-      FinishLocked(aj, JobState::kFailed, failures);
+  if (!run.failures.empty()) {
+    if (run.all_gone) {
+      FinishLocked(aj, JobState::kFailed, run.failures);
     } else if (aj.job.error_message.empty()) {
-      aj.job.error_message = failures;  // final once the others are gone
+      aj.job.error_message = run.failures;  // final once the others are gone
     }
   }
 }
@@ -1131,10 +1284,11 @@ void Scheduler::OnReplicaRunning(const executor::ReplicaKey& key) {
   auto it = active_.find({key.project, key.job_id});
   if (it == active_.end()) return;
   ActiveJob& aj = it->second;
+  // RUNNING once every replica of the job (of a tuning job: of one trial) runs.
   bool all = true;
   for (auto& r : aj.replicas) {
     if (r.key == key) r.running = true;
-    if (!r.running) all = false;
+    if (r.key.trial_id == key.trial_id && !r.running) all = false;
   }
   if (all && aj.job.state == JobState::kPreparing) {
     (void)TransitionLocked(aj, JobState::kRunning, "all replicas running");
@@ -1182,7 +1336,10 @@ bool Scheduler::MaybeRestartLocked(ActiveJob& aj, Replica& r) {
     return false;
   }
   for (const auto& other : aj.replicas) {
-    if (&other == &r || !other.exited || other.exit.killed_by_request) continue;
+    if (&other == &r || other.key.trial_id != r.key.trial_id || !other.exited ||
+        other.exit.killed_by_request) {
+      continue;
+    }
     // Another replica's own failure, or the master's success, is ending the job.
     if (!ExitedCleanly(other.exit) || other.key.task_type == "master") return false;
   }

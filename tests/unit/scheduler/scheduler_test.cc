@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "scheduler_fixture.h"
 #include "trainyard/executor/launcher_protocol.h"
 #include "trainyard/store/store_sqlite.h"
 
@@ -22,134 +23,7 @@ namespace {
 
 using model::Job;
 using model::JobState;
-
-// Records what the scheduler asks for; tests play the replica's part by calling the listener.
-class FakeExecutor : public executor::Executor {
- public:
-  Status Launch(const executor::ReplicaSpec& spec) override {
-    std::lock_guard<std::mutex> lock(mu);
-    if (static_cast<int>(launched.size()) == fail_launch_at) {
-      ++fail_launch_at;  // once
-      return Internal("no launcher today");
-    }
-    launched.push_back(spec);
-    return launch_status;
-  }
-  void Kill(const executor::ReplicaKey& key, Duration grace) override {
-    std::lock_guard<std::mutex> lock(mu);
-    killed.push_back(key);
-    last_grace = grace;
-  }
-  std::vector<executor::ReplicaKey> Recover(const std::vector<std::string>& dirs) override {
-    recovered_dirs = dirs;
-    return reattach;
-  }
-  int RunningCount() const override { return 0; }
-  void Shutdown() override {}
-
-  std::vector<executor::ReplicaSpec> Launched() {
-    std::lock_guard<std::mutex> lock(mu);
-    return launched;
-  }
-  std::vector<executor::ReplicaKey> Killed() {
-    std::lock_guard<std::mutex> lock(mu);
-    return killed;
-  }
-
-  std::mutex mu;
-  std::vector<executor::ReplicaSpec> launched;
-  std::vector<executor::ReplicaKey> killed;
-  Duration last_grace = 0;
-  Status launch_status;
-  int fail_launch_at = -1;  // the launch (0-based, counting successful ones) that fails once
-  std::vector<std::string> recovered_dirs;
-  std::vector<executor::ReplicaKey> reattach;
-};
-
-executor::ReplicaExit CleanExit() {
-  executor::ReplicaExit e;
-  e.phase = "run";
-  return e;
-}
-
-bool WaitFor(const std::function<bool()>& pred, int timeout_ms = 5000) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return pred();
-}
-
-class SchedulerTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("ty_sched_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_ / "buckets" / "bkt");
-    std::filesystem::create_directories(dir_ / "jobs");
-    std::ofstream(dir_ / "buckets" / "bkt" / "trainer.tar.gz") << "sdist";
-    store_ = store::NewInMemoryJobStore();
-    buckets_ = std::make_unique<storage::BucketStore>((dir_ / "buckets").string());
-    options_.jobs_dir = (dir_ / "jobs").string();
-    options_.env_cache_dir = (dir_ / "envs").string();
-    options_.tick = 5 * 1000;
-    // A 2-CPU, 24 GiB node with the daemon's default overcommit and no GPUs.
-    options_.node.cpus = 2;
-    options_.node.cpu_overcommit = 32;
-    options_.node.cpu_millis = 64 * 1000;
-    options_.node.physical_memory_bytes = 24LL << 30;
-    options_.node.memory_overcommit = 8;
-    options_.node.memory_bytes = 192LL << 30;
-  }
-  void TearDown() override {
-    if (sched_) sched_->Stop();
-    std::filesystem::remove_all(dir_);
-  }
-
-  void StartScheduler() {
-    sched_ = std::make_unique<Scheduler>(options_, *store_, exec_, *buckets_);
-    ASSERT_TRUE(sched_->Start().ok());
-  }
-
-  Job MakeJob(const std::string& id, int priority = 0) {
-    Job job;
-    job.project = "p";
-    job.job_id = id;
-    job.spec.package_uris = {"gs://bkt/trainer.tar.gz"};
-    job.spec.python_module = "trainer.task";
-    job.spec.args = {"--epochs", "2"};
-    job.spec.region = "us-central1";
-    job.spec.job_dir = "gs://bkt/out";
-    job.spec.scheduling.priority = priority;
-    job.training_input_json = R"({"pythonModule":"trainer.task","region":"us-central1"})";
-    return job;
-  }
-
-  JobState StateOf(const std::string& id) { return sched_->GetJob("p", id)->state; }
-
-  executor::ReplicaKey Master(const std::string& id) { return {"p", id, "", "master", 0}; }
-
-  std::vector<std::string> ServiceLines(const std::string& id) {
-    store::LogQuery q;
-    q.project = "p";
-    q.job_id = id;
-    q.task_name = "service";
-    std::vector<std::string> out;
-    auto entries = store_->ReadLogs(q);
-    for (const auto& e : *entries) out.push_back(e.message);
-    return out;
-  }
-
-  std::filesystem::path dir_;
-  SchedulerOptions options_;
-  std::unique_ptr<store::JobStore> store_;
-  std::unique_ptr<storage::BucketStore> buckets_;
-  FakeExecutor exec_;
-  std::unique_ptr<Scheduler> sched_;
-};
+using namespace testing_support;  // NOLINT(google-build-using-namespace): the fixture
 
 TEST_F(SchedulerTest, RunsAJobToSucceeded) {
   StartScheduler();

@@ -28,6 +28,9 @@
 
 namespace trainyard::scheduler {
 
+struct TuningState;  // tuning_state.h: the trials of a hyperparameter tuning job
+struct TrialRun;
+
 // A configured Python runtime. A job's runtimeVersion and pythonVersion select the first
 // runtime whose lists match ("*" matches anything, including unset).
 struct RuntimeOptions {
@@ -62,6 +65,11 @@ struct SchedulerOptions {
   std::string container_engine;
   std::map<std::string, std::string> container_engine_env;
   bool container_limits = true;
+  // A directory appended to every Python replica's PYTHONPATH: the `hypertune` module lives
+  // there ("" = none).
+  std::string python_support_dir;
+  // How often the metric files of running trials are read (early stopping, live finalMetric).
+  Duration metrics_interval = 1000 * 1000;
   Duration tick = 200 * 1000;  // deadline checks
 };
 
@@ -143,6 +151,13 @@ class Scheduler : public executor::ExecutorListener {
     Timestamp running_since = 0;
     Timestamp units_accrued_at = 0;  // consumedMLUnits counted up to here (0 = not running)
     Timestamp units_persisted_at = 0;
+    // Hyperparameter tuning jobs only: the study and its trials. `replicas` then holds the
+    // replicas of the trials still running, each keyed by its trial id.
+    std::unique_ptr<TuningState> tuning;
+    ActiveJob();
+    ActiveJob(ActiveJob&&) noexcept;
+    ActiveJob& operator=(ActiveJob&&) noexcept;
+    ~ActiveJob();
   };
   using JobKey = std::pair<std::string, std::string>;  // project, job id
 
@@ -160,7 +175,38 @@ class Scheduler : public executor::ExecutorListener {
   void StopReplicaLocked(Replica& r, Duration grace);
   void AccrueUnitsLocked(ActiveJob& aj, Timestamp now);
   void AccrueAllLocked(Timestamp now);
+  // Launches the replicas of `aj` not launched yet (all of one trial's, for tuning jobs).
   Status LaunchLocked(ActiveJob& aj);
+  // Fails the replicas of `trial_id` not launched after LaunchLocked returned `st`.
+  void MarkLaunchFailedLocked(ActiveJob& aj, const std::string& trial_id, const Status& st);
+  // The outcome rules of compat §12 over the replicas of one run (a job's, or a trial's).
+  struct RunOutcome {
+    bool all_gone = true;
+    bool succeeded = false;  // the master exited 0 on its own and everything is gone
+    std::string failures;    // AI Platform's words for the replicas that failed
+  };
+  RunOutcome EvaluateRunLocked(ActiveJob& aj, const std::string& trial_id);
+
+  // ---- Hyperparameter tuning (scheduler_tuning.cc) ----
+  // Builds the study of a tuning job: its spec, the trials of a resumed job, and (on recovery)
+  // its own stored trials with the measurements in their metric files.
+  Status InitTuningLocked(ActiveJob& aj, bool recovering);
+  // Starts trials while the job wants more and the node has room; returns how many started.
+  int StartTrialsLocked(ActiveJob& aj);
+  // Admission of further trials of running tuning jobs (before the queue: they are older).
+  bool AdmitTrialsLocked();
+  // Finishes trials whose replicas are gone, then decides the job (tuning jobs only).
+  void MaybeFinishTuningLocked(ActiveJob& aj);
+  // Reads new metric records of running trials (live finalMetric, early stopping).
+  void PollTrialMetricsLocked(ActiveJob& aj, Timestamp now);
+  void PollAllMetricsLocked(Timestamp now);
+  // trainingOutput of a tuning job from its trials, into aj.job (and the store when `persist`).
+  void UpdateTuningOutputLocked(ActiveJob& aj, bool persist);
+  std::string TrialOwner(const model::Job& job, int64_t trial_id) const;
+  // The metric files of every replica of a trial of `job` (its own, or a resumed job's).
+  std::vector<std::string> TrialMetricFiles(const model::Job& job, int64_t trial_id) const;
+  // Feeds a trial's new metric records to the study; true when the median rule says stop.
+  bool FeedTrialMetricsLocked(TuningState& ts, TrialRun& t, const model::Job& job);
   Status TransitionLocked(ActiveJob& aj, model::JobState to, const std::string& reason);
   void FinishLocked(ActiveJob& aj, model::JobState to, const std::string& message);
   void RequestCancelLocked(ActiveJob& aj, const std::string& reason);
@@ -206,6 +252,9 @@ class Scheduler : public executor::ExecutorListener {
   std::set<JobKey> timed_;
   std::vector<model::LogEntry> pending_logs_;
   std::string storage_endpoint_;
+  // Active tuning jobs (they may start trials whenever resources are freed).
+  std::set<JobKey> tuning_jobs_;
+  Timestamp metrics_polled_at_ = 0;
   std::thread thread_;
 };
 

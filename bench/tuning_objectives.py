@@ -1,0 +1,251 @@
+"""The objectives of the tuning benchmark (bench/bench_tuning.py; tuning.md §4.1 and §6.1).
+
+Every objective is minimised in its native form and knows its optimal value f*, so simple regret
+f(x) - f* can be computed exactly; regret() refuses (AssertionError) a value below f*, which would
+mean a wrong f* or a point outside the box. Search spaces are AI Platform ParameterSpec dicts.
+
+  branin2        Branin on [-5, 10] x [0, 15]                 f* = 5/(4 pi)
+  camel2         six-hump camel on [-3, 3] x [-2, 2]           f* = -1.031628453489877
+  hartmann3      Hartmann-3 on [0, 1]^3                        f* = -3.862779787332663
+  hartmann6_max  Hartmann-6 on [0, 1]^6, posed as MAXIMIZE: the tuner sees -f, regret is on f
+  rosenbrock4    Rosenbrock on [-5, 10]^4                      f* = 0
+  ackley5_shift  Ackley (20, 0.2, 2 pi) on [-32.768, 32.768]^5, optimum moved per seed
+  levy4_shift    Levy on [-10, 10]^4, optimum moved per seed
+  styblinski4    Styblinski-Tang on [-5, 5]^4                  f* = -39.16616570377142 * 4
+  hpo_mixed5     a synthetic training-loss surface over five mixed parameters (below)
+
+Shifted functions: the optimum of Ackley (natively the centre of the box, which a designer that
+starts at the centre would hit with its first trial) and Levy (natively (1, ..., 1), near the
+centre) is moved to a point drawn per seed inside the central 80 % of the box. The draw depends
+only on the seed and the function, so every algorithm optimises the same instances.
+
+hpo_mixed5 (every parameter type and scale of AI Platform's ParameterSpec):
+
+  learning_rate  DOUBLE 1e-5..1, UNIT_LOG_SCALE
+  momentum       DOUBLE 0.5..0.9999, UNIT_REVERSE_LOG_SCALE
+  num_layers     INTEGER 1..8
+  batch_size     DISCRETE 16, 32, 64, 128, 256, UNIT_LOG_SCALE
+  optimizer      CATEGORICAL sgd, adam, rmsprop
+
+With a = log10(learning_rate), b = log2(batch_size / 64), c = log10(1 - momentum) + 1 (0 at
+momentum 0.9):
+
+  f = 0.6 * (1 - exp(-((a - a*) / 0.6)^2 / 2))     learning rate: a Gaussian well that saturates
+    + 0.04 * c^2                                   momentum
+    + 0.02 * (num_layers - 5)^2                    depth
+    + 0.03 * b^2                                   batch size
+    + {adam: 0, rmsprop: 0.03, sgd: 0.06}[optimizer]
+
+  a* = {adam: -3, rmsprop: -3.4, sgd: -1.5}[optimizer] + 0.5 * log10(batch_size / 64)
+       (+ c for sgd: plain SGD's effective step is learning_rate / (1 - momentum))
+
+so the best learning rate depends on the optimizer (SGD wants ~30x Adam's), grows as the square
+root of the batch size, and for SGD shrinks as momentum grows. Every term is >= 0 and all are 0
+exactly at adam, learning_rate 1e-3, momentum 0.9, 5 layers, batch 64: f* = 0 there and nowhere
+else. Far from a* the learning-rate term saturates at 0.6 (a diverged or frozen run), which is what
+makes the surface hard for a model that assumes a bowl. The weights were set so random search's
+medians (about 10^-0.7 at 10 trials, 10^-1.05 at 50) are close to tuning.md §6.4's.
+
+Learning curves (the early-stopping part): hpo_curve(params, rng) is a 30-step curve from f + 1
+towards f: value(t) = f + (e^(-r t) - e^(-r T)) / (1 - e^(-r T)) + N(0, 0.01^2), with the
+rate r = 0.3 * 10^(0.5 * min(0, a - a*)): a learning rate 100x below its best converges 10x slower
+(almost a straight line), so its early values look bad although its final value may not be. The
+noiseless curve ends exactly at f (the surface), the reported values carry the noise.
+"""
+
+import math
+import zlib
+
+import numpy as np
+
+REGRET_FLOOR = 1e-8
+
+
+def _box(names, lo, hi):
+    return [{"parameterName": n, "type": "DOUBLE", "minValue": lo[i], "maxValue": hi[i],
+             "scaleType": "UNIT_LINEAR_SCALE"} for i, n in enumerate(names)]
+
+
+def _xs(d):
+    return ["x%d" % (i + 1) for i in range(d)]
+
+
+def _vec(params, names):
+    return np.array([float(params[n]) for n in names])
+
+
+# ------------------------------------------------------------------------------------------
+# The classic functions (BoTorch's domains and definitions)
+
+
+def branin(x):
+    a, b, c = 1.0, 5.1 / (4 * math.pi ** 2), 5.0 / math.pi
+    r, s, t = 6.0, 10.0, 1.0 / (8 * math.pi)
+    return a * (x[1] - b * x[0] ** 2 + c * x[0] - r) ** 2 + s * (1 - t) * math.cos(x[0]) + s
+
+
+def camel(x):
+    x1, x2 = x
+    return (4 - 2.1 * x1 ** 2 + x1 ** 4 / 3) * x1 ** 2 + x1 * x2 + (-4 + 4 * x2 ** 2) * x2 ** 2
+
+
+H3_ALPHA = np.array([1.0, 1.2, 3.0, 3.2])
+H3_A = np.array([[3.0, 10, 30], [0.1, 10, 35], [3.0, 10, 30], [0.1, 10, 35]])
+H3_P = 1e-4 * np.array([[3689, 1170, 2673], [4699, 4387, 7470], [1091, 8732, 5547],
+                        [381, 5743, 8828]])
+H6_A = np.array([[10, 3, 17, 3.5, 1.7, 8], [0.05, 10, 17, 0.1, 8, 14],
+                 [3, 3.5, 1.7, 10, 17, 8], [17, 8, 0.05, 10, 0.1, 14]])
+H6_P = 1e-4 * np.array([[1312, 1696, 5569, 124, 8283, 5886], [2329, 4135, 8307, 3736, 1004, 9991],
+                        [2348, 1451, 3522, 2883, 3047, 6650], [4047, 8828, 8732, 5743, 1091, 381]])
+
+
+def hartmann(x, A, P):
+    return -float(np.sum(H3_ALPHA * np.exp(-np.sum(A * (x[None, :] - P) ** 2, axis=1))))
+
+
+def rosenbrock(x):
+    return float(np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2))
+
+
+def ackley(x):
+    a, b, c = 20.0, 0.2, 2 * math.pi
+    return float(-a * math.exp(-b * math.sqrt(np.mean(x * x))) - math.exp(np.mean(np.cos(c * x)))
+                 + a + math.e)
+
+
+def levy(x):
+    w = 1 + (x - 1) / 4
+    return float(math.sin(math.pi * w[0]) ** 2
+                 + np.sum((w[:-1] - 1) ** 2 * (1 + 10 * np.sin(math.pi * w[:-1] + 1) ** 2))
+                 + (w[-1] - 1) ** 2 * (1 + math.sin(2 * math.pi * w[-1]) ** 2))
+
+
+def styblinski(x):
+    return float(0.5 * np.sum(x ** 4 - 16 * x ** 2 + 5 * x))
+
+
+# ------------------------------------------------------------------------------------------
+# hpo_mixed5
+
+HPO_SPEC = [
+    {"parameterName": "learning_rate", "type": "DOUBLE", "minValue": 1e-5, "maxValue": 1.0,
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "momentum", "type": "DOUBLE", "minValue": 0.5, "maxValue": 0.9999,
+     "scaleType": "UNIT_REVERSE_LOG_SCALE"},
+    {"parameterName": "num_layers", "type": "INTEGER", "minValue": 1, "maxValue": 8,
+     "scaleType": "UNIT_LINEAR_SCALE"},
+    {"parameterName": "batch_size", "type": "DISCRETE", "discreteValues": [16, 32, 64, 128, 256],
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "optimizer", "type": "CATEGORICAL",
+     "categoricalValues": ["sgd", "adam", "rmsprop"]},
+]
+HPO_BASE_LOG_LR = {"adam": -3.0, "rmsprop": -3.4, "sgd": -1.5}
+HPO_OPTIMIZER_PENALTY = {"adam": 0.0, "rmsprop": 0.03, "sgd": 0.06}
+HPO_OPTIMUM = {"learning_rate": 1e-3, "momentum": 0.9, "num_layers": 5, "batch_size": 64,
+               "optimizer": "adam"}
+HPO_STEPS = 30
+HPO_NOISE = 0.01
+
+
+def _hpo_parts(p):
+    a = math.log10(float(p["learning_rate"]))
+    b = math.log2(float(p["batch_size"]) / 64.0)
+    c = math.log10(max(1.0 - float(p["momentum"]), 1e-300)) + 1.0
+    opt = p["optimizer"]
+    best = HPO_BASE_LOG_LR[opt] + 0.5 * b * math.log10(2.0) + (c if opt == "sgd" else 0.0)
+    return a, b, c, best
+
+
+def hpo_surface(p):
+    a, b, c, best = _hpo_parts(p)
+    return (0.6 * (1.0 - math.exp(-0.5 * ((a - best) / 0.6) ** 2))
+            + 0.04 * c * c
+            + 0.02 * (float(p["num_layers"]) - 5.0) ** 2
+            + 0.03 * b * b
+            + HPO_OPTIMIZER_PENALTY[p["optimizer"]])
+
+
+def hpo_curve(p, rng, steps=HPO_STEPS, noise=HPO_NOISE):
+    """The values a trial with params p reports at steps 1..steps (see the module docstring)."""
+    f = hpo_surface(p)
+    a, _, _, best = _hpo_parts(p)
+    r = 0.3 * 10.0 ** (0.5 * min(0.0, a - best))
+    end = math.exp(-r * steps)
+    return [f + (math.exp(-r * t) - end) / (1.0 - end) + rng.normal(0.0, noise)
+            for t in range(1, steps + 1)]
+
+
+# ------------------------------------------------------------------------------------------
+# The catalogue
+
+
+class Objective:
+    """One benchmark function. spec: ParameterSpecs; goal: what the tuner is asked to do;
+    fstar: the optimum of the native (minimised) form; shifted: optimum moved per seed."""
+
+    def __init__(self, name, spec, fn, fstar, goal="MINIMIZE", shift=None):
+        self.name, self.spec, self.fn, self.fstar, self.goal = name, spec, fn, fstar, goal
+        self.shift = shift  # (native optimum, lo, hi) for shifted functions
+
+    def instance(self, seed):
+        return Instance(self, seed)
+
+
+class Instance:
+    """The objective for one seed (shifted functions get their per-seed optimum)."""
+
+    def __init__(self, obj, seed):
+        self.obj = obj
+        self.offset = None
+        if obj.shift is not None:
+            native, lo, hi = obj.shift
+            rng = np.random.default_rng([seed, zlib.crc32(obj.name.encode())])
+            d = len(obj.spec)
+            self.optimum = lo + (hi - lo) * (0.1 + 0.8 * rng.random(d))
+            self.offset = native - self.optimum  # f(x) = native_fn(x + offset)
+
+    def f(self, params):
+        """The native (minimised) value."""
+        if self.obj.name == "hpo_mixed5":
+            return hpo_surface(params)
+        x = _vec(params, [s["parameterName"] for s in self.obj.spec])
+        if self.offset is not None:
+            x = x + self.offset
+        return self.obj.fn(x)
+
+    def tuner_value(self, f):
+        """What the tuner is told: -f for the MAXIMIZE task."""
+        return -f if self.obj.goal == "MAXIMIZE" else f
+
+    def regret(self, f):
+        """Simple regret f - f*, floored at REGRET_FLOOR; asserts it is not negative."""
+        r = f - self.obj.fstar
+        assert r >= -1e-9 * max(1.0, abs(self.obj.fstar)), (
+            "%s: f = %.17g is below f* = %.17g: wrong f* or a point outside the box" % (
+                self.obj.name, f, self.obj.fstar))
+        return max(r, REGRET_FLOOR)
+
+
+def _make():
+    objs = [
+        Objective("branin2", _box(_xs(2), [-5.0, 0.0], [10.0, 15.0]), branin,
+                  5.0 / (4.0 * math.pi)),
+        Objective("camel2", _box(_xs(2), [-3.0, -2.0], [3.0, 2.0]), camel, -1.031628453489877),
+        Objective("hartmann3", _box(_xs(3), [0.0] * 3, [1.0] * 3),
+                  lambda x: hartmann(x, H3_A, H3_P), -3.862779787332663),
+        Objective("hartmann6_max", _box(_xs(6), [0.0] * 6, [1.0] * 6),
+                  lambda x: hartmann(x, H6_A, H6_P), -3.322368011415515, goal="MAXIMIZE"),
+        Objective("rosenbrock4", _box(_xs(4), [-5.0] * 4, [10.0] * 4), rosenbrock, 0.0),
+        Objective("ackley5_shift", _box(_xs(5), [-32.768] * 5, [32.768] * 5), ackley, 0.0,
+                  shift=(np.zeros(5), -32.768, 32.768)),
+        Objective("levy4_shift", _box(_xs(4), [-10.0] * 4, [10.0] * 4), levy, 0.0,
+                  shift=(np.ones(4), -10.0, 10.0)),
+        Objective("styblinski4", _box(_xs(4), [-5.0] * 4, [5.0] * 4), styblinski,
+                  -39.16616570377142 * 4),
+        Objective("hpo_mixed5", HPO_SPEC, None, 0.0),
+    ]
+    return {o.name: o for o in objs}
+
+
+OBJECTIVES = _make()
+CORE = list(OBJECTIVES)

@@ -1,0 +1,63 @@
+#include "hp_metrics.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+namespace trainyard::scheduler {
+namespace {
+
+// hypertune writes numbers as strings ("0.987", "1000"); other writers may use numbers.
+std::optional<double> Number(const nlohmann::json& v) {
+  if (v.is_number()) return v.get<double>();
+  if (!v.is_string()) return std::nullopt;
+  const std::string& s = v.get_ref<const std::string&>();
+  if (s.empty()) return std::nullopt;
+  char* end = nullptr;
+  double d = std::strtod(s.c_str(), &end);
+  if (end == s.c_str()) return std::nullopt;
+  while (*end == ' ') ++end;
+  if (*end != '\0') return std::nullopt;
+  return d;
+}
+
+}  // namespace
+
+std::vector<MetricRecord> ParseMetricFile(std::string_view text, const std::string& tag) {
+  std::vector<MetricRecord> out;
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    if (line.find(tag) == std::string_view::npos) continue;  // cheap filter before parsing
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object()) continue;
+    auto it = j.find(tag);
+    if (it == j.end()) continue;
+    std::optional<double> value = Number(*it);
+    if (!value || !std::isfinite(*value)) continue;
+    MetricRecord r;
+    r.value = *value;
+    if (auto ts = j.find("timestamp"); ts != j.end()) {
+      if (auto t = Number(*ts)) r.timestamp = *t;
+    }
+    if (auto gs = j.find("global_step"); gs != j.end()) {
+      if (auto g = Number(*gs); g && std::isfinite(*g)) r.step = static_cast<int64_t>(*g);
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::optional<MetricRecord> LatestRecord(const std::vector<MetricRecord>& records) {
+  std::optional<MetricRecord> best;
+  for (const auto& r : records) {
+    if (!best || r.timestamp > best->timestamp ||
+        (r.timestamp == best->timestamp && r.step >= best->step)) {
+      best = r;
+    }
+  }
+  return best;
+}
+
+}  // namespace trainyard::scheduler

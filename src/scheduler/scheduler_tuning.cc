@@ -1,0 +1,480 @@
+// Hyperparameter tuning jobs in the scheduler (compat §3, §4, §6, §7; docs/tuning.md).
+//
+// A tuning job is admitted like any job, for the demand of one trial. From then on it runs
+// trials: each trial is the job's whole cluster, admitted as a gang of its own (resource owner
+// "<project>/<job>#<trial>"), with `--<param>=<value>` arguments and the trial's environment.
+// Up to maxParallelTrials run at once; the study (trainyard/tuning) suggests each trial's
+// parameters when it starts, so it knows every result that came in before. The job ends when
+// maxTrials trials have ended (or the study has nothing left to suggest), when too many trials
+// failed, or when it is cancelled.
+//
+// What survives a daemon restart: the trials are stored in trainingOutput (written whenever a
+// trial starts or ends), the measurements stay in the trials' metric files, and the study is
+// rebuilt by replaying both. The study's seed is derived from the job's name, so the rebuilt
+// study goes on as the lost one would have.
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "trainyard/core/log.h"
+#include "trainyard/core/util.h"
+#include "trainyard/model/state_machine.h"
+#include "trainyard/scheduler/scheduler.h"
+#include "tuning_state.h"
+
+namespace trainyard::scheduler {
+
+using model::Job;
+using model::JobState;
+using nlohmann::json;
+using ordered_json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr const char* kLog = "sched";
+constexpr const char* kDefaultMetricTag = "training/hptuning/metric";
+
+// int32 fields arrive as JSON numbers (or strings from some clients); unset = `fallback`.
+int IntField(const json& obj, const char* key, int fallback) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return fallback;
+  if (it->is_number_integer()) return it->get<int>();
+  if (it->is_string()) {
+    try {
+      return std::stoi(it->get<std::string>());
+    } catch (...) {
+    }
+  }
+  return fallback;
+}
+
+json HyperparameterSpecOf(const Job& job) {
+  json ti = json::parse(job.training_input_json, nullptr, false);
+  if (!ti.is_object()) return json::object();
+  auto it = ti.find("hyperparameters");
+  return it != ti.end() && it->is_object() ? *it : json::object();
+}
+
+// FNV-1a: a seed that is the same on every run and every build.
+uint64_t StableHash(std::string_view s) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+// "Trainyard decides" (maxFailedTrials 0): a job whose first three trials all fail has a broken
+// trainer or spec; otherwise it fails once more than half of maxTrials failed.
+bool TooManyFailures(int failed, int succeeded, int max_failed, int max_trials) {
+  if (max_failed > 0) return failed > max_failed;
+  return (failed >= 3 && succeeded == 0) || 2 * failed > max_trials;
+}
+
+std::string FormatMetric(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+}  // namespace
+
+std::string Scheduler::TrialOwner(const Job& job, int64_t trial_id) const {
+  return Owner(job) + "#" + std::to_string(trial_id);
+}
+
+std::vector<std::string> Scheduler::TrialMetricFiles(const Job& job, int64_t trial_id) const {
+  std::vector<std::string> files;
+  for (Replica& r : PlanReplicas(job)) {
+    r.key.trial_id = std::to_string(trial_id);
+    files.push_back(WorkDir(r.key) + "/hypertune/output.metrics");
+  }
+  return files;
+}
+
+bool Scheduler::FeedTrialMetricsLocked(TuningState& ts, TrialRun& t, const Job& job) {
+  std::vector<MetricRecord> records;
+  for (const std::string& file : TrialMetricFiles(job, t.id)) {
+    auto text = ReadFile(file);
+    if (!text.ok()) continue;  // not written yet, or a replica that does not report
+    auto part = ParseMetricFile(*text, ts.metric_tag);
+    records.insert(records.end(), part.begin(), part.end());
+  }
+  if (records.empty()) return false;
+  std::stable_sort(
+      records.begin(), records.end(),
+      [](const MetricRecord& a, const MetricRecord& b) { return a.timestamp < b.timestamp; });
+  t.final_metric = LatestRecord(records);
+  bool stop = false;
+  for (const MetricRecord& r : records) {
+    if (r.timestamp <= t.fed_until) continue;
+    t.fed_until = r.timestamp;
+    if (ts.study->Report(t.id, r.step, r.value)) stop = true;
+  }
+  return stop;
+}
+
+Status Scheduler::InitTuningLocked(ActiveJob& aj, bool recovering) {
+  const Job& job = aj.job;
+  const json hp = HyperparameterSpecOf(job);
+  TRAINYARD_ASSIGN_OR_RETURN(tuning::StudyConfig config, tuning::ParseStudyConfig(hp.dump()));
+  auto ts = std::make_unique<TuningState>();
+  ts->metric_tag = hp.value("hyperparameterMetricTag", "");
+  if (ts->metric_tag.empty()) ts->metric_tag = kDefaultMetricTag;
+  ts->max_trials = std::max(1, IntField(hp, "maxTrials", 1));
+  ts->max_parallel = std::max(1, IntField(hp, "maxParallelTrials", 1));
+  ts->max_failed = std::max(0, IntField(hp, "maxFailedTrials", 0));
+
+  // A resumed study keeps the seed of the job that began it, and that job's trials.
+  std::vector<Job> history;  // resumed jobs, oldest first
+  std::string resume = hp.value("resumePreviousJobId", "");
+  for (int depth = 0; !resume.empty() && depth < 100; ++depth) {
+    auto prev = store_.GetJob(job.project, resume);
+    if (!prev.ok()) {
+      return Status(prev.status().code(),
+                    "resumePreviousJobId " + resume + ": " + prev.status().message());
+    }
+    resume = HyperparameterSpecOf(*prev).value("resumePreviousJobId", "");
+    history.insert(history.begin(), std::move(prev).value());
+  }
+  config.seed = StableHash(history.empty() ? job.Name() : history.front().Name());
+  TRAINYARD_ASSIGN_OR_RETURN(ts->study, tuning::Study::Create(config));
+  const tuning::StudyConfig& cfg = ts->study->config();
+
+  // Stored trials: {trialId, hyperparameters (strings), state, finalMetric, ...}.
+  auto replay = [&](const Job& owner, bool own) -> Status {
+    json out = json::parse(owner.training_output_json.empty() ? "{}" : owner.training_output_json,
+                           nullptr, false);
+    if (!out.is_object() || !out.contains("trials")) return Status::Ok();
+    for (const json& tj : out["trials"]) {
+      TrialRun t;
+      try {
+        t.id = std::stoll(tj.value("trialId", "0"));
+      } catch (...) {
+        continue;
+      }
+      t.state = tj.value("state", "RUNNING");
+      const json hps = tj.value("hyperparameters", json::object());
+      t.params.resize(cfg.params.size());
+      bool ok = true;
+      for (size_t i = 0; i < cfg.params.size(); ++i) {
+        auto it = hps.find(cfg.params[i].name);
+        auto value = it != hps.end() && it->is_string()
+                         ? tuning::ParseValue(cfg.params[i], it->get<std::string>())
+                         : Result<tuning::ParameterValue>(InvalidArgument("missing"));
+        if (!value.ok()) {
+          ok = false;
+          break;
+        }
+        t.params[i] = *value;
+        t.hyperparameters[cfg.params[i].name] = it->get<std::string>();
+      }
+      if (!ok) {
+        TY_LOG_WARN(kLog, "job {}: trial {} of job {} does not fit the study; skipped", job.job_id,
+                    t.id, owner.job_id);
+        continue;
+      }
+      if (auto st = ParseRfc3339(tj.value("startTime", "")); st.ok()) t.start_time = *st;
+      if (auto et = ParseRfc3339(tj.value("endTime", "")); et.ok()) t.end_time = *et;
+      t.live = own && t.state == "RUNNING";
+      if (t.live) {
+        // Started but never launched (the daemon stopped in between): as if never suggested.
+        bool launched = false;
+        for (Replica& r : PlanReplicas(job)) {
+          r.key.trial_id = std::to_string(t.id);
+          launched = launched || ::access((WorkDir(r.key) + "/spec.json").c_str(), F_OK) == 0;
+        }
+        if (!launched) continue;
+      }
+      TRAINYARD_RETURN_IF_ERROR(ts->study->AddTrial(t.id, t.params));
+      FeedTrialMetricsLocked(*ts, t, owner);
+      if (tj.contains("finalMetric")) {
+        const json& fm = tj["finalMetric"];
+        MetricRecord m;
+        m.value = fm.value("objectiveValue", 0.0);
+        try {
+          m.step = std::stoll(fm.value("trainingStep", "0"));
+        } catch (...) {
+        }
+        m.timestamp = t.final_metric ? t.final_metric->timestamp : 0;
+        t.final_metric = m;
+      } else if (!t.live) {
+        t.final_metric.reset();
+      }
+      if (!t.live) {
+        const bool stopped = tj.value("isTrialStoppedEarly", false);
+        t.stop_early = stopped;
+        std::optional<double> value;
+        if (t.state == "SUCCEEDED" && t.final_metric) value = t.final_metric->value;
+        TRAINYARD_RETURN_IF_ERROR(ts->study->Complete(t.id, value, stopped));
+      }
+      if (own) {
+        if (t.live) {
+          for (Replica& r : PlanReplicas(job)) {
+            r.key.trial_id = std::to_string(t.id);
+            aj.replicas.push_back(std::move(r));
+          }
+        }
+        ts->trials.emplace(t.id, std::move(t));
+      }
+    }
+    return Status::Ok();
+  };
+  for (const Job& prev : history) TRAINYARD_RETURN_IF_ERROR(replay(prev, false));
+  if (recovering) TRAINYARD_RETURN_IF_ERROR(replay(job, true));
+  aj.tuning = std::move(ts);
+  UpdateTuningOutputLocked(aj, /*persist=*/false);
+  return Status::Ok();
+}
+
+int Scheduler::StartTrialsLocked(ActiveJob& aj) {
+  TuningState& ts = *aj.tuning;
+  int started = 0;
+  while (!paused_ && aj.cancel_reason.empty() && ts.failing.empty() && !ts.exhausted &&
+         static_cast<int>(ts.trials.size()) < ts.max_trials && !model::IsTerminal(aj.job.state)) {
+    int live = 0;
+    for (const auto& [id, t] : ts.trials) live += t.live ? 1 : 0;
+    if (live >= ts.max_parallel) break;
+    std::vector<Replica> plan = PlanReplicas(aj.job);
+    std::vector<ReplicaDemand> demands;
+    for (const auto& r : plan) demands.push_back(r.demand);
+    if (!pool_.Fits(JobDemand::Sum(demands))) break;
+    std::vector<tuning::Trial> suggested = ts.study->Suggest(1);
+    if (suggested.empty()) {
+      ts.exhausted = true;
+      ServiceLogLocked(aj.job, model::Severity::kInfo,
+                       "Every point of the search space has been tried; no more trials start.");
+      break;
+    }
+    TrialRun t;
+    t.id = suggested[0].id;
+    t.params = suggested[0].params;
+    t.start_time = NowMicros();
+    const auto& params = ts.study->config().params;
+    std::string summary;
+    for (size_t i = 0; i < params.size(); ++i) {
+      std::string value = tuning::FormatValue(params[i], t.params[i]);
+      summary += (summary.empty() ? "" : ", ") + params[i].name + "=" + value;
+      t.hyperparameters[params[i].name] = std::move(value);
+    }
+    const std::string trial_id = std::to_string(t.id);
+    auto gpus = pool_.Allocate(TrialOwner(aj.job, t.id), demands);
+    for (size_t i = 0; i < plan.size(); ++i) {
+      plan[i].key.trial_id = trial_id;
+      if (gpus.ok()) plan[i].gpus = (*gpus)[i];
+      aj.replicas.push_back(std::move(plan[i]));
+    }
+    ts.trials.emplace(t.id, std::move(t));
+    ++started;
+    // Stored before it launches, so a restarted daemon knows the trial and its parameters.
+    UpdateTuningOutputLocked(aj, /*persist=*/true);
+    ServiceLogLocked(aj.job, model::Severity::kInfo,
+                     "Starting trial " + trial_id + " with " + summary + ".");
+    Status st = gpus.ok() ? LaunchLocked(aj) : gpus.status();
+    if (!st.ok()) {
+      MarkLaunchFailedLocked(aj, trial_id, st);
+      break;  // MaybeFinishTuningLocked ends the trial
+    }
+  }
+  return started;
+}
+
+bool Scheduler::AdmitTrialsLocked() {
+  bool starved = false;
+  for (auto kit = tuning_jobs_.begin(); kit != tuning_jobs_.end();) {
+    auto it = active_.find(*kit);
+    if (it == active_.end() || !it->second.tuning || model::IsTerminal(it->second.job.state)) {
+      kit = tuning_jobs_.erase(kit);
+      continue;
+    }
+    ++kit;
+    ActiveJob& aj = it->second;
+    StartTrialsLocked(aj);
+    bool any_live = false;
+    for (const auto& [id, t] : aj.tuning->trials) any_live = any_live || t.live;
+    const TuningState& ts = *aj.tuning;
+    // A job with no trial running must get the next one before queued jobs take its place;
+    // further parallel trials take only what is free.
+    if (!any_live && aj.cancel_reason.empty() && ts.failing.empty() && !ts.exhausted &&
+        static_cast<int>(ts.trials.size()) < ts.max_trials) {
+      starved = true;
+    }
+    MaybeFinishLocked(aj);
+    if (model::IsTerminal(aj.job.state)) active_.erase(it);
+  }
+  return starved;
+}
+
+void Scheduler::MaybeFinishTuningLocked(ActiveJob& aj) {
+  TuningState& ts = *aj.tuning;
+  bool changed = false;
+  for (auto& [id, t] : ts.trials) {
+    if (!t.live) continue;
+    const std::string trial_id = std::to_string(id);
+    RunOutcome run = EvaluateRunLocked(aj, trial_id);
+    if (!run.failures.empty() && t.error.empty()) t.error = run.failures;
+    if (!run.all_gone) continue;
+    // Its replicas are gone: the trial's outcome is known.
+    if (run.succeeded || (t.stop_early && t.error.empty())) {
+      t.state = "SUCCEEDED";
+    } else if (!t.error.empty()) {
+      t.state = "FAILED";
+    } else {
+      t.state = "CANCELLED";  // stopped because the job is ending
+    }
+    t.live = false;
+    t.end_time = NowMicros();
+    FeedTrialMetricsLocked(ts, t, aj.job);
+    std::optional<double> value;
+    if (t.state == "SUCCEEDED" && t.final_metric) value = t.final_metric->value;
+    if (Status st = ts.study->Complete(id, value, t.stop_early); !st.ok()) {
+      TY_LOG_WARN(kLog, "job {}: trial {}: {}", aj.job.job_id, id, st.ToString());
+    }
+    pool_.Release(TrialOwner(aj.job, id));
+    std::erase_if(aj.replicas, [&](const Replica& r) { return r.key.trial_id == trial_id; });
+    std::string line = "Trial " + trial_id + " ";
+    model::Severity severity = model::Severity::kInfo;
+    if (t.state == "SUCCEEDED") {
+      line += t.stop_early ? "was stopped early" : "completed";
+      line += t.final_metric
+                  ? " with " + ts.metric_tag + " = " + FormatMetric(t.final_metric->value) +
+                        " at step " + std::to_string(t.final_metric->step) + "."
+                  : "; it reported no " + ts.metric_tag + " metric.";
+    } else if (t.state == "FAILED") {
+      severity = model::Severity::kError;
+      line += "failed: " + t.error;
+    } else {
+      line += "was cancelled.";
+    }
+    ServiceLogLocked(aj.job, severity, std::move(line));
+    changed = true;
+  }
+
+  int live = 0, failed = 0, succeeded = 0;
+  std::string last_error;
+  for (const auto& [id, t] : ts.trials) {
+    if (t.live) ++live;
+    if (t.state == "FAILED") {
+      ++failed;
+      last_error = t.error;
+    }
+    if (t.state == "SUCCEEDED") ++succeeded;
+  }
+  if (ts.failing.empty() && aj.cancel_reason.empty() &&
+      TooManyFailures(failed, succeeded, ts.max_failed, ts.max_trials)) {
+    ts.failing = std::to_string(failed) + " of " + std::to_string(ts.trials.size()) +
+                 " trials failed, more than the job allows (maxFailedTrials " +
+                 (ts.max_failed > 0 ? std::to_string(ts.max_failed)
+                                    : std::string("0: Trainyard decides, see docs/tuning.md")) +
+                 "). The last failure: " + last_error;
+    ServiceLogLocked(aj.job, model::Severity::kError, "Stopping the tuning job: " + ts.failing);
+    for (auto& r : aj.replicas) StopReplicaLocked(r, options_.cancel_grace);
+  }
+
+  std::optional<JobState> end;
+  std::string message;
+  if (live == 0) {
+    if (!aj.cancel_reason.empty()) {
+      end = JobState::kCancelled;
+      message = aj.cancel_reason;
+    } else if (!ts.failing.empty()) {
+      end = JobState::kFailed;
+      message = ts.failing;
+    } else if (static_cast<int>(ts.trials.size()) >= ts.max_trials || ts.exhausted) {
+      if (succeeded > 0) {
+        end = JobState::kSucceeded;
+      } else {
+        end = JobState::kFailed;
+        message = "No trial succeeded. " +
+                  (last_error.empty() ? std::string("Every trial was cancelled.") : last_error);
+      }
+    }
+  }
+  if (changed || end) UpdateTuningOutputLocked(aj, /*persist=*/!end);
+  if (end) {
+    if (*end == JobState::kSucceeded && aj.job.state == JobState::kPreparing) {
+      (void)TransitionLocked(aj, JobState::kRunning, "");
+    }
+    FinishLocked(aj, *end, message);  // stores trainingOutput with the final state
+    return;
+  }
+  if (changed) {
+    admission_dirty_ = true;  // the next trial may start
+    cv_.notify_all();
+  }
+}
+
+void Scheduler::PollTrialMetricsLocked(ActiveJob& aj, Timestamp /*now*/) {
+  TuningState& ts = *aj.tuning;
+  bool changed = false;
+  for (auto& [id, t] : ts.trials) {
+    if (!t.live || t.stop_early) continue;
+    const double before = t.fed_until;
+    const bool stop = FeedTrialMetricsLocked(ts, t, aj.job);
+    changed = changed || t.fed_until != before;
+    if (!stop) continue;
+    // The median rule (enableTrialEarlyStopping): stopped gracefully, as a cancel would.
+    t.stop_early = true;
+    ServiceLogLocked(aj.job, model::Severity::kInfo,
+                     "Stopping trial " + std::to_string(id) + " early: its " + ts.metric_tag +
+                         " is worse than the median of the completed trials at the same step.");
+    const std::string trial_id = std::to_string(id);
+    for (auto& r : aj.replicas) {
+      if (r.key.trial_id == trial_id) StopReplicaLocked(r, options_.cancel_grace);
+    }
+  }
+  if (changed) UpdateTuningOutputLocked(aj, /*persist=*/false);
+}
+
+void Scheduler::PollAllMetricsLocked(Timestamp now) {
+  if (tuning_jobs_.empty() || now - metrics_polled_at_ < options_.metrics_interval) return;
+  metrics_polled_at_ = now;
+  for (const JobKey& key : tuning_jobs_) {
+    auto it = active_.find(key);
+    if (it == active_.end() || !it->second.tuning) continue;
+    PollTrialMetricsLocked(it->second, now);
+  }
+}
+
+void Scheduler::UpdateTuningOutputLocked(ActiveJob& aj, bool persist) {
+  const TuningState& ts = *aj.tuning;
+  // Field order as the service prints it (compat §4); int64 as strings, false omitted.
+  ordered_json out = ordered_json::object();
+  int64_t completed = 0;
+  ordered_json trials = ordered_json::array();
+  for (const auto& [id, t] : ts.trials) {
+    if (t.state == "SUCCEEDED") ++completed;
+    ordered_json tj = ordered_json::object();
+    tj["trialId"] = std::to_string(id);
+    ordered_json hps = ordered_json::object();
+    for (const auto& p : ts.study->config().params) {
+      auto it = t.hyperparameters.find(p.name);
+      if (it != t.hyperparameters.end()) hps[p.name] = it->second;
+    }
+    tj["hyperparameters"] = std::move(hps);
+    if (t.final_metric) {
+      tj["finalMetric"] = {{"trainingStep", std::to_string(t.final_metric->step)},
+                           {"objectiveValue", t.final_metric->value}};
+    }
+    if (t.start_time > 0) tj["startTime"] = FormatRfc3339(t.start_time);
+    if (t.end_time > 0) tj["endTime"] = FormatRfc3339(t.end_time);
+    tj["state"] = t.state;
+    if (t.stop_early && t.state == "SUCCEEDED") tj["isTrialStoppedEarly"] = true;
+    trials.push_back(std::move(tj));
+  }
+  out["completedTrialCount"] = std::to_string(completed);
+  if (!trials.empty()) out["trials"] = std::move(trials);
+  out["isHyperparameterTuningJob"] = true;
+  out["hyperparameterMetricTag"] = ts.metric_tag;
+  aj.job.training_output_json = out.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (!persist) return;
+  if (Status st = store_.UpdateJob(aj.job, std::nullopt); !st.ok()) {
+    TY_LOG_WARN(kLog, "job {}: cannot store its trials: {}", aj.job.job_id, st.ToString());
+  }
+}
+
+}  // namespace trainyard::scheduler

@@ -1,0 +1,288 @@
+// Hyperparameter tuning jobs in the scheduler: trials as gangs, their arguments and environment,
+// metric files, trainingOutput, the failure limit, and recovery after a daemon restart.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "scheduler_fixture.h"
+#include "trainyard/executor/launcher_protocol.h"
+
+namespace trainyard::scheduler {
+namespace {
+
+using model::Job;
+using model::JobState;
+using nlohmann::json;
+using namespace testing_support;  // NOLINT(google-build-using-namespace): the fixture
+
+class TuningTest : public SchedulerTest {
+ protected:
+  Job MakeTuningJob(const std::string& id, const json& hp) {
+    Job job = MakeJob(id);
+    job.spec.has_hyperparameters = true;
+    json ti = {
+        {"pythonModule", "trainer.task"}, {"region", "us-central1"}, {"hyperparameters", hp}};
+    job.training_input_json = ti.dump();
+    return job;
+  }
+  static json GridSpec(int max_trials, int parallel) {
+    return {
+        {"goal", "MAXIMIZE"},
+        {"algorithm", "GRID_SEARCH"},
+        {"maxTrials", max_trials},
+        {"maxParallelTrials", parallel},
+        {"hyperparameterMetricTag", "accuracy"},
+        {"params",
+         {{{"parameterName", "depth"}, {"type", "INTEGER"}, {"minValue", 1}, {"maxValue", 3}}}}};
+  }
+  executor::ReplicaKey TrialMaster(const std::string& id, int trial) {
+    return {"p", id, std::to_string(trial), "master", 0};
+  }
+  // Plays the trainer: writes hypertune lines into the trial's metric file.
+  void Report(const executor::ReplicaSpec& spec, const std::vector<std::pair<int, double>>& points,
+              const std::string& tag = "accuracy") {
+    std::ofstream out(spec.env.at("CLOUD_ML_HP_METRIC_FILE"));
+    double ts = 1000;
+    for (auto [step, value] : points) {
+      json line = {{"timestamp", ts++},
+                   {"trial", spec.env.at("CLOUD_ML_TRIAL_ID")},
+                   {tag, std::to_string(value)},
+                   {"global_step", std::to_string(step)},
+                   {"checkpoint_path", ""}};
+      out << line.dump() << "\n";
+    }
+  }
+  json Output(const std::string& id) {
+    auto job = sched_->GetJob("p", id);
+    return json::parse(job->training_output_json.empty() ? "{}" : job->training_output_json);
+  }
+  std::optional<executor::ReplicaSpec> LaunchedTrial(int trial) {
+    for (const auto& s : exec_.Launched()) {
+      if (s.key.trial_id == std::to_string(trial)) return s;
+    }
+    return std::nullopt;
+  }
+};
+
+TEST_F(TuningTest, RunsTrialsInParallelWithTheirArgumentsAndEnvironment) {
+  StartScheduler();
+  ASSERT_TRUE(sched_->Submit(MakeTuningJob("t1", GridSpec(3, 2))).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 2; }));
+  ASSERT_TRUE(LaunchedTrial(1) && LaunchedTrial(2)) << exec_.Launched()[0].work_dir;
+  auto first = *LaunchedTrial(1);
+  auto second = *LaunchedTrial(2);
+  // The grid in order; user args, then --job-dir, then the parameter (compat §6.4).
+  std::vector<std::string> want = {"--epochs", "2", "--job-dir", "gs://bkt/out", "--depth=1"};
+  EXPECT_EQ(first.args, want);
+  EXPECT_EQ(second.args.back(), "--depth=2");
+  EXPECT_EQ(first.env.at("CLOUD_ML_TRIAL_ID"), "1");
+  EXPECT_EQ(first.env.at("CLOUD_ML_HP_METRIC_TAG"), "accuracy");
+  EXPECT_NE(first.env.at("CLOUD_ML_HP_METRIC_FILE"), second.env.at("CLOUD_ML_HP_METRIC_FILE"));
+  const json tf = json::parse(first.env.at("TF_CONFIG"));
+  EXPECT_EQ(tf["task"]["trial"], "1");
+  EXPECT_NE(first.work_dir.find("/trial-1/"), std::string::npos) << first.work_dir;
+  // Only two at once.
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ(exec_.Launched().size(), 2u);
+
+  sched_->OnReplicaRunning(TrialMaster("t1", 1));
+  EXPECT_EQ(StateOf("t1"), JobState::kRunning);
+  Report(first, {{10, 0.5}, {20, 0.75}});
+  sched_->OnReplicaExit(TrialMaster("t1", 1), CleanExit());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 3; }));
+  EXPECT_EQ(exec_.Launched()[2].args.back(), "--depth=3");
+  json out = Output("t1");
+  EXPECT_EQ(out["isHyperparameterTuningJob"], true);
+  EXPECT_EQ(out["hyperparameterMetricTag"], "accuracy");
+  EXPECT_EQ(out["completedTrialCount"], "1");
+  ASSERT_EQ(out["trials"].size(), 3u);
+  EXPECT_EQ(out["trials"][0]["trialId"], "1");
+  EXPECT_EQ(out["trials"][0]["state"], "SUCCEEDED");
+  EXPECT_EQ(out["trials"][0]["hyperparameters"]["depth"], "1");
+  EXPECT_EQ(out["trials"][0]["finalMetric"]["trainingStep"], "20");
+  EXPECT_DOUBLE_EQ(out["trials"][0]["finalMetric"]["objectiveValue"].get<double>(), 0.75);
+  EXPECT_TRUE(out["trials"][0].contains("endTime"));
+  EXPECT_EQ(out["trials"][1]["state"], "RUNNING");
+
+  Report(second, {{5, 0.9}});
+  sched_->OnReplicaExit(TrialMaster("t1", 2), CleanExit());
+  sched_->OnReplicaExit(TrialMaster("t1", 3), CleanExit());  // reported nothing
+  ASSERT_TRUE(WaitFor([&] { return StateOf("t1") == JobState::kSucceeded; }));
+  out = Output("t1");
+  EXPECT_EQ(out["completedTrialCount"], "3");
+  EXPECT_FALSE(out["trials"][2].contains("finalMetric"));
+  EXPECT_EQ(out["trials"][2]["state"], "SUCCEEDED");
+  // Stored, not only live.
+  auto stored = store_->GetJob("p", "t1");
+  EXPECT_NE(stored->training_output_json.find("\"completedTrialCount\":\"3\""), std::string::npos);
+}
+
+TEST_F(TuningTest, GridSearchStopsWhenTheGridIsExhausted) {
+  StartScheduler();
+  ASSERT_TRUE(sched_->Submit(MakeTuningJob("g", GridSpec(10, 1))).ok());
+  for (int trial = 1; trial <= 3; ++trial) {
+    ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == static_cast<size_t>(trial); }));
+    sched_->OnReplicaExit(TrialMaster("g", trial), CleanExit());
+  }
+  ASSERT_TRUE(WaitFor([&] { return StateOf("g") == JobState::kSucceeded; }));
+  EXPECT_EQ(exec_.Launched().size(), 3u);
+  EXPECT_EQ(Output("g")["trials"].size(), 3u);
+}
+
+TEST_F(TuningTest, FailedTrialsBeyondMaxFailedTrialsFailTheJob) {
+  StartScheduler();
+  json hp = GridSpec(3, 1);
+  hp["algorithm"] = "RANDOM_SEARCH";
+  hp["maxTrials"] = 5;
+  hp["maxFailedTrials"] = 1;
+  ASSERT_TRUE(sched_->Submit(MakeTuningJob("f", hp)).ok());
+  executor::ReplicaExit crash;
+  crash.phase = "run";
+  crash.exit_code = 3;
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 1; }));
+  sched_->OnReplicaExit(TrialMaster("f", 1), crash);
+  // One failure is allowed: the next trial starts.
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 2; }));
+  EXPECT_EQ(StateOf("f"), JobState::kPreparing);
+  sched_->OnReplicaExit(TrialMaster("f", 2), crash);
+  ASSERT_TRUE(WaitFor([&] { return StateOf("f") == JobState::kFailed; }));
+  auto job = sched_->GetJob("p", "f");
+  EXPECT_NE(job->error_message.find("2 of 2 trials failed"), std::string::npos)
+      << job->error_message;
+  EXPECT_NE(job->error_message.find("maxFailedTrials 1"), std::string::npos);
+  EXPECT_NE(job->error_message.find("exited with a non-zero status of 3"), std::string::npos);
+  json out = Output("f");
+  EXPECT_EQ(out["completedTrialCount"], "0");
+  EXPECT_EQ(out["trials"][1]["state"], "FAILED");
+  EXPECT_EQ(exec_.Launched().size(), 2u);
+}
+
+TEST_F(TuningTest, CancelStopsEveryTrialAndEndsCancelled) {
+  StartScheduler();
+  ASSERT_TRUE(sched_->Submit(MakeTuningJob("c", GridSpec(3, 2))).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 2; }));
+  ASSERT_TRUE(sched_->Cancel("p", "c").ok());
+  EXPECT_EQ(exec_.Killed().size(), 2u);
+  executor::ReplicaExit stopped = CleanExit();
+  stopped.signal = SIGTERM;
+  stopped.killed_by_request = true;
+  sched_->OnReplicaExit(TrialMaster("c", 1), stopped);
+  EXPECT_EQ(StateOf("c"), JobState::kCancelling);
+  sched_->OnReplicaExit(TrialMaster("c", 2), stopped);
+  EXPECT_EQ(StateOf("c"), JobState::kCancelled);
+  json out = Output("c");
+  EXPECT_EQ(out["trials"][0]["state"], "CANCELLED");
+  EXPECT_EQ(exec_.Launched().size(), 2u);
+}
+
+TEST_F(TuningTest, RecoveryReplaysTrialsAndGoesOnNumbering) {
+  StartScheduler();
+  ASSERT_TRUE(sched_->Submit(MakeTuningJob("r", GridSpec(3, 1))).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 1; }));
+  auto first = *LaunchedTrial(1);
+  Report(first, {{1, 0.4}});
+  sched_->OnReplicaExit(TrialMaster("r", 1), CleanExit());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 2; }));
+  auto second = *LaunchedTrial(2);
+  sched_->OnReplicaRunning(TrialMaster("r", 2));
+  // The executor writes the spec when it launches; the fake does not.
+  std::filesystem::create_directories(second.work_dir);
+  std::ofstream(second.work_dir + "/spec.json") << executor::SpecToJson(second);
+  sched_->Stop();
+
+  exec_.reattach = {TrialMaster("r", 2)};
+  sched_ = std::make_unique<Scheduler>(options_, *store_, exec_, *buckets_);
+  ASSERT_TRUE(sched_->Start().ok());
+  EXPECT_EQ(StateOf("r"), JobState::kRunning);
+  ASSERT_EQ(exec_.recovered_dirs.size(), 1u);
+  EXPECT_EQ(exec_.recovered_dirs[0], second.work_dir);
+  sched_->OnReplicaExit(TrialMaster("r", 2), CleanExit());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 3; }));
+  EXPECT_EQ(exec_.Launched()[2].key.trial_id, "3");
+  EXPECT_EQ(exec_.Launched()[2].args.back(), "--depth=3");
+  sched_->OnReplicaExit(TrialMaster("r", 3), CleanExit());
+  ASSERT_TRUE(WaitFor([&] { return StateOf("r") == JobState::kSucceeded; }));
+  json out = Output("r");
+  ASSERT_EQ(out["trials"].size(), 3u);
+  EXPECT_DOUBLE_EQ(out["trials"][0]["finalMetric"]["objectiveValue"].get<double>(), 0.4);
+}
+
+TEST_F(TuningTest, AResumedStudyContinuesTheNumberingWithoutRepeatingPoints) {
+  StartScheduler();
+  ASSERT_TRUE(sched_->Submit(MakeTuningJob("a", GridSpec(2, 1))).ok());
+  for (int trial = 1; trial <= 2; ++trial) {
+    ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == static_cast<size_t>(trial); }));
+    sched_->OnReplicaExit(TrialMaster("a", trial), CleanExit());
+  }
+  ASSERT_TRUE(WaitFor([&] { return StateOf("a") == JobState::kSucceeded; }));
+  json hp = GridSpec(5, 1);
+  hp["resumePreviousJobId"] = "a";
+  Job b = MakeTuningJob("b", hp);
+  ASSERT_TRUE(sched_->CheckRunnable(b).ok());
+  ASSERT_TRUE(sched_->Submit(b).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 3; }));
+  EXPECT_EQ(exec_.Launched()[2].key.trial_id, "3");
+  EXPECT_EQ(exec_.Launched()[2].args.back(), "--depth=3");
+  sched_->OnReplicaExit(TrialMaster("b", 3), CleanExit());
+  // The grid is exhausted after one new point.
+  ASSERT_TRUE(WaitFor([&] { return StateOf("b") == JobState::kSucceeded; }));
+  json out = Output("b");
+  ASSERT_EQ(out["trials"].size(), 1u);
+  EXPECT_EQ(out["trials"][0]["trialId"], "3");
+}
+
+TEST_F(TuningTest, ResumingAnUnknownOrDifferentStudyIsRefused) {
+  StartScheduler();
+  json hp = GridSpec(2, 1);
+  hp["resumePreviousJobId"] = "nope";
+  Status st = sched_->CheckRunnable(MakeTuningJob("x", hp));
+  ASSERT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("trainingInput.hyperparameters.resumePreviousJobId"),
+            std::string::npos)
+      << st.message();
+  ASSERT_TRUE(sched_->Submit(MakeJob("plain")).ok());
+  hp["resumePreviousJobId"] = "plain";
+  st = sched_->CheckRunnable(MakeTuningJob("x", hp));
+  EXPECT_NE(st.message().find("not a hyperparameter tuning job"), std::string::npos)
+      << st.message();
+}
+
+TEST_F(TuningTest, EarlyStoppingStopsAHopelessTrialGracefully) {
+  options_.metrics_interval = 1000;  // 1 ms
+  StartScheduler();
+  json hp = GridSpec(7, 1);
+  hp["algorithm"] = "RANDOM_SEARCH";
+  hp["enableTrialEarlyStopping"] = true;
+  hp["params"][0]["maxValue"] = 100;
+  ASSERT_TRUE(sched_->Submit(MakeTuningJob("e", hp)).ok());
+  // Five completed trials with good learning curves...
+  for (int trial = 1; trial <= 5; ++trial) {
+    ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == static_cast<size_t>(trial); }));
+    Report(*LaunchedTrial(trial), {{1, 0.5}, {2, 0.6}, {3, 0.7}, {4, 0.8}, {5, 0.9}, {6, 0.95}});
+    sched_->OnReplicaExit(TrialMaster("e", trial), CleanExit());
+  }
+  // ...then one far below them: stopped after its fifth report.
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 6; }));
+  Report(*LaunchedTrial(6), {{1, 0.1}, {2, 0.1}, {3, 0.1}, {4, 0.1}, {5, 0.1}});
+  ASSERT_TRUE(WaitFor([&] {
+    auto k = exec_.Killed();
+    return std::any_of(k.begin(), k.end(), [](const auto& key) { return key.trial_id == "6"; });
+  }));
+  executor::ReplicaExit stopped = CleanExit();
+  stopped.signal = SIGTERM;
+  stopped.killed_by_request = true;
+  sched_->OnReplicaExit(TrialMaster("e", 6), stopped);
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 7; }));
+  json out = Output("e");
+  EXPECT_EQ(out["trials"][5]["state"], "SUCCEEDED");
+  EXPECT_EQ(out["trials"][5]["isTrialStoppedEarly"], true);
+  EXPECT_FALSE(out["trials"][0].contains("isTrialStoppedEarly"));
+  sched_->OnReplicaExit(TrialMaster("e", 7), CleanExit());
+  ASSERT_TRUE(WaitFor([&] { return StateOf("e") == JobState::kSucceeded; }));
+}
+
+}  // namespace
+}  // namespace trainyard::scheduler

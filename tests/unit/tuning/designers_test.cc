@@ -1,0 +1,495 @@
+// The grid and random designers, the median stopping rule and MixSeed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "designer.h"
+#include "space.h"
+#include "trainyard/tuning/study.h"
+
+namespace trainyard::tuning {
+namespace {
+
+ParameterSpec Double(std::string name, double min, double max, ScaleType scale = ScaleType::kNone) {
+  ParameterSpec s;
+  s.name = std::move(name);
+  s.type = ParameterType::kDouble;
+  s.min_value = min;
+  s.max_value = max;
+  s.scale = scale;
+  return s;
+}
+
+ParameterSpec Integer(std::string name, double min, double max,
+                      ScaleType scale = ScaleType::kNone) {
+  ParameterSpec s = Double(std::move(name), min, max, scale);
+  s.type = ParameterType::kInteger;
+  return s;
+}
+
+ParameterSpec Categorical(std::string name, std::vector<std::string> values) {
+  ParameterSpec s;
+  s.name = std::move(name);
+  s.type = ParameterType::kCategorical;
+  s.categorical_values = std::move(values);
+  return s;
+}
+
+ParameterSpec Discrete(std::string name, std::vector<double> values,
+                       ScaleType scale = ScaleType::kNone) {
+  ParameterSpec s;
+  s.name = std::move(name);
+  s.type = ParameterType::kDiscrete;
+  s.discrete_values = std::move(values);
+  s.scale = scale;
+  return s;
+}
+
+StudyConfig Config(std::vector<ParameterSpec> params, Algorithm algorithm, uint64_t seed = 0) {
+  StudyConfig c;
+  c.params = std::move(params);
+  c.algorithm = algorithm;
+  c.seed = seed;
+  EXPECT_TRUE(ValidateStudyConfig(c).ok()) << ValidateStudyConfig(c).ToString();
+  return c;
+}
+
+// A readable key of an assignment ("2|b|0.5"), for sets and messages.
+std::string Key(const StudyConfig& c, const Assignment& a) {
+  std::string k;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (i > 0) k += "|";
+    k += FormatValue(c.params[i], a[i]);
+  }
+  return k;
+}
+
+std::vector<std::string> Keys(const StudyConfig& c, const std::vector<Assignment>& as) {
+  std::vector<std::string> keys;
+  for (const Assignment& a : as) keys.push_back(Key(c, a));
+  return keys;
+}
+
+// Appends `as` as pending trials numbered after the last one.
+void AddPending(const std::vector<Assignment>& as, std::vector<Trial>* trials) {
+  for (const Assignment& a : as) {
+    Trial t;
+    t.id = trials->empty() ? 1 : trials->back().id + 1;
+    t.params = a;
+    trials->push_back(std::move(t));
+  }
+}
+
+// 3 x 2 x 2 = 12 points.
+StudyConfig SmallGrid(Algorithm algorithm = Algorithm::kGridSearch) {
+  return Config({Integer("n", 1, 3), Categorical("c", {"b", "a"}), Discrete("d", {0.5, 2})},
+                algorithm);
+}
+
+// ---- Grid --------------------------------------------------------------------------------------
+
+TEST(GridDesignerTest, EnumeratesTheExactProductInOrderThenNothing) {
+  StudyConfig c = SmallGrid();
+  Space space(c);
+  auto grid = MakeGridDesigner(c, space);
+  std::vector<Assignment> all = grid->Suggest({}, 100);
+  EXPECT_EQ(Keys(c, all),
+            (std::vector<std::string>{"1|b|0.5", "1|b|2", "1|a|0.5", "1|a|2", "2|b|0.5", "2|b|2",
+                                      "2|a|0.5", "2|a|2", "3|b|0.5", "3|b|2", "3|a|0.5", "3|a|2"}));
+  std::vector<Trial> trials;
+  AddPending(all, &trials);
+  EXPECT_TRUE(grid->Suggest(trials, 5).empty());
+  EXPECT_TRUE(grid->Suggest(trials, 1).empty());
+}
+
+TEST(GridDesignerTest, ContinuesAcrossCallsWithoutRepeats) {
+  StudyConfig c = SmallGrid();
+  Space space(c);
+  auto grid = MakeGridDesigner(c, space);
+  std::vector<Trial> trials;
+  std::set<std::string> seen;
+  for (int count : {1, 5, 2, 7}) {
+    std::vector<Assignment> got = grid->Suggest(trials, count);
+    for (const std::string& k : Keys(c, got)) EXPECT_TRUE(seen.insert(k).second) << k;
+    AddPending(got, &trials);
+  }
+  EXPECT_EQ(seen.size(), 12u);
+  EXPECT_EQ(trials.size(), 12u);
+  EXPECT_EQ(Key(c, trials.back().params), "3|a|2");
+}
+
+TEST(GridDesignerTest, SkipsPointsTakenByKnownTrialsInAnyState) {
+  StudyConfig c = SmallGrid();
+  Space space(c);
+  auto grid = MakeGridDesigner(c, space);
+  std::vector<Assignment> all = grid->Suggest({}, 12);
+  std::vector<Trial> trials;
+  AddPending({all[0], all[2], all[3]}, &trials);
+  trials[0].state = TrialState::kCompleted;
+  trials[0].value = 1.0;
+  trials[1].state = TrialState::kFailed;
+  EXPECT_EQ(Keys(c, grid->Suggest(trials, 3)),
+            (std::vector<std::string>{"1|b|2", "2|b|0.5", "2|b|2"}));
+  // A resumed study's trial taken from the end of the grid.
+  AddPending({all[11]}, &trials);
+  trials.back().id = 40;
+  std::vector<Assignment> rest = grid->Suggest(trials, 100);
+  EXPECT_EQ(rest.size(), 8u);
+  EXPECT_EQ(Key(c, rest.back()), "3|a|0.5");
+}
+
+TEST(GridDesignerTest, ComparesAssignmentsExactly) {
+  StudyConfig c = Config({Integer("n", 1, 3), Discrete("d", {0.1, 0.2})}, Algorithm::kGridSearch);
+  Space space(c);
+  auto grid = MakeGridDesigner(c, space);
+  std::vector<Trial> trials;
+  // Near misses are not grid points and take nothing.
+  AddPending({{{1.0000001, -1}, {0.1, -1}}, {{1, -1}, {0.1 + 1e-12, -1}}}, &trials);
+  EXPECT_EQ(Keys(c, grid->Suggest(trials, 1)), (std::vector<std::string>{"1|0.1"}));
+  AddPending({{{1, -1}, {0.1, -1}}}, &trials);
+  EXPECT_EQ(Keys(c, grid->Suggest(trials, 1)), (std::vector<std::string>{"1|0.2"}));
+}
+
+TEST(GridDesignerTest, WalksAHugeGridLazily) {
+  // 10^12 points: materialising them would not finish.
+  StudyConfig c = Config(
+      {Integer("a", 0, 999), Integer("b", 0, 999), Integer("c", 0, 999), Integer("d", 0, 999)},
+      Algorithm::kGridSearch);
+  Space space(c);
+  EXPECT_EQ(space.FiniteSize(), 1000000000000);
+  auto grid = MakeGridDesigner(c, space);
+  auto start = std::chrono::steady_clock::now();
+  std::vector<Assignment> first = grid->Suggest({}, 2000);
+  ASSERT_EQ(first.size(), 2000u);
+  EXPECT_EQ(Key(c, first[0]), "0|0|0|0");
+  EXPECT_EQ(Key(c, first[999]), "0|0|0|999");
+  EXPECT_EQ(Key(c, first[1000]), "0|0|1|0");
+  std::vector<Trial> trials;
+  AddPending(first, &trials);
+  EXPECT_EQ(Keys(c, grid->Suggest(trials, 2)), (std::vector<std::string>{"0|0|2|0", "0|0|2|1"}));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+
+  // Larger than an int64 can count.
+  StudyConfig huge =
+      Config({Integer("a", 0, 999999), Integer("b", 0, 999999), Integer("c", 0, 999999),
+              Categorical("d", {"x", "y"}), Integer("e", 0, 999999)},
+             Algorithm::kGridSearch);
+  Space huge_space(huge);
+  EXPECT_EQ(huge_space.FiniteSize(), -1);
+  auto huge_grid = MakeGridDesigner(huge, huge_space);
+  EXPECT_EQ(Keys(huge, huge_grid->Suggest({}, 3)),
+            (std::vector<std::string>{"0|0|0|x|0", "0|0|0|x|1", "0|0|0|x|2"}));
+}
+
+TEST(GridDesignerTest, SinglePointGrid) {
+  StudyConfig c = Config({Integer("n", 4, 4)}, Algorithm::kGridSearch);
+  Space space(c);
+  auto grid = MakeGridDesigner(c, space);
+  std::vector<Assignment> got = grid->Suggest({}, 3);
+  EXPECT_EQ(Keys(c, got), (std::vector<std::string>{"4"}));
+  std::vector<Trial> trials;
+  AddPending(got, &trials);
+  EXPECT_TRUE(grid->Suggest(trials, 3).empty());
+  EXPECT_TRUE(grid->Suggest({}, 0).empty());
+}
+
+// ---- Random ------------------------------------------------------------------------------------
+
+StudyConfig MixedSpace(uint64_t seed) {
+  return Config({Double("lr", 1e-5, 1e-1, ScaleType::kLog), Integer("layers", 1, 8),
+                 Categorical("opt", {"adam", "sgd", "rms"}),
+                 Discrete("batch", {16, 32, 64, 128}, ScaleType::kLog),
+                 Double("momentum", 0.5, 0.9999, ScaleType::kReverseLog)},
+                Algorithm::kRandomSearch, seed);
+}
+
+TEST(RandomDesignerTest, IsAFunctionOfSeedAndTrials) {
+  StudyConfig c = MixedSpace(17);
+  Space space(c);
+  std::vector<Assignment> a = MakeRandomDesigner(c, space)->Suggest({}, 5);
+  std::vector<Assignment> b = MakeRandomDesigner(c, space)->Suggest({}, 5);
+  ASSERT_EQ(a.size(), 5u);
+  EXPECT_EQ(Keys(c, a), Keys(c, b));
+  // The same designer asked twice answers the same.
+  auto designer = MakeRandomDesigner(c, space);
+  EXPECT_EQ(Keys(c, designer->Suggest({}, 5)), Keys(c, designer->Suggest({}, 5)));
+
+  StudyConfig other = MixedSpace(18);
+  Space other_space(other);
+  EXPECT_NE(Keys(c, a), Keys(other, MakeRandomDesigner(other, other_space)->Suggest({}, 5)));
+
+  // Different trial ids, different draws.
+  std::vector<Trial> trials;
+  AddPending(a, &trials);
+  std::vector<Assignment> next = designer->Suggest(trials, 5);
+  ASSERT_EQ(next.size(), 5u);
+  EXPECT_NE(Keys(c, next), Keys(c, a));
+}
+
+TEST(RandomDesignerTest, ABatchDrawsWhatSingleCallsWould) {
+  StudyConfig c = MixedSpace(5);
+  Space space(c);
+  auto designer = MakeRandomDesigner(c, space);
+  std::vector<Assignment> batch = designer->Suggest({}, 4);
+  std::vector<Trial> trials;
+  for (int i = 0; i < 4; ++i) AddPending(designer->Suggest(trials, 1), &trials);
+  ASSERT_EQ(trials.size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(Key(c, trials[i].params), Key(c, batch[i]));
+}
+
+TEST(RandomDesignerTest, DrawsFeasibleValuesUniformlyInTheScaledSpace) {
+  StudyConfig c = MixedSpace(3);
+  Space space(c);
+  std::vector<Assignment> draws = MakeRandomDesigner(c, space)->Suggest({}, 4000);
+  ASSERT_EQ(draws.size(), 4000u);
+  int lr_below_1e3 = 0, momentum_above_079 = 0;
+  std::vector<int> opt(3), batch(4);
+  for (const Assignment& a : draws) {
+    ASSERT_GE(a[0].number, 1e-5);
+    ASSERT_LE(a[0].number, 1e-1);
+    ASSERT_EQ(a[1].number, std::round(a[1].number));
+    ASSERT_GE(a[1].number, 1);
+    ASSERT_LE(a[1].number, 8);
+    ASSERT_GE(a[2].category, 0);
+    ASSERT_LT(a[2].category, 3);
+    ++opt[static_cast<size_t>(a[2].category)];
+    auto it = std::find(c.params[3].discrete_values.begin(), c.params[3].discrete_values.end(),
+                        a[3].number);
+    ASSERT_NE(it, c.params[3].discrete_values.end()) << a[3].number;
+    ++batch[static_cast<size_t>(it - c.params[3].discrete_values.begin())];
+    ASSERT_GE(a[4].number, 0.5);
+    ASSERT_LE(a[4].number, 0.9999);
+    lr_below_1e3 += a[0].number < 1e-3;
+    momentum_above_079 += a[4].number > 1.4999 - std::sqrt(0.5 * 0.9999);
+  }
+  // Log scale: half the draws below the geometric midpoint (binomial sd ~32 of 4000).
+  EXPECT_NEAR(lr_below_1e3, 2000, 200);
+  EXPECT_NEAR(momentum_above_079, 2000, 200);
+  for (int n : opt) EXPECT_NEAR(n, 4000 / 3, 200);
+  // Log-scaled batch sizes: 32 and 64 own a third of the unit range each, 16 and 128 a sixth.
+  EXPECT_NEAR(batch[0], 4000 / 6, 150);
+  EXPECT_NEAR(batch[1], 4000 / 3, 150);
+  EXPECT_NEAR(batch[2], 4000 / 3, 150);
+  EXPECT_NEAR(batch[3], 4000 / 6, 150);
+}
+
+TEST(RandomDesignerTest, NeverRepeatsOnASmallFiniteSpaceAndStopsWhenExhausted) {
+  StudyConfig c =
+      Config({Integer("n", 1, 3), Categorical("c", {"x", "y"})}, Algorithm::kRandomSearch, 9);
+  Space space(c);
+  auto designer = MakeRandomDesigner(c, space);
+  std::vector<Assignment> batch = designer->Suggest({}, 10);
+  EXPECT_EQ(batch.size(), 6u);
+  std::vector<std::string> keys = Keys(c, batch);
+  EXPECT_EQ(std::set<std::string>(keys.begin(), keys.end()).size(), 6u);
+
+  // One at a time, against the known trials.
+  std::vector<Trial> trials;
+  for (int i = 0; i < 6; ++i) {
+    std::vector<Assignment> one = designer->Suggest(trials, 1);
+    ASSERT_EQ(one.size(), 1u) << i;
+    AddPending(one, &trials);
+  }
+  std::set<std::string> seen;
+  for (const Trial& t : trials) EXPECT_TRUE(seen.insert(Key(c, t.params)).second);
+  EXPECT_TRUE(designer->Suggest(trials, 1).empty());
+  EXPECT_TRUE(designer->Suggest(trials, 4).empty());
+}
+
+TEST(RandomDesignerTest, FindsTheLastFreePoint) {
+  StudyConfig c = Config({Integer("a", 0, 9), Discrete("d", {1, 2, 4})}, Algorithm::kRandomSearch);
+  Space space(c);
+  auto grid = MakeGridDesigner(c, space);
+  std::vector<Assignment> all = grid->Suggest({}, 30);
+  ASSERT_EQ(all.size(), 30u);
+  std::vector<Trial> trials;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (i != 17) AddPending({all[i]}, &trials);
+  }
+  auto designer = MakeRandomDesigner(c, space);
+  for (int round = 0; round < 5; ++round) {
+    std::vector<Assignment> got = designer->Suggest(trials, 3);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(Key(c, got[0]), Key(c, all[17]));
+    trials.back().id += 1;  // another draw
+  }
+}
+
+TEST(RandomDesignerTest, FindsTheLastFreePointOfALargeSpace) {
+  // Too large to enumerate, and so crowded that redrawing fails.
+  StudyConfig c = Config({Integer("n", 1, 70000)}, Algorithm::kRandomSearch, 4);
+  Space space(c);
+  std::vector<Trial> trials;
+  for (int v = 1; v <= 70000; ++v) {
+    if (v != 12345) AddPending({{{static_cast<double>(v), -1}}}, &trials);
+  }
+  std::vector<Assignment> got = MakeRandomDesigner(c, space)->Suggest(trials, 2);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0][0].number, 12345);
+}
+
+TEST(RandomDesignerTest, ContinuousSpacesAreNeverExhausted) {
+  StudyConfig c = Config({Double("x", 0, 1), Categorical("c", {"only"})}, Algorithm::kRandomSearch);
+  Space space(c);
+  auto designer = MakeRandomDesigner(c, space);
+  std::vector<Trial> trials;
+  AddPending(designer->Suggest(trials, 50), &trials);
+  EXPECT_EQ(trials.size(), 50u);
+  EXPECT_EQ(designer->Suggest(trials, 50).size(), 50u);
+}
+
+// ---- Median stopping rule ----------------------------------------------------------------------
+
+// A finished trial that reported `values` at steps 1, 2, ...
+Trial Completed(int64_t id, std::vector<double> values, int64_t first_step = 1) {
+  Trial t;
+  t.id = id;
+  t.state = TrialState::kCompleted;
+  for (size_t i = 0; i < values.size(); ++i) {
+    t.measurements.push_back({first_step + static_cast<int64_t>(i), values[i]});
+  }
+  if (!values.empty()) t.value = values.back();
+  return t;
+}
+
+Trial Running(int64_t id, std::vector<double> values) {
+  Trial t = Completed(id, std::move(values));
+  t.state = TrialState::kPending;
+  t.value.reset();
+  return t;
+}
+
+std::vector<Trial> FlatReferences(int n, double value, int steps = 10) {
+  std::vector<Trial> trials;
+  for (int i = 0; i < n; ++i) trials.push_back(Completed(i + 1, std::vector<double>(steps, value)));
+  return trials;
+}
+
+TEST(MedianRuleTest, NeedsFiveCompletedTrialsWithMeasurements) {
+  std::vector<Trial> trials = FlatReferences(4, 1.0);
+  Trial bad = Running(100, {0, 0, 0, 0, 0, 0});
+  EXPECT_FALSE(MedianRuleSaysStop(bad, trials, Goal::kMaximize));
+  // Failed, pending and measurement-less trials do not count.
+  Trial failed = Completed(5, {1, 1, 1, 1, 1, 1});
+  failed.state = TrialState::kFailed;
+  Trial pending = Running(6, {1, 1, 1, 1, 1, 1});
+  Trial silent = Completed(7, {});
+  silent.value = 1.0;
+  trials.insert(trials.end(), {failed, pending, silent});
+  EXPECT_FALSE(MedianRuleSaysStop(bad, trials, Goal::kMaximize));
+  trials.push_back(Completed(8, std::vector<double>(10, 1.0)));
+  EXPECT_TRUE(MedianRuleSaysStop(bad, trials, Goal::kMaximize));
+}
+
+TEST(MedianRuleTest, TrialsStoppedEarlyAreNotReferences) {
+  std::vector<Trial> trials = FlatReferences(4, 1.0);
+  Trial stopped = Completed(5, {1, 1, 1, 1, 1});
+  stopped.stopped_early = true;
+  trials.push_back(stopped);
+  EXPECT_FALSE(MedianRuleSaysStop(Running(100, {0, 0, 0, 0, 0}), trials, Goal::kMaximize));
+  trials.push_back(Completed(6, {1, 1, 1, 1, 1}));
+  EXPECT_TRUE(MedianRuleSaysStop(Running(100, {0, 0, 0, 0, 0}), trials, Goal::kMaximize));
+}
+
+TEST(MedianRuleTest, NoDecisionBeforeTheFifthMeasurement) {
+  std::vector<Trial> trials = FlatReferences(6, 1.0);
+  EXPECT_FALSE(MedianRuleSaysStop(Running(100, {}), trials, Goal::kMaximize));
+  EXPECT_FALSE(MedianRuleSaysStop(Running(100, {0, 0, 0, 0}), trials, Goal::kMaximize));
+  EXPECT_TRUE(MedianRuleSaysStop(Running(100, {0, 0, 0, 0, 0}), trials, Goal::kMaximize));
+}
+
+TEST(MedianRuleTest, StopsOnlyWhenStrictlyWorseThanTheMedian) {
+  // Six references: values 1..6, median 3.5.
+  std::vector<Trial> trials;
+  for (int i = 1; i <= 6; ++i) {
+    trials.push_back(Completed(i, std::vector<double>(10, static_cast<double>(i))));
+  }
+  EXPECT_TRUE(MedianRuleSaysStop(Running(100, {3.4, 3.4, 3.4, 3.4, 3.4}), trials, Goal::kMaximize));
+  EXPECT_FALSE(
+      MedianRuleSaysStop(Running(100, {3.5, 3.5, 3.5, 3.5, 3.5}), trials, Goal::kMaximize));
+  EXPECT_FALSE(
+      MedianRuleSaysStop(Running(100, {3.6, 3.6, 3.6, 3.6, 3.6}), trials, Goal::kMaximize));
+  // The best value so far counts, not the latest.
+  EXPECT_FALSE(MedianRuleSaysStop(Running(100, {0, 4, 0, 0, 0}), trials, Goal::kMaximize));
+}
+
+TEST(MedianRuleTest, MinimizeFlipsTheComparison) {
+  std::vector<Trial> trials;
+  for (int i = 1; i <= 5; ++i) {
+    trials.push_back(Completed(i, std::vector<double>(10, static_cast<double>(i))));
+  }
+  // Median 3.
+  EXPECT_TRUE(MedianRuleSaysStop(Running(100, {3.1, 3.1, 3.1, 3.1, 3.1}), trials, Goal::kMinimize));
+  EXPECT_FALSE(MedianRuleSaysStop(Running(100, {3, 3, 3, 3, 3}), trials, Goal::kMinimize));
+  EXPECT_FALSE(MedianRuleSaysStop(Running(100, {9, 9, 2.9, 9, 9}), trials, Goal::kMinimize));
+  EXPECT_FALSE(
+      MedianRuleSaysStop(Running(100, {3.1, 3.1, 3.1, 3.1, 3.1}), trials, Goal::kMaximize));
+  EXPECT_TRUE(MedianRuleSaysStop(Running(100, {2.9, 2.9, 2.9, 2.9, 2.9}), trials, Goal::kMaximize));
+}
+
+TEST(MedianRuleTest, ComparesWithTheReferencesValuesAtTheStep) {
+  // References climb 0, 1, 2, ... at steps 1, 2, 3, ...: at step 5 each reports 4 (their running
+  // average would be 2, a more lenient reference).
+  std::vector<Trial> trials;
+  for (int i = 1; i <= 5; ++i) trials.push_back(Completed(i, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_TRUE(MedianRuleSaysStop(Running(100, {2.5, 2.5, 2.5, 2.5, 2.5}), trials, Goal::kMaximize));
+  EXPECT_FALSE(
+      MedianRuleSaysStop(Running(100, {4.5, 4.5, 4.5, 4.5, 4.5}), trials, Goal::kMaximize));
+  // Reported at steps 5..9: compared with the references' 8 at step 9.
+  Trial later = Running(100, {7.9, 7.9, 7.9, 7.9, 7.9});
+  for (size_t i = 0; i < later.measurements.size(); ++i) {
+    later.measurements[i].step = static_cast<int64_t>(i) + 5;
+  }
+  EXPECT_TRUE(MedianRuleSaysStop(later, trials, Goal::kMaximize));
+  later.measurements.back().value = 8.1;
+  EXPECT_FALSE(MedianRuleSaysStop(later, trials, Goal::kMaximize));
+  // Between two of a reference's reports, its latest one counts.
+  std::vector<Trial> sparse;
+  for (int i = 1; i <= 5; ++i) {
+    Trial t = Completed(i, {});
+    t.measurements = {{2, 1.0}, {10, 5.0}};
+    sparse.push_back(t);
+  }
+  EXPECT_TRUE(MedianRuleSaysStop(Running(100, {0.9, 0.9, 0.9, 0.9, 0.9}), sparse, Goal::kMaximize));
+  EXPECT_FALSE(MedianRuleSaysStop(Running(100, {1, 1, 1, 1, 1}), sparse, Goal::kMaximize));
+}
+
+TEST(MedianRuleTest, SkipsReferencesWithoutMeasurementsByTheStep) {
+  // Five references that only start reporting at step 100: nothing to compare with at step 5.
+  std::vector<Trial> trials;
+  for (int i = 1; i <= 5; ++i) trials.push_back(Completed(i, {10, 10, 10}, 100));
+  EXPECT_FALSE(MedianRuleSaysStop(Running(100, {0, 0, 0, 0, 0}), trials, Goal::kMaximize));
+  // One reference that reported early is the whole reference set.
+  trials.push_back(Completed(6, {1, 1, 1, 1, 1}));
+  EXPECT_TRUE(MedianRuleSaysStop(Running(100, {0, 0, 0, 0, 0}), trials, Goal::kMaximize));
+  EXPECT_FALSE(MedianRuleSaysStop(Running(100, {1, 1, 1, 1, 1}), trials, Goal::kMaximize));
+}
+
+TEST(MedianRuleTest, IgnoresTheTrialItself) {
+  std::vector<Trial> trials = FlatReferences(5, 1.0);
+  Trial self = Running(3, {0, 0, 0, 0, 0});
+  trials[2] = self;
+  trials[2].state = TrialState::kCompleted;
+  EXPECT_FALSE(MedianRuleSaysStop(self, trials, Goal::kMaximize));  // only four others
+}
+
+// ---- MixSeed -----------------------------------------------------------------------------------
+
+TEST(MixSeedTest, IsSplitMix64) {
+  // splitmix64's first output from state 0.
+  EXPECT_EQ(MixSeed(0, 0), 0xe220a8397b1dcdafULL);
+  EXPECT_EQ(MixSeed(42, 7), MixSeed(42, 7));
+  std::set<uint64_t> seen;
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    for (uint64_t salt = 0; salt < 20; ++salt) seen.insert(MixSeed(seed, salt));
+  }
+  EXPECT_EQ(seen.size(), 400u);
+}
+
+}  // namespace
+}  // namespace trainyard::tuning
