@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every Trainyard benchmark in one go; each prints its result table and target verdicts.
 #
-#   bench/run_all.sh            the full set (about 5-7 minutes on 2 cores)
+#   bench/run_all.sh            the full set (about 9-11 minutes on 2 cores; tuning alone ~4)
 #   bench/run_all.sh --quick    smaller sizes, to check that the benchmarks work (about 1 minute)
 #
 # Needs build/bin/{trainyardd,trainyard-launcher} (or TRAINYARD_BIN_DIR) and builds the C++ load
@@ -19,7 +19,7 @@ esac
 
 PY=/usr/bin/python3
 BIN="${TRAINYARD_BIN_DIR:-build/bin}"
-for b in trainyardd trainyard-launcher; do
+for b in trainyardd trainyard-launcher trainyard-tuner; do
   if [[ ! -x "$BIN/$b" ]]; then
     echo "$BIN/$b is missing: build it first (cmake -S . -B build -G Ninja && ninja -C build)" >&2
     exit 1
@@ -41,6 +41,7 @@ if [[ $quick == 1 ]]; then
     "bench/bench_logs.py --reps 1"
     "bench/bench_distributed.py --runs 2"
     "bench/bench_containers.py --runs 2"
+    "bench/bench_tuning.py --quick --engine-cmd $BIN/trainyard-tuner"
   )
 else
   runs=(
@@ -50,6 +51,7 @@ else
     "bench/bench_logs.py"
     "bench/bench_distributed.py"
     "bench/bench_containers.py"
+    "bench/bench_tuning.py --engine-cmd $BIN/trainyard-tuner"
   )
 fi
 

@@ -482,11 +482,12 @@ std::string JobSummary(const json& job) {
         }
         const json metric = t.contains("finalMetric") ? t["finalMetric"] : json::object();
         rows.push_back({SummaryCell(t, "trialId"), SummaryCell(metric, "objectiveValue"),
-                        SummaryCell(metric, "trainingStep"), hp, SummaryCell(t, "state")});
+                        SummaryCell(metric, "trainingStep"), hp});
       }
-      out += FormatBoxTable(
-          "Training Output Trials",
-          {"TRIAL_ID", "OBJECTIVE_VALUE", "TRAINING_STEP", "HYPERPARAMETERS", "STATE"}, rows);
+      // gcloud's columns (its flags.py _JOB_TRAIN_OUTPUT_TRIALS_FORMAT); gcloud sorts by
+      // trialId, Trainyard puts the best trial first.
+      out += FormatBoxTable("Training Output Trials",
+                            {"TRIAL", "OBJECTIVE_VALUE", "STEP", "HYPERPARAMETERS"}, rows);
     }
   }
   return out;

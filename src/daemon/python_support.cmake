@@ -1,7 +1,9 @@
-# Generates python_support.cc: the files of the repo's python/ tree (the `hypertune` module),
-# embedded so the daemon can write them into its data dir wherever it is installed.
+# Generates python_support.cc: the files of the repo's python/ tree (the `hypertune` module and
+# the dist-info that tells pip cloudml-hypertune is installed), embedded so the daemon can write
+# them into its data dir wherever it is installed.
 # Run as: cmake -DSRC=<repo>/python -DOUT=<file> -P python_support.cmake
-file(GLOB_RECURSE files RELATIVE ${SRC} ${SRC}/*.py)
+file(GLOB_RECURSE files RELATIVE ${SRC} ${SRC}/*.py ${SRC}/*.dist-info/*)
+list(FILTER files EXCLUDE REGEX "__pycache__")
 list(SORT files)
 set(body "")
 foreach(f ${files})

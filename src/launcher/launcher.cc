@@ -610,7 +610,14 @@ std::optional<std::string> Launcher::BuildEnvironment(const std::string& hash,
   install_tail_.clear();
   install_errors_.clear();
   Service(Severity::kInfo, "Running command: " + executor::ShellJoin(pip));
-  st = RunChild(pip, base_env_, Sink::kInstall, {});
+  // pip sees what the trainer will see on its PYTHONPATH: the cloudml-hypertune Trainyard ships
+  // there satisfies a package that requires it (Google's samples do), with no index to fetch it.
+  std::vector<std::string> pip_env = base_env_;
+  if (auto pp = spec_.env.find("PYTHONPATH"); pp != spec_.env.end()) {
+    std::erase_if(pip_env, [](const std::string& kv) { return kv.starts_with("PYTHONPATH="); });
+    pip_env.push_back("PYTHONPATH=" + pp->second);
+  }
+  st = RunChild(pip, pip_env, Sink::kInstall, {});
   if (st) FinishChild();
   if (!st || st->exit_code != 0 || term_requested_) {
     (void)executor::RemoveTree(dir);

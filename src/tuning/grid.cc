@@ -2,6 +2,8 @@
 // slowest, values ascending (INTEGER, DISCRETE) or in listed order (CATEGORICAL). The grid is
 // walked lazily with a mixed-radix counter, so a 10^12-point grid costs only the points visited:
 // each visited point is either suggested or taken by a known trial, hence O(count + trials).
+#include "grid.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -13,13 +15,6 @@
 
 namespace trainyard::tuning {
 namespace internal {
-
-// A grid point as one digit per parameter (index into that parameter's value list).
-using GridDigits = std::vector<int64_t>;
-
-struct GridDigitsHash {
-  size_t operator()(const GridDigits& d) const;
-};
 
 size_t GridDigitsHash::operator()(const GridDigits& d) const {
   uint64_t h = 0x9e3779b97f4a7c15ULL;

@@ -12,21 +12,9 @@
 #include <vector>
 
 #include "designer.h"
+#include "grid.h"
 
 namespace trainyard::tuning {
-namespace internal {
-
-// Grid helpers, defined in grid.cc (declared identically there).
-using GridDigits = std::vector<int64_t>;
-struct GridDigitsHash {
-  size_t operator()(const GridDigits& d) const;
-};
-std::vector<int64_t> GridRadices(const StudyConfig& config);
-bool GridDigitsOf(const StudyConfig& config, const Assignment& a, GridDigits* out);
-Assignment GridAssignment(const StudyConfig& config, const GridDigits& digits);
-bool NextGridDigits(const std::vector<int64_t>& radices, GridDigits* digits);
-
-}  // namespace internal
 
 namespace {
 

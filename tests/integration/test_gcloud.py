@@ -209,6 +209,44 @@ def test_gcloud_submits_a_custom_cluster_and_streams_every_replica(google, tmp_p
     assert job["trainingOutput"]["consumedMLUnits"] > 0, job
 
 
+def test_gcloud_runs_the_hptuning_example_and_summarizes_its_trials(google, tmp_path):
+    # Google's sample shape: a trainer using hypertune and argparse, config.yaml's
+    # hyperparameters section, submitted and described by the real gcloud.
+    example = os.path.join(REPO, "examples", "hptuning")
+    config = tmp_path / "config.yaml"
+    text = open(os.path.join(example, "config.yaml")).read()
+    config.write_text(text.replace("maxTrials: 8", "maxTrials: 3"))
+    google.gcloud("ai-platform", "jobs", "submit", "training", "gc_hp_1",
+                  "--package-path", os.path.join(example, "trainer"),
+                  "--module-name", "trainer.task", "--staging-bucket", "gs://" + BUCKET,
+                  "--job-dir", "gs://%s/gc_hp_1" % BUCKET, "--region", "us-central1",
+                  "--config", str(config))
+    job = google.daemon.wait_state("gc_hp_1", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=300)
+    assert job["state"] == "SUCCEEDED", job
+    out = describe(google, "gc_hp_1")["trainingOutput"]
+    assert out["isHyperparameterTuningJob"] is True, out
+    assert out["completedTrialCount"] == "3", out
+    assert [t["trialId"] for t in out["trials"]] == ["1", "2", "3"], out
+    assert all(t["state"] == "SUCCEEDED" and "finalMetric" in t for t in out["trials"]), out
+    # gcloud's own table (sorted by trialId) and Trainyard's (best first) have the same columns.
+    def trial_rows(text):
+        lines = text.splitlines()
+        start = next(i for i, l in enumerate(lines) if "Training Output Trials" in l)
+        cells = [[c.strip() for c in l.strip().split("\u2502")[1:-1]] for l in lines[start + 1:]
+                 if l.strip().startswith("\u2502")]
+        assert len(cells) > 1, text
+        return cells[0], [c for c in cells[1:] if c[0]]
+    header, rows = trial_rows(google.gcloud("ai-platform", "jobs", "describe", "gc_hp_1",
+                                            "--summarize").stdout)
+    assert header == ["TRIAL", "OBJECTIVE_VALUE", "STEP", "HYPERPARAMETERS"], header
+    assert [r[0] for r in rows] == ["1", "2", "3"], rows
+    ours_header, ours = trial_rows(google.trainyard("jobs", "describe", "gc_hp_1",
+                                                    "--summarize").stdout)
+    assert ours_header == header, ours_header
+    best = max(out["trials"], key=lambda t: t["finalMetric"]["objectiveValue"])
+    assert ours[0][0] == best["trialId"], ours
+
+
 @pytest.mark.skipif(shutil.which("podman") is None, reason="needs podman")
 def test_gcloud_submits_a_custom_container_job(google):
     image = "localhost/trainyard-example:1"

@@ -132,31 +132,6 @@ else:
 print("probe trial %s done" % trial, flush=True)
 '''
 
-# A `hypertune` of the user's own, installed with their package: it must win over Trainyard's.
-USER_HYPERTUNE = r'''
-import json, os, time
-
-PROBE_MARKER = "user"
-
-
-class HyperTune(object):
-    def __init__(self):
-        self.path = os.environ.get("CLOUD_ML_HP_METRIC_FILE") or "/tmp/hypertune/output.metrics"
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        self.lines = []
-
-    def report_hyperparameter_tuning_metric(self, hyperparameter_metric_tag, metric_value,
-                                            global_step=None, checkpoint_path=""):
-        self.lines.append(json.dumps({
-            "timestamp": time.time(), "trial": os.environ.get("CLOUD_ML_TRIAL_ID", "0"),
-            hyperparameter_metric_tag or "training/hptuning/metric": str(float(metric_value)),
-            "global_step": str(int(global_step or 0)), "checkpoint_path": checkpoint_path},
-            sort_keys=True))
-        with open(self.path, "w") as f:
-            f.write("\n".join(self.lines) + "\n")
-'''
-
-
 def probe_objective(params):
     """The probe's objective(), for the expected finalMetric."""
     total = 0.0
@@ -170,7 +145,7 @@ def probe_objective(params):
 
 # --- fixtures and helpers ---------------------------------------------------------------------
 
-def build_sdist(root, packages):
+def build_sdist(root, packages, install_requires=()):
     """Writes packages ({package: {file: text}}) and a setup.py under root; returns the sdist."""
     root = str(root)
     for pkg, files in packages.items():
@@ -179,8 +154,8 @@ def build_sdist(root, packages):
             with open(os.path.join(root, pkg, fname), "w") as f:
                 f.write(text)
     with open(os.path.join(root, "setup.py"), "w") as f:
-        f.write("from setuptools import setup\nsetup(name='probe', version='0.1', packages=%r)\n"
-                % sorted(packages))
+        f.write("from setuptools import setup\nsetup(name='probe', version='0.1', packages=%r, "
+                "install_requires=%r)\n" % (sorted(packages), list(install_requires)))
     subprocess.run(["/usr/bin/python3", "setup.py", "-q", "sdist", "--dist-dir", "dist"],
                    cwd=root, check=True, capture_output=True)
     dist = os.path.join(root, "dist")
@@ -287,7 +262,7 @@ def max_overlap(trials):
 
 
 def summarized_trial_ids(text):
-    """TRIAL_ID column of `describe --summarize`'s "Training Output Trials" table, in order."""
+    """TRIAL column of `describe --summarize`'s "Training Output Trials" table, in order."""
     lines = text.splitlines()
     start = [i for i, line in enumerate(lines) if "Training Output Trials" in line]
     assert start, text
@@ -694,22 +669,23 @@ def test_bad_spec_from_config_file_is_refused_by_the_cli(tdaemon, tmp_path):
     assert "trainingInput.hyperparameters.params[0].type" in p.stderr, p.stderr
 
 
-# --- the user's own hypertune wins ----------------------------------------------------------------
+# --- a package that requires cloudml-hypertune, as Google's samples do ---------------------------
 
-def test_users_installed_hypertune_takes_precedence(tdaemon, tmp_path):
+def test_a_package_requiring_cloudml_hypertune_installs_without_an_index(tdaemon, tmp_path):
+    # pip runs with --no-index here: the cloudml-hypertune Trainyard ships must satisfy it.
     uri = upload(tdaemon, build_sdist(tmp_path / "pkg", {
-        "trainer": {"__init__.py": "", "task.py": PROBE},
-        "hypertune": {"__init__.py": USER_HYPERTUNE}}))
+        "trainer": {"__init__.py": "", "task.py": PROBE}},
+        install_requires=["cloudml-hypertune"]))
     rec_dir = tmp_path / "rec"
     rec_dir.mkdir()
-    submit(tdaemon, "hp_own_hypertune", {
+    submit(tdaemon, "hp_requires_hypertune", {
         "maxTrials": 1, "params": [{"parameterName": "x", "type": "INTEGER", "minValue": 1,
                                     "maxValue": 2}]},
         args=["--record", str(rec_dir)], uri=uri)
-    job = watch(tdaemon, "hp_own_hypertune")
+    job = watch(tdaemon, "hp_requires_hypertune")
     assert job["state"] == "SUCCEEDED", job
     rec = records(rec_dir)["1-master-0"]
-    assert rec.get("hypertune_marker") == "user", rec.get("hypertune_file")
+    assert rec.get("hypertune_file", "").endswith("/python/hypertune/__init__.py"), rec
     (trial,) = trials_of(job)
-    assert trial["finalMetric"]["trainingStep"] == "3", trial  # its file format is the same
+    assert trial["finalMetric"]["trainingStep"] == "3", trial
     assert close(metric(trial), probe_objective(trial["hyperparameters"])), trial
