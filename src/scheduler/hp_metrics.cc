@@ -1,5 +1,6 @@
 #include "hp_metrics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -25,11 +26,16 @@ std::optional<double> Number(const nlohmann::json& v) {
 
 std::vector<MetricRecord> ParseMetricFile(std::string_view text, const std::string& tag) {
   std::vector<MetricRecord> out;
+  // A plain ASCII tag appears verbatim in every line that has it, so other lines are skipped
+  // unparsed; JSON writers escape other tags (json.dumps writes "pr\u00e9cision").
+  const bool verbatim = std::all_of(tag.begin(), tag.end(), [](char c) {
+    return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+  });
   while (!text.empty()) {
     size_t nl = text.find('\n');
     std::string_view line = text.substr(0, nl);
     text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
-    if (line.find(tag) == std::string_view::npos) continue;  // cheap filter before parsing
+    if (verbatim && line.find(tag) == std::string_view::npos) continue;
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (!j.is_object()) continue;
     auto it = j.find(tag);
@@ -39,10 +45,16 @@ std::vector<MetricRecord> ParseMetricFile(std::string_view text, const std::stri
     MetricRecord r;
     r.value = *value;
     if (auto ts = j.find("timestamp"); ts != j.end()) {
-      if (auto t = Number(*ts)) r.timestamp = *t;
+      auto t = Number(*ts);
+      if (t && !std::isfinite(*t)) continue;  // it would break the ordering of every record
+      if (t) r.timestamp = *t;
     }
     if (auto gs = j.find("global_step"); gs != j.end()) {
-      if (auto g = Number(*gs); g && std::isfinite(*g)) r.step = static_cast<int64_t>(*g);
+      // Clamped: a step beyond int64 ("1e30") must not overflow the conversion.
+      constexpr double kMaxStep = 9.0e18;
+      if (auto g = Number(*gs); g && std::isfinite(*g)) {
+        r.step = static_cast<int64_t>(std::clamp(*g, -kMaxStep, kMaxStep));
+      }
     }
     out.push_back(r);
   }

@@ -256,6 +256,9 @@ Status Scheduler::Start() {
         // The replicas of its running trials, planned from the stored trials.
         if (Status st = InitTuningLocked(aj, /*recovering=*/true); !st.ok()) {
           TY_LOG_ERROR(kLog, "job {}: cannot rebuild its study: {}", aj.job.job_id, st.ToString());
+          aj.job.error_message =
+              "The hyperparameter tuning study could not be rebuilt after a restart: " +
+              st.message();
         }
       } else {
         aj.replicas = PlanReplicas(aj.job);
@@ -356,6 +359,14 @@ Status Scheduler::Start() {
         for (auto& r : aj.replicas) {
           StopReplicaLocked(r, options_.cancel_grace);
         }
+      }
+      if (aj.tuning) {
+        // Trials the median rule stopped before the restart: the stop may not have arrived.
+        for (auto& r : aj.replicas) {
+          if (TrialEndingLocked(aj, r)) StopReplicaLocked(r, options_.cancel_grace);
+        }
+      } else if (aj.job.spec.has_hyperparameters && aj.job.state != JobState::kQueued) {
+        FinishLocked(aj, JobState::kFailed, aj.job.error_message);
       }
       MaybeFinishLocked(aj);
       if (model::IsTerminal(aj.job.state)) {
@@ -476,6 +487,16 @@ Status Scheduler::CheckRunnable(const Job& job) const {
   if (job.spec.has_hyperparameters) {
     const json ti = json::parse(job.training_input_json, nullptr, false);
     const json hp = ti.is_object() ? ti.value("hyperparameters", json::object()) : json::object();
+    // The engine's own rules, beyond what the schema checks (e.g. INTEGER bounds within 2^53).
+    if (auto config = tuning::ParseStudyConfig(hp.dump()); !config.ok()) {
+      bad = true;
+      for (const auto& v : config.status().violations()) {
+        st.AddViolation("trainingInput.hyperparameters." + v.field, v.description);
+      }
+      if (config.status().violations().empty()) {
+        st.AddViolation("trainingInput.hyperparameters", config.status().message());
+      }
+    }
     const std::string resume = hp.value("resumePreviousJobId", "");
     if (!resume.empty()) {
       const std::string field = "trainingInput.hyperparameters.resumePreviousJobId";
@@ -725,12 +746,19 @@ void Scheduler::Loop() {
 // short only of GPUs keeps the GPUs for itself (no job behind it that needs a GPU starts) but
 // lets CPU-only jobs behind it run.
 bool Scheduler::AdmitLocked() {
-  constexpr int kAdmitBatch = 16;
   if (paused_ || !admission_dirty_) return false;
   admission_dirty_ = false;
-  // Trials of tuning jobs already running come first: those jobs were admitted earlier.
-  if (AdmitTrialsLocked()) return false;  // the node is full for now
-  if (queue_.empty()) return false;
+  // A tuning job without a running trial gets its next one first: it was admitted earlier, and
+  // holds back the queue as a job short of resources would.
+  if (AdmitTrialsLocked(/*first_only=*/true)) return false;
+  const bool more = !queue_.empty() && AdmitQueueLocked();
+  // Further parallel trials take what is left when nobody waits in the queue.
+  if (queue_.empty()) AdmitTrialsLocked(/*first_only=*/false);
+  return more;
+}
+
+bool Scheduler::AdmitQueueLocked() {
+  constexpr int kAdmitBatch = 16;
   bool gpu_blocked = false;
   int admitted = 0;
   for (auto it = queue_.begin(); it != queue_.end();) {
@@ -806,7 +834,7 @@ bool Scheduler::AdmitLocked() {
       Status st = InitTuningLocked(aj, /*recovering=*/false);
       if (st.ok()) {
         tuning_jobs_.insert(key);
-        StartTrialsLocked(aj);
+        StartTrialsLocked(aj, 1);  // more once the queue has had its turn
       } else {
         FinishLocked(aj, JobState::kFailed,
                      "The hyperparameter tuning study could not start: " + st.message());
@@ -822,7 +850,7 @@ bool Scheduler::AdmitLocked() {
       for (size_t i = 0; i < aj.replicas.size(); ++i) aj.replicas[i].gpus = (*gpus)[i];
     }
     ServiceLogLocked(aj.job, model::Severity::kInfo, "Waiting for job to be provisioned.");
-    Status st = gpus.ok() ? LaunchLocked(aj) : gpus.status();
+    Status st = gpus.ok() ? LaunchLocked(aj, "") : gpus.status();
     if (!st.ok()) {
       MarkLaunchFailedLocked(aj, "", st);
       MaybeFinishLocked(aj);
@@ -838,13 +866,18 @@ bool Scheduler::AdmitLocked() {
 // started are stopped, and the run is finished only once they are gone.
 void Scheduler::MarkLaunchFailedLocked(ActiveJob& aj, const std::string& trial_id,
                                        const Status& st) {
+  bool first = true;
   for (auto& r : aj.replicas) {
-    if (r.launched || r.key.trial_id != trial_id) continue;
+    if (r.launched || r.exited || r.key.trial_id != trial_id) continue;
     r.exited = true;
     r.exit.phase = "launch";
-    r.exit.exit_code = 1;
-    r.exit.message = st.message();
-    break;
+    if (first) {
+      r.exit.exit_code = 1;
+      r.exit.message = st.message();
+      first = false;
+    } else {
+      r.exit.killed_by_request = true;  // never started: not a failure of its own
+    }
   }
 }
 
@@ -928,18 +961,14 @@ std::string Scheduler::WorkDir(const executor::ReplicaKey& key) const {
   return dir + "/" + key.TaskName();
 }
 
-Status Scheduler::LaunchLocked(ActiveJob& aj) {
+Status Scheduler::LaunchLocked(ActiveJob& aj, const std::string& trial_id) {
   const Job& job = aj.job;
-  // The run to launch: the job's replicas, or those of the trial started last (a tuning job
-  // launches one trial at a time, each its own cluster).
+  // The run to launch: the job's replicas, or one trial's (each trial is its own cluster).
   std::vector<Replica*> run;
   for (auto& r : aj.replicas) {
-    if (!r.launched && (run.empty() || r.key.trial_id == run.front()->key.trial_id)) {
-      run.push_back(&r);
-    }
+    if (!r.launched && !r.exited && r.key.trial_id == trial_id) run.push_back(&r);
   }
   if (run.empty()) return Status::Ok();
-  const std::string trial_id = run.front()->key.trial_id;
   const TrialRun* trial = nullptr;
   if (!trial_id.empty() && aj.tuning) {
     auto t = aj.tuning->trials.find(std::stoll(trial_id));
@@ -1212,6 +1241,9 @@ void Scheduler::FinishLocked(ActiveJob& aj, JobState to, const std::string& mess
   (void)TransitionLocked(aj, to, message);
   // Its replicas are gone (or never started): what it held is free for the queue.
   pool_.Release(Owner(aj.job));
+  if (aj.tuning) {
+    for (const auto& [id, t] : aj.tuning->trials) pool_.Release(TrialOwner(aj.job, id));
+  }
   admission_dirty_ = true;
   cv_.notify_all();
 }
@@ -1332,7 +1364,7 @@ bool Scheduler::MaybeRestartLocked(ActiveJob& aj, Replica& r) {
   const executor::ReplicaExit& e = r.exit;
   const bool lost = (e.phase == "run" && e.signal != 0) || e.phase == "lost";
   if (!lost || e.killed_by_request || !aj.cancel_reason.empty() || !aj.job.error_message.empty() ||
-      model::IsTerminal(aj.job.state) || r.spec.work_dir.empty()) {
+      model::IsTerminal(aj.job.state) || r.spec.work_dir.empty() || TrialEndingLocked(aj, r)) {
     return false;
   }
   for (const auto& other : aj.replicas) {

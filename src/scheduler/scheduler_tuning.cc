@@ -13,11 +13,14 @@
 // rebuilt by replaying both. The study's seed is derived from the job's name, so the rebuilt
 // study goes on as the lost one would have.
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "trainyard/core/log.h"
 #include "trainyard/core/util.h"
@@ -75,6 +78,33 @@ bool TooManyFailures(int failed, int succeeded, int max_failed, int max_trials) 
   return (failed >= 3 && succeeded == 0) || 2 * failed > max_trials;
 }
 
+// In a trial's directory: the median rule asked the trial to stop (kept across restarts).
+constexpr const char* kStopEarlyFile = "stopped-early";
+// The most of a metric file that is read: hypertune keeps 100 short lines.
+constexpr off_t kMaxMetricFileBytes = 1 << 20;
+
+// A metric file is written by the trainer: it may be anything (a FIFO, a symlink to /dev/zero, a
+// huge file). Only a regular file is read, without blocking or following a symlink, and only
+// its last kMaxMetricFileBytes.
+std::optional<std::string> ReadMetricFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::optional<std::string> out;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    const off_t start = st.st_size > kMaxMetricFileBytes ? st.st_size - kMaxMetricFileBytes : 0;
+    std::string text(static_cast<size_t>(st.st_size - start), '\0');
+    ssize_t n = ::pread(fd, text.data(), text.size(), start);
+    if (n >= 0) {
+      text.resize(static_cast<size_t>(n));
+      if (start > 0) text.erase(0, text.find('\n') + 1);  // drop the cut first line
+      out = std::move(text);
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
 std::string FormatMetric(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.17g", v);
@@ -87,6 +117,13 @@ std::string Scheduler::TrialOwner(const Job& job, int64_t trial_id) const {
   return Owner(job) + "#" + std::to_string(trial_id);
 }
 
+bool Scheduler::TrialEndingLocked(const ActiveJob& aj, const Replica& r) const {
+  if (!aj.tuning || r.key.trial_id.empty()) return false;
+  auto it = aj.tuning->trials.find(std::stoll(r.key.trial_id));
+  return !aj.tuning->failing.empty() ||
+         (it != aj.tuning->trials.end() && (it->second.stop_early || !it->second.live));
+}
+
 std::vector<std::string> Scheduler::TrialMetricFiles(const Job& job, int64_t trial_id) const {
   std::vector<std::string> files;
   for (Replica& r : PlanReplicas(job)) {
@@ -97,12 +134,14 @@ std::vector<std::string> Scheduler::TrialMetricFiles(const Job& job, int64_t tri
 }
 
 bool Scheduler::FeedTrialMetricsLocked(TuningState& ts, TrialRun& t, const Job& job) {
+  // The master's reports count. A trainer that reports from another replica only (say, an
+  // evaluator) is read there: the first replica in cluster order that reported anything.
   std::vector<MetricRecord> records;
   for (const std::string& file : TrialMetricFiles(job, t.id)) {
-    auto text = ReadFile(file);
-    if (!text.ok()) continue;  // not written yet, or a replica that does not report
-    auto part = ParseMetricFile(*text, ts.metric_tag);
-    records.insert(records.end(), part.begin(), part.end());
+    auto text = ReadMetricFile(file);
+    if (!text) continue;  // not written yet, or a replica that does not report
+    records = ParseMetricFile(*text, ts.metric_tag);
+    if (!records.empty()) break;
   }
   if (records.empty()) return false;
   std::stable_sort(
@@ -135,107 +174,120 @@ Status Scheduler::InitTuningLocked(ActiveJob& aj, bool recovering) {
   for (int depth = 0; !resume.empty() && depth < 100; ++depth) {
     auto prev = store_.GetJob(job.project, resume);
     if (!prev.ok()) {
-      return Status(prev.status().code(),
-                    "resumePreviousJobId " + resume + ": " + prev.status().message());
+      Status st(prev.status().code(),
+                "resumePreviousJobId " + resume + ": " + prev.status().message());
+      if (!recovering) return st;
+      // A running study goes on without the earlier trials rather than not at all.
+      TY_LOG_WARN(kLog, "job {}: {}", job.job_id, st.ToString());
+      break;
     }
     resume = HyperparameterSpecOf(*prev).value("resumePreviousJobId", "");
     history.insert(history.begin(), std::move(prev).value());
   }
   config.seed = StableHash(history.empty() ? job.Name() : history.front().Name());
   TRAINYARD_ASSIGN_OR_RETURN(ts->study, tuning::Study::Create(config));
-  const tuning::StudyConfig& cfg = ts->study->config();
-
-  // Stored trials: {trialId, hyperparameters (strings), state, finalMetric, ...}.
-  auto replay = [&](const Job& owner, bool own) -> Status {
-    json out = json::parse(owner.training_output_json.empty() ? "{}" : owner.training_output_json,
-                           nullptr, false);
-    if (!out.is_object() || !out.contains("trials")) return Status::Ok();
-    for (const json& tj : out["trials"]) {
-      TrialRun t;
-      try {
-        t.id = std::stoll(tj.value("trialId", "0"));
-      } catch (...) {
-        continue;
-      }
-      t.state = tj.value("state", "RUNNING");
-      const json hps = tj.value("hyperparameters", json::object());
-      t.params.resize(cfg.params.size());
-      bool ok = true;
-      for (size_t i = 0; i < cfg.params.size(); ++i) {
-        auto it = hps.find(cfg.params[i].name);
-        auto value = it != hps.end() && it->is_string()
-                         ? tuning::ParseValue(cfg.params[i], it->get<std::string>())
-                         : Result<tuning::ParameterValue>(InvalidArgument("missing"));
-        if (!value.ok()) {
-          ok = false;
-          break;
-        }
-        t.params[i] = *value;
-        t.hyperparameters[cfg.params[i].name] = it->get<std::string>();
-      }
-      if (!ok) {
-        TY_LOG_WARN(kLog, "job {}: trial {} of job {} does not fit the study; skipped", job.job_id,
-                    t.id, owner.job_id);
-        continue;
-      }
-      if (auto st = ParseRfc3339(tj.value("startTime", "")); st.ok()) t.start_time = *st;
-      if (auto et = ParseRfc3339(tj.value("endTime", "")); et.ok()) t.end_time = *et;
-      t.live = own && t.state == "RUNNING";
-      if (t.live) {
-        // Started but never launched (the daemon stopped in between): as if never suggested.
-        bool launched = false;
-        for (Replica& r : PlanReplicas(job)) {
-          r.key.trial_id = std::to_string(t.id);
-          launched = launched || ::access((WorkDir(r.key) + "/spec.json").c_str(), F_OK) == 0;
-        }
-        if (!launched) continue;
-      }
-      TRAINYARD_RETURN_IF_ERROR(ts->study->AddTrial(t.id, t.params));
-      FeedTrialMetricsLocked(*ts, t, owner);
-      if (tj.contains("finalMetric")) {
-        const json& fm = tj["finalMetric"];
-        MetricRecord m;
-        m.value = fm.value("objectiveValue", 0.0);
-        try {
-          m.step = std::stoll(fm.value("trainingStep", "0"));
-        } catch (...) {
-        }
-        m.timestamp = t.final_metric ? t.final_metric->timestamp : 0;
-        t.final_metric = m;
-      } else if (!t.live) {
-        t.final_metric.reset();
-      }
-      if (!t.live) {
-        const bool stopped = tj.value("isTrialStoppedEarly", false);
-        t.stop_early = stopped;
-        std::optional<double> value;
-        if (t.state == "SUCCEEDED" && t.final_metric) value = t.final_metric->value;
-        TRAINYARD_RETURN_IF_ERROR(ts->study->Complete(t.id, value, stopped));
-      }
-      if (own) {
-        if (t.live) {
-          for (Replica& r : PlanReplicas(job)) {
-            r.key.trial_id = std::to_string(t.id);
-            aj.replicas.push_back(std::move(r));
-          }
-        }
-        ts->trials.emplace(t.id, std::move(t));
-      }
-    }
-    return Status::Ok();
-  };
-  for (const Job& prev : history) TRAINYARD_RETURN_IF_ERROR(replay(prev, false));
-  if (recovering) TRAINYARD_RETURN_IF_ERROR(replay(job, true));
+  for (const Job& prev : history) ReplayTrialsLocked(aj, *ts, prev, /*own=*/false);
+  if (recovering) ReplayTrialsLocked(aj, *ts, job, /*own=*/true);
   aj.tuning = std::move(ts);
   UpdateTuningOutputLocked(aj, /*persist=*/false);
   return Status::Ok();
 }
 
-int Scheduler::StartTrialsLocked(ActiveJob& aj) {
+// Feeds the stored trials of `owner` (this job's own on recovery, or a resumed job's) to the
+// study: {trialId, hyperparameters (strings), state, finalMetric, isTrialStoppedEarly}, with
+// the measurements still in their metric files. A stored trial that does not fit is skipped.
+void Scheduler::ReplayTrialsLocked(ActiveJob& aj, TuningState& ts, const Job& owner, bool own) {
+  const Job& job = aj.job;
+  const tuning::StudyConfig& cfg = ts.study->config();
+  json out = json::parse(owner.training_output_json.empty() ? "{}" : owner.training_output_json,
+                         nullptr, false);
+  if (!out.is_object() || !out.contains("trials") || !out["trials"].is_array()) return;
+  for (const json& tj : out["trials"]) {
+    TrialRun t;
+    std::optional<MetricRecord> stored_metric;
+    bool stopped = false;
+    try {
+      t.id = std::stoll(tj.at("trialId").get<std::string>());
+      t.state = tj.value("state", "RUNNING");
+      const json& hps = tj.at("hyperparameters");
+      t.params.resize(cfg.params.size());
+      for (size_t i = 0; i < cfg.params.size(); ++i) {
+        const std::string text = hps.at(cfg.params[i].name).get<std::string>();
+        auto value = tuning::ParseValue(cfg.params[i], text);
+        if (!value.ok()) throw std::invalid_argument(value.status().message());
+        t.params[i] = *value;
+        t.hyperparameters[cfg.params[i].name] = text;
+      }
+      if (auto st = ParseRfc3339(tj.value("startTime", "")); st.ok()) t.start_time = *st;
+      if (auto et = ParseRfc3339(tj.value("endTime", "")); et.ok()) t.end_time = *et;
+      if (tj.contains("finalMetric")) {
+        const json& fm = tj["finalMetric"];
+        MetricRecord m;
+        m.value = fm.at("objectiveValue").get<double>();
+        m.step = std::stoll(fm.value("trainingStep", "0"));
+        stored_metric = m;
+      }
+      stopped = tj.value("isTrialStoppedEarly", false);
+    } catch (const std::exception& e) {
+      TY_LOG_WARN(kLog, "job {}: a stored trial of job {} is unreadable ({}); skipped", job.job_id,
+                  owner.job_id, e.what());
+      continue;
+    }
+    if (t.params.size() != cfg.params.size() || t.hyperparameters.size() != cfg.params.size()) {
+      TY_LOG_WARN(kLog, "job {}: trial {} of job {} does not fit the study; skipped", job.job_id,
+                  t.id, owner.job_id);
+      continue;
+    }
+    t.live = own && t.state == "RUNNING";
+    const std::string trial_dir =
+        options_.jobs_dir + "/" + job.project + "/" + job.job_id + "/trial-" + std::to_string(t.id);
+    if (t.live) {
+      // Started but never launched (the daemon stopped in between): as if never suggested.
+      bool launched = false;
+      for (Replica& r : PlanReplicas(job)) {
+        r.key.trial_id = std::to_string(t.id);
+        launched = launched || ::access((WorkDir(r.key) + "/spec.json").c_str(), F_OK) == 0;
+      }
+      if (!launched) continue;
+      t.stop_early = ::access((trial_dir + "/" + kStopEarlyFile).c_str(), F_OK) == 0;
+    }
+    if (Status st = ts.study->AddTrial(t.id, t.params); !st.ok()) {
+      TY_LOG_WARN(kLog, "job {}: trial {} of job {}: {}", job.job_id, t.id, owner.job_id,
+                  st.ToString());
+      continue;
+    }
+    // The measurements: early stopping needs the curves of completed trials. A verdict reached
+    // while replaying a running trial is acted on once the daemon has re-attached it.
+    if (FeedTrialMetricsLocked(ts, t, owner) && t.live) t.stop_early = true;
+    if (!t.live) {
+      t.final_metric = stored_metric;
+      t.stop_early = stopped;
+      std::optional<double> value;
+      if (t.state == "SUCCEEDED" && t.final_metric) value = t.final_metric->value;
+      // A trial cancelled without a result says nothing about its point: it stays pending for
+      // the model (its neighbourhood is not explored twice at once) instead of infeasible.
+      const bool abandoned = t.state == "CANCELLED" && !t.final_metric;
+      if (t.state == "CANCELLED" && t.final_metric) value = t.final_metric->value;
+      if (!abandoned) (void)ts.study->Complete(t.id, value, stopped);
+    }
+    if (own) {
+      if (t.live) {
+        for (Replica& r : PlanReplicas(job)) {
+          r.key.trial_id = std::to_string(t.id);
+          aj.replicas.push_back(std::move(r));
+        }
+      }
+      ts.trials.emplace(t.id, std::move(t));
+    }
+  }
+}
+
+int Scheduler::StartTrialsLocked(ActiveJob& aj, int max_new) {
   TuningState& ts = *aj.tuning;
   int started = 0;
-  while (!paused_ && aj.cancel_reason.empty() && ts.failing.empty() && !ts.exhausted &&
-         static_cast<int>(ts.trials.size()) < ts.max_trials && !model::IsTerminal(aj.job.state)) {
+  while (started < max_new && !paused_ && aj.cancel_reason.empty() && ts.failing.empty() &&
+         !ts.exhausted && static_cast<int>(ts.trials.size()) < ts.max_trials &&
+         !model::IsTerminal(aj.job.state)) {
     int live = 0;
     for (const auto& [id, t] : ts.trials) live += t.live ? 1 : 0;
     if (live >= ts.max_parallel) break;
@@ -274,7 +326,7 @@ int Scheduler::StartTrialsLocked(ActiveJob& aj) {
     UpdateTuningOutputLocked(aj, /*persist=*/true);
     ServiceLogLocked(aj.job, model::Severity::kInfo,
                      "Starting trial " + trial_id + " with " + summary + ".");
-    Status st = gpus.ok() ? LaunchLocked(aj) : gpus.status();
+    Status st = gpus.ok() ? LaunchLocked(aj, trial_id) : gpus.status();
     if (!st.ok()) {
       MarkLaunchFailedLocked(aj, trial_id, st);
       break;  // MaybeFinishTuningLocked ends the trial
@@ -283,7 +335,7 @@ int Scheduler::StartTrialsLocked(ActiveJob& aj) {
   return started;
 }
 
-bool Scheduler::AdmitTrialsLocked() {
+bool Scheduler::AdmitTrialsLocked(bool first_only) {
   bool starved = false;
   for (auto kit = tuning_jobs_.begin(); kit != tuning_jobs_.end();) {
     auto it = active_.find(*kit);
@@ -293,15 +345,16 @@ bool Scheduler::AdmitTrialsLocked() {
     }
     ++kit;
     ActiveJob& aj = it->second;
-    StartTrialsLocked(aj);
     bool any_live = false;
     for (const auto& [id, t] : aj.tuning->trials) any_live = any_live || t.live;
+    if (first_only && any_live) continue;
+    StartTrialsLocked(aj, first_only ? 1 : aj.tuning->max_parallel);
+    any_live = false;
+    for (const auto& [id, t] : aj.tuning->trials) any_live = any_live || t.live;
     const TuningState& ts = *aj.tuning;
-    // A job with no trial running must get the next one before queued jobs take its place;
-    // further parallel trials take only what is free.
     if (!any_live && aj.cancel_reason.empty() && ts.failing.empty() && !ts.exhausted &&
         static_cast<int>(ts.trials.size()) < ts.max_trials) {
-      starved = true;
+      starved = true;  // it did not fit
     }
     MaybeFinishLocked(aj);
     if (model::IsTerminal(aj.job.state)) active_.erase(it);
@@ -319,7 +372,8 @@ void Scheduler::MaybeFinishTuningLocked(ActiveJob& aj) {
     if (!run.failures.empty() && t.error.empty()) t.error = run.failures;
     if (!run.all_gone) continue;
     // Its replicas are gone: the trial's outcome is known.
-    if (run.succeeded || (t.stop_early && t.error.empty())) {
+    // A trial told to stop early succeeded, however its trainer took the SIGTERM.
+    if (run.succeeded || t.stop_early) {
       t.state = "SUCCEEDED";
     } else if (!t.error.empty()) {
       t.state = "FAILED";
@@ -417,8 +471,16 @@ void Scheduler::PollTrialMetricsLocked(ActiveJob& aj, Timestamp /*now*/) {
     const bool stop = FeedTrialMetricsLocked(ts, t, aj.job);
     changed = changed || t.fed_until != before;
     if (!stop) continue;
-    // The median rule (enableTrialEarlyStopping): stopped gracefully, as a cancel would.
+    // The median rule (enableTrialEarlyStopping): stopped gracefully, as a cancel would. The
+    // verdict is kept beside the trial, so a daemon restarted meanwhile still counts the
+    // trial's end as a stop, not a failure.
     t.stop_early = true;
+    const std::string trial_dir = options_.jobs_dir + "/" + aj.job.project + "/" + aj.job.job_id +
+                                  "/trial-" + std::to_string(id);
+    if (Status st = WriteFileAtomic(trial_dir + "/" + kStopEarlyFile, "", /*durable=*/false);
+        !st.ok()) {
+      TY_LOG_WARN(kLog, "job {}: {}", aj.job.job_id, st.ToString());
+    }
     ServiceLogLocked(aj.job, model::Severity::kInfo,
                      "Stopping trial " + std::to_string(id) + " early: its " + ts.metric_tag +
                          " is worse than the median of the completed trials at the same step.");

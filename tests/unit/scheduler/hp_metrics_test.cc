@@ -38,6 +38,27 @@ TEST(HpMetricsTest, SkipsOtherTagsBrokenLinesAndNonNumbers) {
   EXPECT_FALSE(LatestRecord({}).has_value());
 }
 
+TEST(HpMetricsTest, TagsJsonEscapesAreFound) {
+  // json.dumps escapes non-ASCII: the tag "précision" is written as "pr\u00e9cision".
+  const std::string text = "{\"pr\\u00e9cision\": \"0.5\", \"timestamp\": 1}\n";
+  auto records = ParseMetricFile(text,
+                                 "pr\xc3\xa9"
+                                 "cision");
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_DOUBLE_EQ(records[0].value, 0.5);
+}
+
+TEST(HpMetricsTest, NonFiniteTimestampsAndHugeStepsAreHarmless) {
+  const std::string text =
+      "{\"m\": \"1\", \"timestamp\": \"nan\"}\n"
+      "{\"m\": \"2\", \"timestamp\": \"inf\"}\n"
+      "{\"m\": \"3\", \"timestamp\": 5, \"global_step\": \"1e30\"}\n";
+  auto records = ParseMetricFile(text, "m");
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_DOUBLE_EQ(records[0].value, 3);
+  EXPECT_GT(records[0].step, int64_t{1} << 62);
+}
+
 TEST(HpMetricsTest, TiesOnTimestampGoToTheHighestStep) {
   std::vector<MetricRecord> r = {{5, 10, 0.1}, {5, 12, 0.2}, {5, 11, 0.3}, {4, 99, 0.4}};
   EXPECT_EQ(LatestRecord(r)->step, 12);

@@ -26,7 +26,7 @@ class FakeExecutor : public executor::Executor {
   Status Launch(const executor::ReplicaSpec& spec) override {
     std::lock_guard<std::mutex> lock(mu);
     if (static_cast<int>(launched.size()) == fail_launch_at) {
-      ++fail_launch_at;  // once
+      fail_launch_at = -1;  // once
       return Internal("no launcher today");
     }
     launched.push_back(spec);

@@ -1,8 +1,10 @@
 // Hyperparameter tuning jobs in the scheduler: trials as gangs, their arguments and environment,
 // metric files, trainingOutput, the failure limit, and recovery after a daemon restart.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -282,6 +284,103 @@ TEST_F(TuningTest, EarlyStoppingStopsAHopelessTrialGracefully) {
   EXPECT_FALSE(out["trials"][0].contains("isTrialStoppedEarly"));
   sched_->OnReplicaExit(TrialMaster("e", 7), CleanExit());
   ASSERT_TRUE(WaitFor([&] { return StateOf("e") == JobState::kSucceeded; }));
+}
+
+TEST_F(TuningTest, ALaunchFailureEndsOnlyItsTrialAndTheNextTrialRunsItsOwnCluster) {
+  StartScheduler();
+  Job job = MakeTuningJob("lf", GridSpec(3, 2));
+  job.spec.scale_tier = "CUSTOM";
+  job.spec.master.machine_type = "n1-standard-4";
+  job.spec.worker.machine_type = "n1-standard-4";
+  job.spec.worker.count = 2;
+  exec_.fail_launch_at = 1;  // trial 1's first worker
+  ASSERT_TRUE(sched_->Submit(job).ok());
+  // Trial 1: the master started, worker 0 did not, worker 1 never will; trial 2 runs all three.
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 4; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  auto launched = exec_.Launched();
+  ASSERT_EQ(launched.size(), 4u);
+  EXPECT_EQ(launched[0].key.trial_id, "1");
+  for (size_t i = 1; i < 4; ++i) EXPECT_EQ(launched[i].key.trial_id, "2") << i;
+  // Trial 1's master was told to stop; once it is gone the trial has failed.
+  auto killed = exec_.Killed();
+  ASSERT_EQ(killed.size(), 1u);
+  EXPECT_EQ(killed[0], TrialMaster("lf", 1));
+  executor::ReplicaExit stopped = CleanExit();
+  stopped.signal = SIGTERM;
+  stopped.killed_by_request = true;
+  sched_->OnReplicaExit(TrialMaster("lf", 1), stopped);
+  json out = Output("lf");
+  EXPECT_EQ(out["trials"][0]["state"], "FAILED");
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 7; }));  // trial 3
+  for (int trial = 2; trial <= 3; ++trial) {
+    sched_->OnReplicaExit(TrialMaster("lf", trial), CleanExit());
+    for (int w = 0; w < 2; ++w) {
+      executor::ReplicaExit e = stopped;
+      sched_->OnReplicaExit({"p", "lf", std::to_string(trial), "worker", w}, e);
+    }
+  }
+  ASSERT_TRUE(WaitFor([&] { return StateOf("lf") == JobState::kSucceeded; }));
+  // Everything the trials held is free again.
+  EXPECT_EQ(sched_->Stats().free_cpu_millis, options_.node.cpu_millis);
+  EXPECT_EQ(sched_->Stats().free_memory_bytes, options_.node.memory_bytes);
+}
+
+TEST_F(TuningTest, AMetricFileThatIsAFifoDoesNotHangTheDaemon) {
+  options_.metrics_interval = 1000;
+  StartScheduler();
+  ASSERT_TRUE(sched_->Submit(MakeTuningJob("ff", GridSpec(1, 1))).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 1; }));
+  const std::string file = exec_.Launched()[0].env.at("CLOUD_ML_HP_METRIC_FILE");
+  ASSERT_EQ(::mkfifo(file.c_str(), 0600), 0);
+  sched_->OnReplicaRunning(TrialMaster("ff", 1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a few metric polls
+  EXPECT_EQ(StateOf("ff"), JobState::kRunning);                // the API still answers
+  sched_->OnReplicaExit(TrialMaster("ff", 1), CleanExit());
+  ASSERT_TRUE(WaitFor([&] { return StateOf("ff") == JobState::kSucceeded; }));
+  EXPECT_FALSE(Output("ff")["trials"][0].contains("finalMetric"));
+}
+
+TEST_F(TuningTest, AnEarlyStopSurvivesADaemonRestart) {
+  options_.metrics_interval = 1000;
+  StartScheduler();
+  json hp = GridSpec(7, 1);
+  hp["algorithm"] = "RANDOM_SEARCH";
+  hp["enableTrialEarlyStopping"] = true;
+  hp["params"][0]["maxValue"] = 100;
+  ASSERT_TRUE(sched_->Submit(MakeTuningJob("es", hp)).ok());
+  for (int trial = 1; trial <= 5; ++trial) {
+    ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == static_cast<size_t>(trial); }));
+    Report(*LaunchedTrial(trial), {{1, 0.5}, {2, 0.6}, {3, 0.7}, {4, 0.8}, {5, 0.9}, {6, 0.95}});
+    sched_->OnReplicaExit(TrialMaster("es", trial), CleanExit());
+  }
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 6; }));
+  auto sixth = *LaunchedTrial(6);
+  sched_->OnReplicaRunning(TrialMaster("es", 6));
+  Report(sixth, {{1, 0.1}, {2, 0.1}, {3, 0.1}, {4, 0.1}, {5, 0.1}});
+  ASSERT_TRUE(WaitFor([&] { return exec_.Killed().size() == 1; }));
+  std::filesystem::create_directories(sixth.work_dir);
+  std::ofstream(sixth.work_dir + "/spec.json") << executor::SpecToJson(sixth);
+  sched_->Stop();
+
+  // The new daemon re-attaches trial 6, asks it to stop again, and its SIGTERM exit (the new
+  // executor did not send that signal) is a stop, neither a failure nor a reason to restart.
+  exec_.reattach = {TrialMaster("es", 6)};
+  sched_ = std::make_unique<Scheduler>(options_, *store_, exec_, *buckets_);
+  ASSERT_TRUE(sched_->Start().ok());
+  ASSERT_EQ(exec_.Killed().size(), 2u);
+  EXPECT_EQ(exec_.Killed()[1], TrialMaster("es", 6));
+  executor::ReplicaExit term;
+  term.phase = "run";
+  term.signal = SIGTERM;
+  sched_->OnReplicaExit(TrialMaster("es", 6), term);
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 7; }));
+  EXPECT_EQ(exec_.Launched()[6].key.trial_id, "7");
+  json out = Output("es");
+  EXPECT_EQ(out["trials"][5]["state"], "SUCCEEDED");
+  EXPECT_EQ(out["trials"][5]["isTrialStoppedEarly"], true);
+  sched_->OnReplicaExit(TrialMaster("es", 7), CleanExit());
+  ASSERT_TRUE(WaitFor([&] { return StateOf("es") == JobState::kSucceeded; }));
 }
 
 }  // namespace

@@ -163,6 +163,7 @@ class Scheduler : public executor::ExecutorListener {
 
   void Loop();
   bool AdmitLocked();
+  bool AdmitQueueLocked();
   void CheckDeadlinesLocked(Timestamp now);
   void FlushServiceLogsLocked();
   // The replicas a job runs (model::PlanCluster), with their demands.
@@ -175,8 +176,8 @@ class Scheduler : public executor::ExecutorListener {
   void StopReplicaLocked(Replica& r, Duration grace);
   void AccrueUnitsLocked(ActiveJob& aj, Timestamp now);
   void AccrueAllLocked(Timestamp now);
-  // Launches the replicas of `aj` not launched yet (all of one trial's, for tuning jobs).
-  Status LaunchLocked(ActiveJob& aj);
+  // Launches the replicas of run `trial_id` ("" = the job's own) not launched yet.
+  Status LaunchLocked(ActiveJob& aj, const std::string& trial_id);
   // Fails the replicas of `trial_id` not launched after LaunchLocked returned `st`.
   void MarkLaunchFailedLocked(ActiveJob& aj, const std::string& trial_id, const Status& st);
   // The outcome rules of compat §12 over the replicas of one run (a job's, or a trial's).
@@ -191,10 +192,14 @@ class Scheduler : public executor::ExecutorListener {
   // Builds the study of a tuning job: its spec, the trials of a resumed job, and (on recovery)
   // its own stored trials with the measurements in their metric files.
   Status InitTuningLocked(ActiveJob& aj, bool recovering);
-  // Starts trials while the job wants more and the node has room; returns how many started.
-  int StartTrialsLocked(ActiveJob& aj);
-  // Admission of further trials of running tuning jobs (before the queue: they are older).
-  bool AdmitTrialsLocked();
+  void ReplayTrialsLocked(ActiveJob& aj, TuningState& ts, const model::Job& owner, bool own);
+  // Starts up to `max_new` trials while the job wants more and the node has room; returns how
+  // many started.
+  int StartTrialsLocked(ActiveJob& aj, int max_new);
+  // Admission of trials of running tuning jobs. `first_only`: only jobs with no trial running,
+  // one trial each (they go before the queue); returns true when one of them does not fit.
+  // Otherwise every job gets the trials it may run in parallel (after the queue).
+  bool AdmitTrialsLocked(bool first_only);
   // Finishes trials whose replicas are gone, then decides the job (tuning jobs only).
   void MaybeFinishTuningLocked(ActiveJob& aj);
   // Reads new metric records of running trials (live finalMetric, early stopping).
@@ -203,6 +208,8 @@ class Scheduler : public executor::ExecutorListener {
   // trainingOutput of a tuning job from its trials, into aj.job (and the store when `persist`).
   void UpdateTuningOutputLocked(ActiveJob& aj, bool persist);
   std::string TrialOwner(const model::Job& job, int64_t trial_id) const;
+  // True when `r` belongs to a trial being stopped (early stopping, or too many failures).
+  bool TrialEndingLocked(const ActiveJob& aj, const Replica& r) const;
   // The metric files of every replica of a trial of `job` (its own, or a resumed job's).
   std::vector<std::string> TrialMetricFiles(const model::Job& job, int64_t trial_id) const;
   // Feeds a trial's new metric records to the study; true when the median rule says stop.
