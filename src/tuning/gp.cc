@@ -1,7 +1,8 @@
 #include "gp.h"
 
-#include <Eigen/Cholesky>
 #include <LBFGSB.h>
+
+#include <Eigen/Cholesky>
 #include <algorithm>
 #include <cmath>
 #include <exception>
@@ -10,7 +11,6 @@
 #include <random>
 
 namespace trainyard::tuning::gp {
-long g_debug_evals = 0;  // DEBUG
 namespace {
 
 using Eigen::ArrayXXd;
@@ -94,7 +94,6 @@ class NllEvaluator {
   double operator()(const VectorXd& theta, VectorXd& grad) { return Evaluate(theta, &grad); }
 
   double Evaluate(const VectorXd& theta, VectorXd* grad) {
-    ++g_debug_evals;
     const Eigen::Index n = n_;
     const double s2 = std::exp(theta[0]);
     const double noise = std::exp(theta[p_ + 1]);
@@ -279,14 +278,14 @@ VectorXd WarpLabels(const std::vector<double>& labels) {
       std_good = std::sqrt(all / static_cast<double>(uniq.size()));
       if (!(std_good > 0)) std_good = 1;
     }
-    const size_t idx = static_cast<size_t>(std::lower_bound(uniq.begin(), uniq.end(), median) -
-                                           uniq.begin());
+    const size_t idx =
+        static_cast<size_t>(std::lower_bound(uniq.begin(), uniq.end(), median) - uniq.begin());
     const double denom =
         static_cast<double>(idx) + (uniq[std::min(idx, uniq.size() - 1)] == median ? 0.5 : 0.0);
     for (Eigen::Index i = 0; i < n; ++i) {
       if (!std::isfinite(y[i]) || !(y[i] < median)) continue;
-      const double rank = static_cast<double>(
-          std::lower_bound(uniq.begin(), uniq.end(), y[i]) - uniq.begin() + 1);  // dense, 1-based
+      const double rank = static_cast<double>(std::lower_bound(uniq.begin(), uniq.end(), y[i]) -
+                                              uniq.begin() + 1);  // dense, 1-based
       y[i] = NormalQuantile(0.5 * (rank - 0.5) / denom) * std_good + median;
     }
   }
@@ -493,10 +492,12 @@ void Posterior::PredictOne(const double* cont, const int* cat, Single* out) cons
   }
   VectorXd v_obs = v.head(n_obs_);
   VectorXd w_obs = v_obs;
-  chol_.topLeftCorner(n_obs_, n_obs_).triangularView<Eigen::Lower>().transpose().solveInPlace(
-      w_obs);
-  finish(s2_ - v_obs.squaredNorm(), -2 * (dk_dz.topRows(n_obs_).transpose() * w_obs),
-         &out->std_obs, &out->dstd_obs);
+  chol_.topLeftCorner(n_obs_, n_obs_)
+      .triangularView<Eigen::Lower>()
+      .transpose()
+      .solveInPlace(w_obs);
+  finish(s2_ - v_obs.squaredNorm(), -2 * (dk_dz.topRows(n_obs_).transpose() * w_obs), &out->std_obs,
+         &out->dstd_obs);
 }
 
 }  // namespace trainyard::tuning::gp

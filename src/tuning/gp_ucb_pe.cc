@@ -5,19 +5,26 @@
 // L-BFGS-B from the prior centre and a few seeded random starts — no warm start from an earlier
 // call, so the result depends on the trial history only). Then, one suggestion at a time, each
 // added to the pending set before the next:
-//   * UCB = mean + 1.8 std_all, or PE = std_all + 10 min(mean + 0.5 std - tau, 0), chosen with
+//   * Seeding: the first trial is the centre of the scaled space; until a trial has completed,
+//     the others come from a Halton sequence (Vizier: quasi-random seed trials).
+//   * UCB = mean + beta std_all, or PE = std_all + 10 min(mean + 0.5 std - tau, 0), chosen with
 //     Vizier's probabilities. std_all is conditioned on completed and pending points; tau is the
-//     mean at the completed/pending point with the largest UCB.
+//     mean at the completed/pending point with the largest UCB. beta is 1.5, not Vizier's 1.8:
+//     with this optimiser 1.5 was better on every function of the tuning benchmark (40 seeds,
+//     e.g. Hartmann-6 median log10 regret at 50 trials -3.4 vs -2.7, Rosenbrock-4 1.1 vs 1.35,
+//     the mixed HPO surface -2.7 vs -2.25), at the price of a few more Hartmann-3 runs ending
+//     in its second basin (12 % vs 4 %).
 //   * Vizier's L-inf trust region around completed and pending points while it is small.
 //   * Optimiser: uniform candidates plus Gaussian perturbations of the best trials, INTEGER and
 //     DISCRETE coordinates snapped before scoring; the best few refined by L-BFGS-B on the
-//     continuous coordinates (analytic gradients, the trust region as the box), snapped again, and
-//     every category value tried at the refined point. Finite spaces small enough are scored
-//     exhaustively instead.
+//     continuous coordinates (analytic gradients, the trust region as the box) and snapped, then
+//     a hill-climb over single discrete steps and category changes (DOUBLE coordinates re-refined
+//     after each move). Finite spaces small enough are scored exhaustively instead.
 //   * Known (completed, failed, pending) points are never suggested again while an untried point
 //     exists.
-#include <Eigen/Core>
 #include <LBFGSB.h>
+
+#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <exception>
@@ -43,13 +50,49 @@ using gp::Inputs;
 // Salts separating the random streams drawn from one seed.
 constexpr uint64_t kFitSalt = 0x6770666974ULL;
 constexpr uint64_t kSuggestSalt = 0x677073756767ULL;
+constexpr uint64_t kSeedSalt = 0x67707365656473ULL;
 // The trust region measures discrete coordinates like continuous ones (the reference prototype
 // does; it keeps e.g. a log-spaced batch size near the values tried so far), except that a
 // coordinate whose feasible values lie further apart than this is shrunk until they do not, so
 // that a step to a neighbouring value fits once the radius reaches it (with raw distances a
 // two-valued parameter could not change until the region switches off).
 constexpr double kMaxTrustStep = 0.3;
+// Hyperparameters are fitted on at most this many completed trials (tuning.md §5.8: the fit is
+// O(n^3) per evaluation); the posterior still uses all of them.
+constexpr int kMaxFitPoints = 150;
 
+// Which completed trials (indices, in trial order) the hyperparameter fit uses when there are too
+// many: the best third, the most recent third, and an evenly spaced sample of the rest.
+std::vector<int> FitSubset(const std::vector<double>& labels) {
+  const int n = static_cast<int>(labels.size());
+  std::vector<int> by_label(n);
+  std::iota(by_label.begin(), by_label.end(), 0);
+  auto key = [&](int i) { return std::isfinite(labels[i]) ? labels[i] : -HUGE_VAL; };
+  std::stable_sort(by_label.begin(), by_label.end(), [&](int a, int b) { return key(a) > key(b); });
+  std::vector<bool> taken(n, false);
+  int count = 0;
+  auto take = [&](int i) {
+    if (!taken[i] && count < kMaxFitPoints) {
+      taken[i] = true;
+      ++count;
+    }
+  };
+  for (int i = 0; i < kMaxFitPoints / 3; ++i) take(by_label[i]);
+  for (int i = n - 1; i >= 0 && count < 2 * kMaxFitPoints / 3; --i) take(i);
+  std::vector<int> rest;
+  for (int i = 0; i < n; ++i) {
+    if (!taken[i]) rest.push_back(i);
+  }
+  const int want = kMaxFitPoints - count;
+  for (int k = 0; k < want && !rest.empty(); ++k) {
+    take(rest[static_cast<size_t>(k) * rest.size() / static_cast<size_t>(want)]);
+  }
+  std::vector<int> out;
+  for (int i = 0; i < n; ++i) {
+    if (taken[i]) out.push_back(i);
+  }
+  return out;
+}
 
 // Uniform and normal draws from 64-bit words, the same on every standard library (unlike the
 // std:: distributions).
@@ -115,13 +158,12 @@ struct Acquisition {
   double explore_coefficient = 0.5;
   double penalty = 10;
   double tau = 0;
-  // Trust region: L-inf balls of `radius` around the rows of `trusted` (continuous coordinates)
-  // over the coordinates `dims`.
+  // Trust region: L-inf balls of `radius` around the rows of `trusted` (continuous coordinates,
+  // each distance multiplied by the coordinate's `scale`).
   bool trust_active = false;
   double radius = 1;
   MatrixXd trusted;
-  std::vector<int> dims;
-  std::vector<double> scale;  // per continuous coordinate: distances are multiplied by it
+  std::vector<double> scale;
 
   double Value(double mean, double std_obs, double std_all) const {
     if (ucb) return mean + ucb_coefficient * std_all;
@@ -133,7 +175,9 @@ struct Acquisition {
     double best = std::numeric_limits<double>::infinity();
     for (Eigen::Index i = 0; i < trusted.rows(); ++i) {
       double d = 0;
-      for (int j : dims) d = std::max(d, scale[j] * std::abs(cont[j] - trusted(i, j)));
+      for (int j = 0; j < trusted.cols(); ++j) {
+        d = std::max(d, scale[j] * std::abs(cont[j] - trusted(i, j)));
+      }
       if (d < best) {
         best = d;
         if (nearest != nullptr) *nearest = i;
@@ -156,7 +200,9 @@ struct Acquisition {
     Eigen::ArrayXd cur(m);
     for (Eigen::Index i = 0; i < trusted.rows(); ++i) {
       cur.setZero();
-      for (int j : dims) cur = cur.max(scale[j] * (z.cont.col(j).array() - trusted(i, j)).abs());
+      for (int j = 0; j < trusted.cols(); ++j) {
+        cur = cur.max(scale[j] * (z.cont.col(j).array() - trusted(i, j)).abs());
+      }
       dist = dist.min(cur);
     }
     for (Eigen::Index r = 0; r < m; ++r) {
@@ -187,10 +233,12 @@ class RefineObjective {
   RefineObjective(const Acquisition* acq, const Point& base, const std::vector<int>& free)
       : acq_(acq), point_(base), free_(free) {}
   double operator()(const VectorXd& x, VectorXd& grad) {
-    for (size_t i = 0; i < free_.size(); ++i) point_.cont[free_[i]] = x[static_cast<Eigen::Index>(i)];
+    for (size_t i = 0; i < free_.size(); ++i)
+      point_.cont[free_[i]] = x[static_cast<Eigen::Index>(i)];
     const double v = acq_->ScoreOne(point_.cont.data(), point_.cat.data(), &full_grad_);
     grad.resize(x.size());
-    for (size_t i = 0; i < free_.size(); ++i) grad[static_cast<Eigen::Index>(i)] = -full_grad_[free_[i]];
+    for (size_t i = 0; i < free_.size(); ++i)
+      grad[static_cast<Eigen::Index>(i)] = -full_grad_[free_[i]];
     if (std::isfinite(v) && v > best_value_) {
       best_value_ = v;
       best_x_ = x;
@@ -217,7 +265,6 @@ class GpUcbPeDesigner : public Designer {
     dk_ = space_.num_categorical();
     finite_size_ = space_.FiniteSize();
     for (int i = 0; i < dc_; ++i) {
-      trust_dims_.push_back(i);
       double gap = space_.is_discrete(i) ? MaxGap(i) : 0;
       trust_scale_.push_back(gap > kMaxTrustStep ? kMaxTrustStep / gap : 1.0);
       (space_.is_discrete(i) ? discrete_dims_ : double_dims_).push_back(i);
@@ -284,6 +331,9 @@ class GpUcbPeDesigner : public Designer {
   std::optional<Point> OptimiseCandidates(const Acquisition& acq, const PointSet& known,
                                           const std::vector<Point>& parents, Rng* rng) const;
   std::optional<Point> RandomUntried(const PointSet& known, Rng* rng) const;
+  // Seed trial `index` (0: the centre, then a Halton sequence rotated by the study seed); the next
+  // untried one from there, or nullopt when a few in a row were all known.
+  std::optional<Point> SeedPoint(int64_t index, const PointSet& known) const;
   // L-BFGS-B on the continuous coordinates `free` of p (inside the trust-region box around the
   // nearest trusted point, when p is in the region).
   Point Refine(const Acquisition& acq, const Point& p, const std::vector<int>& free) const;
@@ -303,7 +353,6 @@ class GpUcbPeDesigner : public Designer {
   gp::GpUcbPeOptions options_;
   int dc_ = 0, dk_ = 0;
   int64_t finite_size_ = -1;
-  std::vector<int> trust_dims_;
   std::vector<double> trust_scale_;
   std::vector<int> double_dims_, discrete_dims_, all_dims_;
 };
@@ -339,10 +388,22 @@ std::vector<Assignment> GpUcbPeDesigner::Suggest(const std::vector<Trial>& trial
   // The model, fitted once for the whole call (the completed trials do not change within it).
   const Inputs x_obs = ToInputs(observed, dc_, dk_);
   const VectorXd y = gp::WarpLabels(labels);
-  const VectorXd theta =
-      n_obs > 0 ? gp::FitHyperparameters(x_obs, y, MixSeed(MixSeed(config_.seed, next_id), kFitSalt),
-                                         options_.fit)
-                : gp::HyperPriorCentre(dc_ + dk_);
+  VectorXd theta = gp::HyperPriorCentre(dc_ + dk_);
+  if (n_obs > 0) {
+    const uint64_t fit_seed = MixSeed(MixSeed(config_.seed, next_id), kFitSalt);
+    if (n_obs <= kMaxFitPoints) {
+      theta = gp::FitHyperparameters(x_obs, y, fit_seed, options_.fit);
+    } else {
+      const std::vector<int> subset = FitSubset(labels);
+      std::vector<Point> sub_points;
+      VectorXd sub_y(static_cast<Eigen::Index>(subset.size()));
+      for (size_t i = 0; i < subset.size(); ++i) {
+        sub_points.push_back(observed[subset[i]]);
+        sub_y[static_cast<Eigen::Index>(i)] = y[subset[i]];
+      }
+      theta = gp::FitHyperparameters(ToInputs(sub_points, dc_, dk_), sub_y, fit_seed, options_.fit);
+    }
+  }
 
   // Parents of the local candidates: the best feasible completed trials.
   std::vector<Point> parents;
@@ -362,18 +423,19 @@ std::vector<Assignment> GpUcbPeDesigner::Suggest(const std::vector<Trial>& trial
   // Trust region centres: the completed and pending points known when the call began (Vizier).
   const Inputs trusted = gp::Inputs::Concat(x_obs, ToInputs(pending, dc_, dk_));
   const double n_trusted = static_cast<double>(trusted.rows());
-  const double radius =
-      n_trusted == 0 ? 1.0 : 0.2 + 0.3 * n_trusted / (5.0 * (dc_ + dk_ + 1));
+  const double radius = n_trusted == 0 ? 1.0 : 0.2 + 0.3 * n_trusted / (5.0 * (dc_ + dk_ + 1));
 
   for (int k = 0; k < count; ++k) {
     if (finite_size_ >= 0 && static_cast<int64_t>(known.size()) >= finite_size_) break;
-    // Seeding: the first trial of a study is the centre of the scaled space.
-    if (n_obs == 0 && pending.empty()) {
-      Point centre = space_.Centre();
-      if (known.count(centre) == 0) {
-        out.push_back(space_.Decode(centre));
-        known.insert(centre);
-        pending.push_back(std::move(centre));
+    // Seeding (Vizier's): the first trial of a study is the centre of the scaled space; until a
+    // trial has completed, the others come from a low-discrepancy sequence (the model has nothing
+    // to say yet, and pure exploration would send them to the corners).
+    if (n_obs == 0) {
+      std::optional<Point> seed = SeedPoint(static_cast<int64_t>(pending.size()), known);
+      if (seed) {
+        out.push_back(space_.Decode(*seed));
+        known.insert(*seed);
+        pending.push_back(std::move(*seed));
         continue;
       }
     }
@@ -417,11 +479,10 @@ std::vector<Assignment> GpUcbPeDesigner::Suggest(const std::vector<Trial>& trial
       (mean + options_.ucb_coefficient * std_obs).maxCoeff(&best);
       acq.tau = mean[best];
     }
-    acq.trust_active = radius <= 0.5 && !trust_dims_.empty() && trusted.rows() > 0;
+    acq.trust_active = options_.trust_region && radius <= 0.5 && dc_ > 0 && trusted.rows() > 0;
     acq.radius = radius;
     if (acq.trust_active) {
       acq.trusted = trusted.cont;
-      acq.dims = trust_dims_;
       acq.scale = trust_scale_;
     }
 
@@ -437,7 +498,6 @@ std::vector<Assignment> GpUcbPeDesigner::Suggest(const std::vector<Trial>& trial
     known.insert(*pick);
     pending.push_back(std::move(*pick));
   }
-  (void)n_pending_before;
   return out;
 }
 
@@ -458,7 +518,8 @@ std::optional<Point> GpUcbPeDesigner::OptimiseFinite(const Acquisition& acq,
     if (known.count(p) == 0) free.push_back(p);
     int d = 0;
     for (; d < dims; ++d) {
-      const int radix = d < dc_ ? static_cast<int>(values[d].size()) : space_.num_categories(d - dc_);
+      const int radix =
+          d < dc_ ? static_cast<int>(values[d].size()) : space_.num_categories(d - dc_);
       if (++digit[d] < radix) break;
       digit[d] = 0;
     }
@@ -477,7 +538,8 @@ std::optional<Point> GpUcbPeDesigner::OptimiseCandidates(const Acquisition& acq,
                                                          const std::vector<Point>& parents,
                                                          Rng* rng) const {
   const int n_local = parents.empty() ? 0 : options_.local_candidates;
-  const int n_uniform = options_.uniform_candidates + (parents.empty() ? options_.local_candidates : 0);
+  const int n_uniform =
+      options_.uniform_candidates + (parents.empty() ? options_.local_candidates : 0);
   const int m = n_uniform + n_local;
   Inputs z(m, dc_, dk_);
   for (int r = 0; r < n_uniform; ++r) {
@@ -522,7 +584,7 @@ std::optional<Point> GpUcbPeDesigner::OptimiseCandidates(const Acquisition& acq,
 }
 
 Point GpUcbPeDesigner::Refine(const Acquisition& acq, const Point& p,
-                             const std::vector<int>& free) const {
+                              const std::vector<int>& free) const {
   if (free.empty()) return p;
   const auto nf = static_cast<Eigen::Index>(free.size());
   VectorXd x(nf), lo = VectorXd::Zero(nf), hi = VectorXd::Ones(nf);
@@ -531,7 +593,7 @@ Point GpUcbPeDesigner::Refine(const Acquisition& acq, const Point& p,
   for (Eigen::Index i = 0; i < nf; ++i) {
     const int j = free[i];
     x[i] = p.cont[j];
-    if (nearest >= 0 && std::find(acq.dims.begin(), acq.dims.end(), j) != acq.dims.end()) {
+    if (nearest >= 0) {
       lo[i] = std::max(0.0, acq.trusted(nearest, j) - acq.radius / acq.scale[j]);
       hi[i] = std::min(1.0, acq.trusted(nearest, j) + acq.radius / acq.scale[j]);
     }
@@ -606,6 +668,44 @@ void GpUcbPeDesigner::LocalSearch(const Acquisition& acq, const Point& start,
       }
     }
   }
+}
+
+std::optional<Point> GpUcbPeDesigner::SeedPoint(int64_t index, const PointSet& known) const {
+  static constexpr int kPrimes[] = {2,  3,  5,  7,  11, 13, 17, 19, 23, 29, 31, 37, 41,
+                                    43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97};
+  constexpr int kNumPrimes = static_cast<int>(sizeof(kPrimes) / sizeof(kPrimes[0]));
+  Rng shift_rng(MixSeed(config_.seed, kSeedSalt));
+  std::vector<double> shift(dc_ + dk_);
+  for (double& v : shift) v = shift_rng.Uniform();
+  for (int64_t i = index; i < index + 64; ++i) {
+    Point p;
+    if (i == 0) {
+      p = space_.Centre();
+    } else {
+      // Radical inverse of i in the dimension's prime base (Halton), plus the rotation; dimensions
+      // beyond the prime table repeat bases with their own rotation.
+      auto halton = [&](int dim) {
+        const int64_t base = kPrimes[dim % kNumPrimes];
+        double f = 1, r = 0;
+        for (int64_t n = i; n > 0; n /= base) {
+          f /= static_cast<double>(base);
+          r += f * static_cast<double>(n % base);
+        }
+        const double u = r + shift[dim];
+        return u - std::floor(u);
+      };
+      p.cont.resize(dc_);
+      p.cat.resize(dk_);
+      for (int j = 0; j < dc_; ++j) p.cont[j] = halton(j);
+      for (int j = 0; j < dk_; ++j) {
+        p.cat[j] = std::min(static_cast<int>(halton(dc_ + j) * space_.num_categories(j)),
+                            space_.num_categories(j) - 1);
+      }
+      p = SnapPoint(p);
+    }
+    if (known.count(p) == 0) return p;
+  }
+  return std::nullopt;
 }
 
 std::optional<Point> GpUcbPeDesigner::RandomUntried(const PointSet& known, Rng* rng) const {

@@ -1,4 +1,6 @@
 // Study: one search space, its trials (kept sorted by id) and the designer the algorithm names.
+#include "trainyard/tuning/study.h"
+
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -8,7 +10,6 @@
 
 #include "designer.h"
 #include "space.h"
-#include "trainyard/tuning/study.h"
 
 namespace trainyard::tuning {
 namespace {
@@ -17,7 +18,8 @@ namespace {
 std::string CheckValue(const ParameterSpec& spec, const ParameterValue& value) {
   switch (spec.type) {
     case ParameterType::kCategorical:
-      if (value.category < 0 || value.category >= static_cast<int>(spec.categorical_values.size())) {
+      if (value.category < 0 ||
+          value.category >= static_cast<int>(spec.categorical_values.size())) {
         return "category index out of range";
       }
       return "";
@@ -102,9 +104,9 @@ Status Study::AddTrial(int64_t id, Assignment params) {
   }
   const std::vector<ParameterSpec>& specs = impl_->config.params;
   if (params.size() != specs.size()) {
-    return InvalidArgument("trial " + std::to_string(id) + " has " +
-                           std::to_string(params.size()) + " parameter values, the study has " +
-                           std::to_string(specs.size()) + " parameters");
+    return InvalidArgument("trial " + std::to_string(id) + " has " + std::to_string(params.size()) +
+                           " parameter values, the study has " + std::to_string(specs.size()) +
+                           " parameters");
   }
   for (size_t i = 0; i < specs.size(); ++i) {
     std::string why = CheckValue(specs[i], params[i]);
