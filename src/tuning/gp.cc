@@ -318,28 +318,21 @@ VectorXd WarpLabels(const std::vector<double>& labels) {
 
 int NumHyperparameters(int num_features) { return num_features + 2; }
 
-VectorXd HyperLowerBounds(int p) {
+namespace {
+// θ laid out as (ln σ_f², ln ℓ² for each of p features, ln σ_n²).
+VectorXd LogHyperVector(int p, double signal, double length, double noise) {
   VectorXd v(p + 2);
-  v[0] = std::log(kSignalLo);
-  v.segment(1, p).setConstant(std::log(kLengthLo));
-  v[p + 1] = std::log(kNoiseLo);
+  v[0] = std::log(signal);
+  v.segment(1, p).setConstant(std::log(length));
+  v[p + 1] = std::log(noise);
   return v;
 }
+}  // namespace
 
-VectorXd HyperUpperBounds(int p) {
-  VectorXd v(p + 2);
-  v[0] = std::log(kSignalHi);
-  v.segment(1, p).setConstant(std::log(kLengthHi));
-  v[p + 1] = std::log(kNoiseHi);
-  return v;
-}
-
+VectorXd HyperLowerBounds(int p) { return LogHyperVector(p, kSignalLo, kLengthLo, kNoiseLo); }
+VectorXd HyperUpperBounds(int p) { return LogHyperVector(p, kSignalHi, kLengthHi, kNoiseHi); }
 VectorXd HyperPriorCentre(int p) {
-  VectorXd v(p + 2);
-  v[0] = std::log(kSignalCentre);
-  v.segment(1, p).setConstant(std::log(kLengthCentre));
-  v[p + 1] = std::log(kNoiseCentre);
-  return v;
+  return LogHyperVector(p, kSignalCentre, kLengthCentre, kNoiseCentre);
 }
 
 double NegLogPosterior(const VectorXd& theta, const Inputs& x, const VectorXd& y, VectorXd* grad) {

@@ -10,45 +10,13 @@
 
 #include "designer.h"
 #include "space.h"
+#include "spec_builders.h"
 #include "trainyard/tuning/study.h"
 
 namespace trainyard::tuning {
 namespace {
 
-ParameterSpec Double(std::string name, double min, double max, ScaleType scale = ScaleType::kNone) {
-  ParameterSpec s;
-  s.name = std::move(name);
-  s.type = ParameterType::kDouble;
-  s.min_value = min;
-  s.max_value = max;
-  s.scale = scale;
-  return s;
-}
-
-ParameterSpec Integer(std::string name, double min, double max,
-                      ScaleType scale = ScaleType::kNone) {
-  ParameterSpec s = Double(std::move(name), min, max, scale);
-  s.type = ParameterType::kInteger;
-  return s;
-}
-
-ParameterSpec Categorical(std::string name, std::vector<std::string> values) {
-  ParameterSpec s;
-  s.name = std::move(name);
-  s.type = ParameterType::kCategorical;
-  s.categorical_values = std::move(values);
-  return s;
-}
-
-ParameterSpec Discrete(std::string name, std::vector<double> values,
-                       ScaleType scale = ScaleType::kNone) {
-  ParameterSpec s;
-  s.name = std::move(name);
-  s.type = ParameterType::kDiscrete;
-  s.discrete_values = std::move(values);
-  s.scale = scale;
-  return s;
-}
+using namespace testing_support;  // NOLINT(google-build-using-namespace): spec builders
 
 StudyConfig Config(std::vector<ParameterSpec> params, Algorithm algorithm, uint64_t seed = 0) {
   StudyConfig c;

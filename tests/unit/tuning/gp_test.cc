@@ -14,6 +14,7 @@
 
 #include "designer.h"
 #include "space.h"
+#include "spec_builders.h"
 #include "trainyard/tuning/study.h"
 
 namespace trainyard::tuning {
@@ -21,37 +22,7 @@ namespace {
 
 using Eigen::VectorXd;
 
-ParameterSpec Double(std::string name, double lo, double hi, ScaleType scale = ScaleType::kNone) {
-  ParameterSpec s;
-  s.name = std::move(name);
-  s.type = ParameterType::kDouble;
-  s.min_value = lo;
-  s.max_value = hi;
-  s.scale = scale;
-  return s;
-}
-
-ParameterSpec Integer(std::string name, double lo, double hi) {
-  ParameterSpec s = Double(std::move(name), lo, hi);
-  s.type = ParameterType::kInteger;
-  return s;
-}
-
-ParameterSpec Categorical(std::string name, std::vector<std::string> values) {
-  ParameterSpec s;
-  s.name = std::move(name);
-  s.type = ParameterType::kCategorical;
-  s.categorical_values = std::move(values);
-  return s;
-}
-
-ParameterSpec Discrete(std::string name, std::vector<double> values) {
-  ParameterSpec s;
-  s.name = std::move(name);
-  s.type = ParameterType::kDiscrete;
-  s.discrete_values = std::move(values);
-  return s;
-}
+using namespace testing_support;  // NOLINT(google-build-using-namespace): spec builders
 
 double Branin(double x1, double x2) {
   const double b = 5.1 / (4 * M_PI * M_PI), c = 5 / M_PI, t = 1 / (8 * M_PI);
