@@ -31,8 +31,8 @@ double Forward(const ParameterSpec& s, double v) {
 
 double Backward(const ParameterSpec& s, double u) {
   auto [lo, hi] = Bounds(s);
-  if (!(hi > lo)) return lo;
-  u = std::clamp(u, 0.0, 1.0);
+  if (!(hi > lo) || u <= 0) return lo;
+  if (u >= 1) return hi;  // exactly the bounds, not exp(log(lo)) = lo + 1 ulp
   double v;
   if (IsLog(s.scale) && lo > 0) {
     double span = std::log(hi) - std::log(lo);

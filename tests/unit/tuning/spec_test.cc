@@ -611,3 +611,20 @@ TEST(SpaceTest, EncodeDecodeMixedAssignment) {
 
 }  // namespace
 }  // namespace trainyard::tuning
+
+namespace trainyard::tuning {
+namespace {
+
+TEST(SpaceBoundsTest, TheEndsOfEveryScaleAreTheBoundsExactly) {
+  for (ScaleType scale : {ScaleType::kLinear, ScaleType::kLog, ScaleType::kReverseLog}) {
+    StudyConfig c;
+    c.params = {testing_support::Double("x", 0.01, 0.9999, scale)};
+    Space space(c);
+    EXPECT_EQ(space.FromUnit(0, 0.0), 0.01);
+    EXPECT_EQ(space.FromUnit(0, 1.0), 0.9999);
+    EXPECT_EQ(space.FromUnit(0, -0.5), 0.01);
+  }
+}
+
+}  // namespace
+}  // namespace trainyard::tuning
