@@ -132,15 +132,15 @@ else:
 print("probe trial %s done" % trial, flush=True)
 '''
 
-def probe_objective(params):
-    """The probe's objective(), for the expected finalMetric."""
-    total = 0.0
-    for key in sorted(params):
-        try:
-            total += float(params[key])
-        except ValueError:
-            total += len(params[key]) / 10.0
-    return total
+def _probe_function(name):
+    """A function of the probe's source, run here too (the expected finalMetric)."""
+    start = PROBE.index("def %s(" % name)
+    namespace = {}
+    exec(PROBE[start:PROBE.index("\n\n\n", start)], namespace)  # noqa: S102 (our own source)
+    return namespace[name]
+
+
+probe_objective = _probe_function("objective")
 
 
 # --- fixtures and helpers ---------------------------------------------------------------------
