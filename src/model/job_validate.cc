@@ -6,6 +6,7 @@
 
 #include "trainyard/core/time.h"
 #include "trainyard/model/machine_types.h"
+#include "trainyard/tuning/study.h"
 
 namespace trainyard::model::internal {
 namespace {
@@ -28,11 +29,6 @@ std::string Str(const json& obj, std::string_view key) {
 int64_t Int(const json& obj, std::string_view key) {
   const json* v = Get(obj, key);
   return v != nullptr && v->is_number_integer() ? v->get<int64_t>() : 0;
-}
-
-double Dbl(const json& obj, std::string_view key) {
-  const json* v = Get(obj, key);
-  return v != nullptr && v->is_number() ? v->get<double>() : 0.0;
 }
 
 bool Bool(const json& obj, std::string_view key) {
@@ -474,113 +470,6 @@ void CheckEnvironment(const json& ti, Checker* c) {
   }
 }
 
-void CheckParameter(const json& p, const std::string& base, const std::string& algorithm,
-                    std::set<std::string>* names, Checker* c) {
-  const std::string name = Str(p, "parameterName");
-  if (name.empty()) {
-    c->Invalid(base + ".parameterName", "parameterName is required");
-  } else {
-    if (!names->insert(name).second) {
-      c->Invalid(base + ".parameterName", "parameterName " + Quote(name) + " is used twice");
-    }
-    for (char ch : name) {
-      if (ch == '=' || static_cast<unsigned char>(ch) <= ' ') {
-        c->Invalid(base + ".parameterName",
-                   "parameterName " + Quote(name) +
-                       " cannot be a command-line flag name (no spaces or '=')");
-        break;
-      }
-    }
-  }
-  const std::string type = Str(p, "type");
-  const bool has_min = Get(p, "minValue") != nullptr;
-  const bool has_max = Get(p, "maxValue") != nullptr;
-  const double min = Dbl(p, "minValue");
-  const double max = Dbl(p, "maxValue");
-  const std::string scale = Str(p, "scaleType");
-  const bool log_scale = scale == "UNIT_LOG_SCALE" || scale == "UNIT_REVERSE_LOG_SCALE";
-  const size_t n_categorical = Len(p, "categoricalValues");
-  const size_t n_discrete = Len(p, "discreteValues");
-
-  if (type.empty() || type == "PARAMETER_TYPE_UNSPECIFIED") {
-    c->Invalid(base + ".type", "type is required (DOUBLE, INTEGER, CATEGORICAL or DISCRETE)");
-    return;
-  }
-  if (algorithm == "GRID_SEARCH" && type == "DOUBLE") {
-    c->Invalid(base + ".type",
-               "GRID_SEARCH only works with INTEGER, CATEGORICAL and DISCRETE parameters");
-  }
-  if (n_categorical > 0 && type != "CATEGORICAL") {
-    c->Invalid(base + ".categoricalValues", "categoricalValues is only for CATEGORICAL parameters");
-  }
-  if (n_discrete > 0 && type != "DISCRETE") {
-    c->Invalid(base + ".discreteValues", "discreteValues is only for DISCRETE parameters");
-  }
-  if (type == "DOUBLE" || type == "INTEGER") {
-    if (!has_min)
-      c->Invalid(base + ".minValue", "minValue is required for " + type + " parameters");
-    if (!has_max)
-      c->Invalid(base + ".maxValue", "maxValue is required for " + type + " parameters");
-    if (type == "INTEGER") {
-      if (has_min && min != std::trunc(min)) {
-        c->Invalid(base + ".minValue",
-                   "minValue of an INTEGER parameter must be an integer, got " + Num(min));
-      }
-      if (has_max && max != std::trunc(max)) {
-        c->Invalid(base + ".maxValue",
-                   "maxValue of an INTEGER parameter must be an integer, got " + Num(max));
-      }
-    }
-    if (has_min && has_max && !(min < max)) {
-      c->Invalid(base + ".maxValue",
-                 "maxValue (" + Num(max) + ") must be greater than minValue (" + Num(min) + ")");
-    }
-    if (log_scale && has_min && min <= 0) {
-      c->Invalid(base + ".minValue",
-                 scale + " needs a strictly positive range; minValue is " + Num(min));
-    }
-  } else if (type == "CATEGORICAL") {
-    if (n_categorical == 0) {
-      c->Invalid(base + ".categoricalValues",
-                 "categoricalValues is required for CATEGORICAL parameters");
-    }
-    if (has_min || has_max) {
-      c->Invalid(base + (has_min ? ".minValue" : ".maxValue"),
-                 "minValue and maxValue must not be set for CATEGORICAL parameters");
-    }
-    if (!scale.empty() && scale != "NONE") {
-      c->Invalid(base + ".scaleType", "scaleType must not be set for CATEGORICAL parameters");
-    }
-    std::set<std::string> seen;
-    if (const json* values = Get(p, "categoricalValues")) {
-      for (const json& v : *values) {
-        if (v.is_string() && !seen.insert(v.get<std::string>()).second) {
-          c->Invalid(base + ".categoricalValues",
-                     "categorical value " + Quote(v.get<std::string>()) + " is listed twice");
-        }
-      }
-    }
-  } else if (type == "DISCRETE") {
-    if (n_discrete == 0) {
-      c->Invalid(base + ".discreteValues", "discreteValues is required for DISCRETE parameters");
-    } else if (n_discrete > 1000) {
-      c->Invalid(base + ".discreteValues",
-                 "at most 1000 discreteValues are allowed, got " + std::to_string(n_discrete));
-    }
-    if (const json* values = Get(p, "discreteValues")) {
-      for (size_t i = 1; i < values->size(); ++i) {
-        if (!((*values)[i - 1].get<double>() < (*values)[i].get<double>())) {
-          c->Invalid(base + ".discreteValues", "discreteValues must be strictly increasing");
-          break;
-        }
-      }
-      if (log_scale && !values->empty() && (*values)[0].get<double>() <= 0) {
-        c->Invalid(base + ".discreteValues", scale + " needs strictly positive discreteValues");
-      }
-    }
-  }
-}
-
 void CheckHyperparameters(const json& ti, const Capabilities& caps, Checker* c) {
   const json* hp = Get(ti, "hyperparameters");
   if (hp == nullptr) return;
@@ -588,7 +477,9 @@ void CheckHyperparameters(const json& ti, const Capabilities& caps, Checker* c) 
   if (!caps.tuning) {
     c->Unimplemented(base, "Trainyard does not run hyperparameter tuning jobs yet");
   }
-  for (std::string_view key : {"maxTrials", "maxParallelTrials", "maxFailedTrials"}) {
+  // maxParallelTrials, params and every ParameterSpec rule are the tuning engine's (one parser
+  // for the API and trainyard-tuner); the fields the engine does not read are checked here.
+  for (std::string_view key : {"maxTrials", "maxFailedTrials"}) {
     if (Int(*hp, key) < 0) {
       c->Invalid(base + "." + std::string(key), std::string(key) + " must not be negative");
     }
@@ -599,15 +490,22 @@ void CheckHyperparameters(const json& ti, const Capabilities& caps, Checker* c) 
     CheckJobId(resume, base + ".resumePreviousJobId", &v);
     for (auto& e : v) c->Invalid(std::move(e.field), std::move(e.description));
   }
-  const std::string algorithm = Str(*hp, "algorithm");
-  const json* params = Get(*hp, "params");
-  if (params == nullptr || params->empty()) {
-    c->Invalid(base + ".params", "params is required: list at least one parameter to tune");
+  auto config = tuning::ParseStudyConfig(hp->dump());
+  if (!config.ok()) {
+    for (const auto& v : config.status().violations()) {
+      c->Invalid(base + "." + v.field, v.description);
+    }
+    if (config.status().violations().empty()) c->Invalid(base, config.status().message());
     return;
   }
-  std::set<std::string> names;
-  for (size_t i = 0; i < params->size(); ++i) {
-    CheckParameter((*params)[i], base + ".params[" + std::to_string(i) + "]", algorithm, &names, c);
+  // The engine runs a one-value INTEGER range; the API keeps AI Platform's minValue < maxValue.
+  for (size_t i = 0; i < config->params.size(); ++i) {
+    const tuning::ParameterSpec& p = config->params[i];
+    if (p.type == tuning::ParameterType::kInteger && p.min_value == p.max_value) {
+      c->Invalid(base + ".params[" + std::to_string(i) + "].maxValue",
+                 "maxValue (" + Num(p.max_value) + ") must be greater than minValue (" +
+                     Num(p.min_value) + ")");
+    }
   }
 }
 

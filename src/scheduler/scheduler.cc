@@ -487,16 +487,6 @@ Status Scheduler::CheckRunnable(const Job& job) const {
   if (job.spec.has_hyperparameters) {
     const json ti = json::parse(job.training_input_json, nullptr, false);
     const json hp = ti.is_object() ? ti.value("hyperparameters", json::object()) : json::object();
-    // The engine's own rules, beyond what the schema checks (e.g. INTEGER bounds within 2^53).
-    if (auto config = tuning::ParseStudyConfig(hp.dump()); !config.ok()) {
-      bad = true;
-      for (const auto& v : config.status().violations()) {
-        st.AddViolation("trainingInput.hyperparameters." + v.field, v.description);
-      }
-      if (config.status().violations().empty()) {
-        st.AddViolation("trainingInput.hyperparameters", config.status().message());
-      }
-    }
     const std::string resume = hp.value("resumePreviousJobId", "");
     if (!resume.empty()) {
       const std::string field = "trainingInput.hyperparameters.resumePreviousJobId";
@@ -955,10 +945,15 @@ void Scheduler::CheckDeadlinesLocked(Timestamp now) {
   }
 }
 
+std::string Scheduler::RunDir(const std::string& project, const std::string& job_id,
+                              const std::string& trial_id) const {
+  std::string dir = options_.jobs_dir + "/" + project + "/" + job_id;
+  if (!trial_id.empty()) dir += "/trial-" + trial_id;
+  return dir;
+}
+
 std::string Scheduler::WorkDir(const executor::ReplicaKey& key) const {
-  std::string dir = options_.jobs_dir + "/" + key.project + "/" + key.job_id;
-  if (!key.trial_id.empty()) dir += "/trial-" + key.trial_id;
-  return dir + "/" + key.TaskName();
+  return RunDir(key.project, key.job_id, key.trial_id) + "/" + key.TaskName();
 }
 
 Status Scheduler::LaunchLocked(ActiveJob& aj, const std::string& trial_id) {

@@ -165,7 +165,6 @@ Status Scheduler::InitTuningLocked(ActiveJob& aj, bool recovering) {
   ts->metric_tag = hp.value("hyperparameterMetricTag", "");
   if (ts->metric_tag.empty()) ts->metric_tag = kDefaultMetricTag;
   ts->max_trials = std::max(1, IntField(hp, "maxTrials", 1));
-  ts->max_parallel = std::max(1, IntField(hp, "maxParallelTrials", 1));
   ts->max_failed = std::max(0, IntField(hp, "maxFailedTrials", 0));
 
   // A resumed study keeps the seed of the job that began it, and that job's trials.
@@ -185,6 +184,7 @@ Status Scheduler::InitTuningLocked(ActiveJob& aj, bool recovering) {
     history.insert(history.begin(), std::move(prev).value());
   }
   config.seed = StableHash(history.empty() ? job.Name() : history.front().Name());
+  ts->max_parallel = std::max(1, config.max_parallel_trials);
   TRAINYARD_ASSIGN_OR_RETURN(ts->study, tuning::Study::Create(config));
   for (const Job& prev : history) ReplayTrialsLocked(aj, *ts, prev, /*own=*/false);
   if (recovering) ReplayTrialsLocked(aj, *ts, job, /*own=*/true);
@@ -239,8 +239,7 @@ void Scheduler::ReplayTrialsLocked(ActiveJob& aj, TuningState& ts, const Job& ow
       continue;
     }
     t.live = own && t.state == "RUNNING";
-    const std::string trial_dir =
-        options_.jobs_dir + "/" + job.project + "/" + job.job_id + "/trial-" + std::to_string(t.id);
+    const std::string trial_dir = RunDir(job.project, job.job_id, std::to_string(t.id));
     if (t.live) {
       // Started but never launched (the daemon stopped in between): as if never suggested.
       bool launched = false;
@@ -475,8 +474,7 @@ void Scheduler::PollTrialMetricsLocked(ActiveJob& aj, Timestamp /*now*/) {
     // verdict is kept beside the trial, so a daemon restarted meanwhile still counts the
     // trial's end as a stop, not a failure.
     t.stop_early = true;
-    const std::string trial_dir = options_.jobs_dir + "/" + aj.job.project + "/" + aj.job.job_id +
-                                  "/trial-" + std::to_string(id);
+    const std::string trial_dir = RunDir(aj.job.project, aj.job.job_id, std::to_string(id));
     if (Status st = WriteFileAtomic(trial_dir + "/" + kStopEarlyFile, "", /*durable=*/false);
         !st.ok()) {
       TY_LOG_WARN(kLog, "job {}: {}", aj.job.job_id, st.ToString());

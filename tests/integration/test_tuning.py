@@ -89,7 +89,6 @@ def save():
 try:
     import hypertune
     record["hypertune_file"] = hypertune.__file__
-    record["hypertune_marker"] = getattr(hypertune, "PROBE_MARKER", None)
 except ImportError as e:
     record["hypertune_error"] = repr(e)
 save()

@@ -219,6 +219,9 @@ class Scheduler : public executor::ExecutorListener {
   void RequestCancelLocked(ActiveJob& aj, const std::string& reason);
   void MaybeFinishLocked(ActiveJob& aj);
   void ServiceLogLocked(const model::Job& job, model::Severity severity, std::string message);
+  // <jobs_dir>/<project>/<job>[/trial-<id>]: a run's replicas have their work dirs below it.
+  std::string RunDir(const std::string& project, const std::string& job_id,
+                     const std::string& trial_id) const;
   std::string WorkDir(const executor::ReplicaKey& key) const;
   const RuntimeOptions* FindRuntime(const model::TrainingSpec& spec) const;
   void EnqueueLocked(const model::Job& job);
