@@ -19,7 +19,10 @@ namespace trainyard::api {
 struct ApiOptions {
   std::string host = "127.0.0.1";
   int port = 8470;  // 0 = any free port
+  // HTTP workers kept ready; more start on demand up to max_threads (requests beyond wait).
+  // Idle keep-alive connections hold no worker.
   int threads = 16;
+  int max_threads = 1024;
   std::string default_project = "default";
   // TLS listener: off while tls_port < 0; 0 = any free port. Both files are PEM.
   std::string tls_host = "127.0.0.1";
