@@ -1,5 +1,6 @@
 #include "trainyard/api/api_server.h"
 
+#include <arpa/inet.h>
 #include <httplib.h>
 #include <sys/socket.h>
 
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "api_util.h"
 #include "discovery.h"
@@ -228,8 +230,15 @@ class Handlers {
   void ListJobs(const httplib::Request& req, httplib::Response& res) {
     auto page_size = ParseIntParam(req, "pageSize", 20);
     if (!page_size.ok()) return WriteError(res, page_size.status());
+    // proto3 int32: 0 is unset (the default, 20); more than 100 is read as 100 (compat §5.1).
     int64_t ps = *page_size;
-    if (ps <= 0) ps = 20;
+    if (ps < 0) {
+      return WriteError(res, Status(StatusCode::kInvalidArgument,
+                                    "Invalid value for pageSize: " + std::to_string(ps) +
+                                        " (must not be negative)")
+                                 .AddViolation("pageSize", "must not be negative"));
+    }
+    if (ps == 0) ps = 20;
     if (ps > 100) ps = 100;
     std::unique_ptr<model::Filter> filter;
     if (req.has_param("filter")) {
@@ -289,6 +298,13 @@ class Handlers {
     if (!after.ok()) return WriteError(res, after.status());
     auto limit = ParseIntParam(req, "pageSize", 1000);
     if (!limit.ok()) return WriteError(res, limit.status());
+    if (*limit < 0) {
+      return WriteError(res, Status(StatusCode::kInvalidArgument,
+                                    "Invalid value for pageSize: " + std::to_string(*limit) +
+                                        " (must not be negative)")
+                                 .AddViolation("pageSize", "must not be negative"));
+    }
+    if (*limit == 0) *limit = 1000;
     store::LogQuery q;
     q.project = project;
     q.job_id = job_id;
@@ -740,8 +756,30 @@ Result<int> BindServer(httplib::Server& server, const std::string& host, int por
 
 }  // namespace
 
+bool IsLoopbackHost(std::string_view host) {
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host == "localhost" || host == "::1") return true;
+  in_addr v4{};
+  std::string h(host);
+  return ::inet_pton(AF_INET, h.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127;
+}
+
 Result<int> ApiServer::Bind() {
   const ApiOptions& o = impl_->options;
+  // Authentication is off in this version: anyone who reaches the port can act as any user.
+  for (const auto& [host, port, what] :
+       {std::tuple{o.host, o.port, "API"}, std::tuple{o.tls_host, o.tls_port, "TLS API"}}) {
+    if (port >= 0 && !IsLoopbackHost(host)) {
+      TY_LOG_WARN(kLog,
+                  "the {} listens on {}, which is not a loopback address, and authentication is "
+                  "off: anyone who can reach it can submit and cancel jobs, read every job's "
+                  "logs and read and write the buckets. Listen on 127.0.0.1 unless this network "
+                  "is trusted.",
+                  what, host);
+    }
+  }
   if (o.tls_port >= 0) {
     impl_->tls_server =
         std::make_unique<httplib::SSLServer>(o.tls_cert_file.c_str(), o.tls_key_file.c_str());

@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "trainyard/api/api_server.h"
+
 namespace trainyard::api::internal {
 namespace {
 
@@ -345,3 +347,19 @@ TEST(ElasticThreadPoolTest, RunsEveryTaskAndGrowsOnlyToItsCap) {
 
 }  // namespace
 }  // namespace trainyard::api::internal
+
+namespace trainyard::api {
+namespace {
+
+TEST(IsLoopbackHostTest, OnlyLoopbackAddressesAreLoopback) {
+  for (const char* h : {"127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost"}) {
+    EXPECT_TRUE(IsLoopbackHost(h)) << h;
+  }
+  for (const char* h :
+       {"0.0.0.0", "::", "[::]", "10.0.0.1", "192.168.1.2", "128.0.0.1", "", "example.com"}) {
+    EXPECT_FALSE(IsLoopbackHost(h)) << h;
+  }
+}
+
+}  // namespace
+}  // namespace trainyard::api

@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "trainyard/core/status.h"
 #include "trainyard/scheduler/scheduler.h"
@@ -67,6 +68,10 @@ class ApiServer {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// True for 127.0.0.0/8, ::1 and localhost (with or without [brackets]). Bind() warns when a
+// listener is on any other address, since authentication is off.
+bool IsLoopbackHost(std::string_view host);
 
 // The route table as text (also served at GET /v1/help), for docs/api.md.
 std::string RouteTableHelp();
