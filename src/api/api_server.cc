@@ -1,5 +1,6 @@
 #include "trainyard/api/api_server.h"
 
+#include <arpa/inet.h>
 #include <httplib.h>
 #include <sys/socket.h>
 
@@ -8,14 +9,17 @@
 #include <cctype>
 #include <charconv>
 #include <functional>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "api_util.h"
 #include "discovery.h"
+#include "http_server.h"
 #include "logging_api.h"
 #include "routes.h"
 #include "trainyard/core/log.h"
@@ -33,9 +37,9 @@ namespace {
 
 constexpr const char* kLog = "api";
 
-// Bodies of ml v1 and Logging requests above this are refused (the storage routes take uploads
-// of any size: the listener's own limit is 4 GiB).
-constexpr size_t kMaxApiBody = 8 << 20;
+// Request bodies above this are refused with 413 before they are read, except on the storage
+// upload routes, which stream objects of any size to disk.
+constexpr uint64_t kMaxApiBody = 8 << 20;
 
 // Latency histogram buckets (seconds), Prometheus convention.
 constexpr std::array<double, 12> kBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
@@ -171,6 +175,28 @@ RequestCredentials CredentialsOf(const httplib::Request& req) {
   return c;
 }
 
+bool StartsWith(const std::string& s, std::string_view prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+// The body limit of a request, known from its path before any body byte is read.
+uint64_t BodyLimit(const httplib::Request& req) {
+  if (StartsWith(req.path, "/upload/storage/v1/") ||
+      StartsWith(req.path, "/resumable/upload/storage/v1/")) {
+    return std::numeric_limits<uint64_t>::max();
+  }
+  return kMaxApiBody;
+}
+
+// The answer to a request refused before its handler: 413 (body over the limit), 411 or 400
+// (bad framing), with a google.rpc.Status body.
+void RefuseBody(const httplib::Request&, httplib::Response& res, int status,
+                const std::string& message) {
+  json err = {{"code", status}, {"message", message}, {"status", "INVALID_ARGUMENT"}};
+  res.status = status;
+  res.set_content(Dump(json{{"error", err}}), "application/json; charset=UTF-8");
+}
+
 class AllowAllAuthenticator : public Authenticator {
  public:
   Status Authenticate(const RequestCredentials&) override { return Status::Ok(); }
@@ -204,8 +230,15 @@ class Handlers {
   void ListJobs(const httplib::Request& req, httplib::Response& res) {
     auto page_size = ParseIntParam(req, "pageSize", 20);
     if (!page_size.ok()) return WriteError(res, page_size.status());
+    // proto3 int32: 0 is unset (the default, 20); more than 100 is read as 100 (compat §5.1).
     int64_t ps = *page_size;
-    if (ps <= 0) ps = 20;
+    if (ps < 0) {
+      return WriteError(res, Status(StatusCode::kInvalidArgument,
+                                    "Invalid value for pageSize: " + std::to_string(ps) +
+                                        " (must not be negative)")
+                                 .AddViolation("pageSize", "must not be negative"));
+    }
+    if (ps == 0) ps = 20;
     if (ps > 100) ps = 100;
     std::unique_ptr<model::Filter> filter;
     if (req.has_param("filter")) {
@@ -265,6 +298,13 @@ class Handlers {
     if (!after.ok()) return WriteError(res, after.status());
     auto limit = ParseIntParam(req, "pageSize", 1000);
     if (!limit.ok()) return WriteError(res, limit.status());
+    if (*limit < 0) {
+      return WriteError(res, Status(StatusCode::kInvalidArgument,
+                                    "Invalid value for pageSize: " + std::to_string(*limit) +
+                                        " (must not be negative)")
+                                 .AddViolation("pageSize", "must not be negative"));
+    }
+    if (*limit == 0) *limit = 1000;
     store::LogQuery q;
     q.project = project;
     q.job_id = job_id;
@@ -385,10 +425,6 @@ class Handlers {
   // Checks that run before a route's handler: body size, credentials, the project id.
   Status Admit(const Route& route, const httplib::Request& req) {
     if (route.kind == RouteKind::kOther) return Status::Ok();
-    if (req.body.size() > kMaxApiBody) {
-      return InvalidArgument(
-          "Request payload size exceeds the limit: " + std::to_string(kMaxApiBody) + " bytes.");
-    }
     TRAINYARD_RETURN_IF_ERROR(authenticator_->Authenticate(CredentialsOf(req)));
     if (route.kind == RouteKind::kMl && req.matches.size() > 1) {
       return ValidateProject(req.matches[1]);
@@ -403,7 +439,12 @@ class Handlers {
       int64_t start = MonotonicMicros();
       try {
         Status admitted = Admit(route, req);
-        if (!admitted.ok()) {
+        if (req.body.size() > kMaxApiBody) {
+          // A chunked body (its length was not known before reading) over the limit.
+          RefuseBody(
+              req, res, 413,
+              "Request payload size exceeds the limit: " + std::to_string(kMaxApiBody) + " bytes.");
+        } else if (!admitted.ok()) {
           WriteError(res, admitted);
         } else {
           (this->*route.handler)(req, res);
@@ -418,19 +459,12 @@ class Handlers {
     };
   }
 
-  // Configures `server` and registers every route on it.
+  // Registers every route on `server` (its connection handling is HttpServer's, or
+  // HttpServer::Configure's for the TLS listener).
   void Setup(httplib::Server& server) {
-    server.new_task_queue = [n = options_.threads] {
-      return new httplib::ThreadPool(static_cast<size_t>(n));
-    };
     // Responses go out as two writes (headers, body): without TCP_NODELAY, Nagle's algorithm
     // and the client's delayed ACK add ~40 ms to every request on a keep-alive connection.
     server.set_tcp_nodelay(true);
-    server.set_keep_alive_max_count(100000);
-    // Idle keep-alive connections hold a worker thread: keep the timeout short.
-    server.set_keep_alive_timeout(5);
-    // The listener's limit serves storage uploads; Admit() limits the API's own bodies.
-    server.set_payload_max_length(1ULL << 32);
     for (const Route& r : Routes()) {
       auto wrapped = Wrap(r);
       std::string m = r.method;
@@ -451,7 +485,13 @@ class Handlers {
     // write an error body; an empty one means no route answered (no match, or httplib refused
     // the request before routing), which gets a Google error body here.
     server.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
-      if (!res.body.empty()) return;
+      if (internal::HttpServer::BodyLimitExceeded()) {
+        RefuseBody(req, res, 413,
+                   "Request payload size exceeds the limit: " + std::to_string(BodyLimit(req)) +
+                       " bytes.");
+        return;
+      }
+      if (!res.body.empty() || res.content_provider_) return;
       try {
         if (res.status == 404) {
           WriteError(res,
@@ -654,15 +694,24 @@ std::string RouteTableHelp() {
   return out;
 }
 
+static internal::HttpLimits LimitsOf(const ApiOptions& o) {
+  internal::HttpLimits limits;
+  limits.min_threads = static_cast<size_t>(std::max(1, o.threads));
+  limits.max_threads = static_cast<size_t>(std::max(o.threads, o.max_threads));
+  return limits;
+}
+
 struct ApiServer::Impl {
   ApiOptions options;
   Handlers handlers;
-  httplib::Server server;
+  internal::HttpServer server;
   std::unique_ptr<httplib::SSLServer> tls_server;
   int tls_port = -1;
 
   Impl(ApiOptions o, scheduler::Scheduler& s, store::JobStore& st, storage::BucketStore& b)
-      : options(std::move(o)), handlers(options, s, st) {
+      : options(std::move(o)),
+        handlers(options, s, st),
+        server(LimitsOf(options), BodyLimit, RefuseBody) {
     handlers.set_buckets(&b);
   }
 };
@@ -707,8 +756,30 @@ Result<int> BindServer(httplib::Server& server, const std::string& host, int por
 
 }  // namespace
 
+bool IsLoopbackHost(std::string_view host) {
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host == "localhost" || host == "::1") return true;
+  in_addr v4{};
+  std::string h(host);
+  return ::inet_pton(AF_INET, h.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127;
+}
+
 Result<int> ApiServer::Bind() {
   const ApiOptions& o = impl_->options;
+  // Authentication is off in this version: anyone who reaches the port can act as any user.
+  for (const auto& [host, port, what] :
+       {std::tuple{o.host, o.port, "API"}, std::tuple{o.tls_host, o.tls_port, "TLS API"}}) {
+    if (port >= 0 && !IsLoopbackHost(host)) {
+      TY_LOG_WARN(kLog,
+                  "the {} listens on {}, which is not a loopback address, and authentication is "
+                  "off: anyone who can reach it can submit and cancel jobs, read every job's "
+                  "logs and read and write the buckets. Listen on 127.0.0.1 unless this network "
+                  "is trusted.",
+                  what, host);
+    }
+  }
   if (o.tls_port >= 0) {
     impl_->tls_server =
         std::make_unique<httplib::SSLServer>(o.tls_cert_file.c_str(), o.tls_key_file.c_str());
@@ -717,6 +788,7 @@ Result<int> ApiServer::Bind() {
       return InvalidArgument("cannot use the TLS certificate " + o.tls_cert_file + " and key " +
                              o.tls_key_file + " (unreadable, not PEM, or not a pair)");
     }
+    internal::HttpServer::Configure(*impl_->tls_server, LimitsOf(o), BodyLimit, RefuseBody);
     impl_->handlers.Setup(*impl_->tls_server);
     auto port = BindServer(*impl_->tls_server, o.tls_host, o.tls_port);
     if (!port.ok()) return port.status();

@@ -3,6 +3,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -293,6 +294,8 @@ int Run(int argc, char** argv) {
 }  // namespace trainyard::daemon
 
 int main(int argc, char** argv) {
+  // Jobs, logs and objects are the users' data: files 0600 and directories 0700 (issue 17).
+  ::umask(077);
   // Two malloc arenas instead of one per thread: with 16+ HTTP threads, per-thread arenas kept
   // tens of MB of freed SQLite page-cache memory stranded (measured in bench/bench_list.py).
   mallopt(M_ARENA_MAX, 2);

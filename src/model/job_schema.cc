@@ -547,42 +547,85 @@ constexpr int kMaxDepth = 64;
 }  // namespace
 
 Result<json> ParseJsonStrict(std::string_view text) {
+  // Where the parser is, as the user wrote it ("trainingInput.args[2]"): errors name it.
+  struct Frame {
+    bool array;
+    std::string key;  // objects: the current key
+    int64_t index;    // arrays: the current element
+  };
+  std::vector<Frame> frames;
   std::vector<std::set<std::string>> keys;  // one key set per open object
-  std::string duplicate;
+  std::string duplicate, duplicate_at;
+  auto path = [&frames] {
+    std::string out;
+    for (const Frame& f : frames) {
+      if (f.array) {
+        if (f.index >= 0) out += "[" + std::to_string(f.index) + "]";
+      } else if (!f.key.empty()) {
+        if (!out.empty()) out += '.';
+        out += f.key;
+      }
+      if (out.size() > 200) return out.substr(0, 200) + "...";
+    }
+    return out;
+  };
+  auto element = [&frames] {
+    if (!frames.empty() && frames.back().array) ++frames.back().index;
+  };
   json::parser_callback_t cb = [&](int depth, json::parse_event_t event, json& parsed) {
-    if (depth > kMaxDepth) throw TooDeep{};
     switch (event) {
       case json::parse_event_t::object_start:
+        element();
+        frames.push_back({false, "", -1});
         keys.emplace_back();
+        break;
+      case json::parse_event_t::array_start:
+        element();
+        frames.push_back({true, "", -1});
         break;
       case json::parse_event_t::object_end:
         if (!keys.empty()) keys.pop_back();
+        if (!frames.empty()) frames.pop_back();
+        break;
+      case json::parse_event_t::array_end:
+        if (!frames.empty()) frames.pop_back();
         break;
       case json::parse_event_t::key:
+        if (!frames.empty()) frames.back().key = parsed.get<std::string>();
         if (!keys.empty() && !keys.back().insert(parsed.get<std::string>()).second &&
-            duplicate.empty())
+            duplicate.empty()) {
           duplicate = parsed.get<std::string>();
+          duplicate_at = path();
+        }
         break;
-      default:
+      case json::parse_event_t::value:
+        element();
         break;
     }
+    if (depth > kMaxDepth) throw TooDeep{};
     return true;
+  };
+  auto error = [&](const std::string& message) {
+    std::string at = path();
+    if (at.empty()) return InvalidArgument("Invalid JSON payload received. " + message);
+    return InvalidArgument("Invalid JSON payload received. " + message + " at '" + at + "'.")
+        .AddViolation(at, message);
   };
   try {
     json j = json::parse(text.begin(), text.end(), cb);
     if (!duplicate.empty()) {
       return InvalidArgument("Invalid JSON payload received. Duplicate name \"" + duplicate +
-                             "\" in one object.");
+                             "\" in one object.")
+          .AddViolation(duplicate_at, "duplicate name \"" + duplicate + "\"");
     }
     return j;
   } catch (const TooDeep&) {
-    return InvalidArgument("Invalid JSON payload received. Nesting deeper than " +
-                           std::to_string(kMaxDepth) + " levels.");
+    return error("Nesting deeper than " + std::to_string(kMaxDepth) + " levels");
   } catch (const json::exception& e) {
     std::string what = e.what();
     // "[json.exception.parse_error.101] parse error at line 1, column 2: ..." -> "parse error ..."
     if (auto pos = what.find("] "); pos != std::string::npos) what = what.substr(pos + 2);
-    return InvalidArgument("Invalid JSON payload received. " + what);
+    return error(what);
   }
 }
 

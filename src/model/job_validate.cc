@@ -1,5 +1,7 @@
 #include "job_validate.h"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <set>
@@ -383,6 +385,62 @@ void CheckPackages(const json& ti, Checker* c) {
   }
 }
 
+// `python -m MODULE` takes a dotted name of identifiers ("trainer.task").
+bool IsPythonModuleName(std::string_view name) {
+  if (name.empty() || name.size() > 1024) return false;
+  size_t start = 0;
+  for (;;) {
+    size_t end = name.find('.', start);
+    std::string_view part =
+        name.substr(start, end == std::string_view::npos ? name.npos : end - start);
+    if (part.empty() || std::isdigit(static_cast<unsigned char>(part[0]))) return false;
+    for (char ch : part) {
+      if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_') return false;
+    }
+    if (end == std::string_view::npos) return true;
+    start = end + 1;
+  }
+}
+
+void CheckPythonModule(const json& ti, Checker* c) {
+  std::string module = Str(ti, "pythonModule");
+  if (!module.empty() && !IsPythonModuleName(module)) {
+    c->Invalid("trainingInput.pythonModule",
+               "pythonModule \"" + module +
+                   "\" is not a Python module name (dotted identifiers of letters, digits and "
+                   "'_', such as trainer.task)");
+  }
+}
+
+// The regions of compat §13.1.
+constexpr std::string_view kRegions[] = {"asia-east1",
+                                         "asia-northeast1",
+                                         "asia-southeast1",
+                                         "australia-southeast1",
+                                         "europe-west1",
+                                         "europe-west2",
+                                         "europe-west3",
+                                         "europe-west4",
+                                         "us-central1",
+                                         "us-east1",
+                                         "northamerica-northeast1",
+                                         "us-east4",
+                                         "us-west1"};
+
+void CheckRegion(const json& ti, Checker* c) {
+  std::string region = Str(ti, "region");
+  if (region.empty()) {
+    c->Invalid("trainingInput.region", "region is required");
+    return;
+  }
+  if (std::find(std::begin(kRegions), std::end(kRegions), region) != std::end(kRegions)) return;
+  std::string all;
+  for (std::string_view r : kRegions) all += (all.empty() ? "" : ", ") + std::string(r);
+  c->Invalid(
+      "trainingInput.region",
+      "region \"" + region + "\" is not an AI Platform Training region (one of " + all + ")");
+}
+
 void CheckScheduling(const json& ti, Checker* c) {
   const json* s = Get(ti, "scheduling");
   if (s == nullptr) return;
@@ -510,9 +568,8 @@ void CheckHyperparameters(const json& ti, const Capabilities& caps, Checker* c) 
 }
 
 void ValidateTrainingInput(const json& ti, const Capabilities& caps, Checker* c) {
-  if (Str(ti, "region").empty()) {
-    c->Invalid("trainingInput.region", "region is required");
-  }
+  CheckRegion(ti, c);
+  CheckPythonModule(ti, c);
   std::string tier = Str(ti, "scaleTier");
   if (tier.empty()) tier = "BASIC";
   if (tier == "BASIC_TPU") {

@@ -174,9 +174,24 @@ Result<std::string> BucketStore::LocalPath(const Location& loc) const {
 }
 
 Result<std::string> BucketStore::LocalPathForUri(std::string_view uri) const {
+  // Only objects of the bucket store: a host path would let a job read any file the daemon can
+  // (or hang a launcher on /dev/zero), and the answer would tell whether it exists. AI Platform
+  // takes gs:// URIs only (compat §2).
+  if (uri.substr(0, 5) != "gs://") {
+    return InvalidArgument("\"" + std::string(uri) + "\" is not a gs:// URI");
+  }
   auto loc = ParseLocation(uri);
   if (!loc.ok()) return loc.status();
-  return LocalPath(*loc);
+  if (loc->object.empty()) {
+    return InvalidArgument("\"" + std::string(uri) + "\" names a bucket, not an object");
+  }
+  auto path = LocalPath(*loc);
+  if (!path.ok()) return path.status();
+  struct stat st {};
+  if (::stat(path->c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return NotFound("No such object: " + loc->bucket + "/" + loc->object);
+  }
+  return path;
 }
 
 Result<ObjectInfo> BucketStore::WriteObject(std::string_view bucket, std::string_view name,
@@ -239,38 +254,42 @@ Result<std::vector<ObjectInfo>> BucketStore::ListObjects(std::string_view bucket
   return out;
 }
 
-Status BucketStore::ValidateJobDir(std::string_view uri) {
+Status BucketStore::ValidateJobDir(std::string_view uri) const {
   const std::string where = "jobDir " + std::string(uri) + ": ";
+  if (uri.substr(0, 5) != "gs://") {
+    return InvalidArgument(where + "must be a gs:// URI (gs://BUCKET/PATH)");
+  }
   auto loc = ParseLocation(uri);
   if (!loc.ok()) return InvalidArgument(where + loc.status().message());
-  if (loc->kind == Location::Kind::kBucket && !BucketExists(loc->bucket)) {
+  if (!BucketExists(loc->bucket)) {
     return InvalidArgument(where + "bucket \"" + loc->bucket + "\" does not exist");
   }
-  auto path = LocalPath(*loc);
+  auto path = LocalPath(*loc);  // refuses names that resolve outside the bucket
   if (!path.ok()) return InvalidArgument(where + path.status().message());
-  struct stat st {};
-  if (::stat(path->c_str(), &st) == 0) {
-    if (!S_ISDIR(st.st_mode)) return InvalidArgument(where + "exists and is not a directory");
-  } else {
-    Status made = MakeDirs(*path);
-    if (!made.ok() || ::stat(path->c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      return InvalidArgument(where + "cannot create the directory" +
-                             (made.ok() ? std::string() : " (" + made.message() + ")"));
+  // Nothing is created here: the check runs before the create is accepted, and objects under
+  // the job dir make their own directories when they are written. The nearest existing
+  // directory on the way must be a directory the daemon can write.
+  auto bucket_dir = LocalPath(Location{Location::Kind::kBucket, loc->bucket, "", ""});
+  if (!bucket_dir.ok()) return InvalidArgument(where + bucket_dir.status().message());
+  std::string dir = *path;
+  for (;;) {
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) == 0) {
+      if (!S_ISDIR(st.st_mode)) {
+        return InvalidArgument(where + (dir == *path
+                                            ? "an object has this name"
+                                            : "an object is in the way (gs://" + loc->bucket +
+                                                  dir.substr(bucket_dir->size()) + ")"));
+      }
+      if (::access(dir.c_str(), W_OK) != 0) {
+        return InvalidArgument(where + "the bucket store cannot write there");
+      }
+      return Status::Ok();
     }
+    if (dir.size() <= bucket_dir->size()) break;
+    dir = dir.substr(0, dir.rfind('/'));
   }
-  // Re-check containment now that the directories exist (a component may be a symlink).
-  if (auto again = LocalPath(*loc); !again.ok()) {
-    return InvalidArgument(where + again.status().message());
-  }
-  std::string probe = *path + "/.trainyard-write-check-XXXXXX";
-  int fd = ::mkstemp(probe.data());
-  if (fd < 0) {
-    int err = errno;
-    return InvalidArgument(where + "the directory is not writable (" + std::strerror(err) + ")");
-  }
-  ::close(fd);
-  ::unlink(probe.c_str());
-  return Status::Ok();
+  return InvalidArgument(where + "bucket \"" + loc->bucket + "\" does not exist");
 }
 
 }  // namespace trainyard::storage

@@ -669,6 +669,8 @@ void StorageService::GetObject(const httplib::Request& req, httplib::Response& r
   }
   res.set_header("Accept-Ranges", "bytes");
   if (RangeUnsatisfiable(req, size)) {
+    // Not applied to the error body either (httplib slices every body by the request's ranges).
+    const_cast<httplib::Request&>(req).ranges.clear();
     res.set_header("Content-Range", "bytes */" + std::to_string(size));
     return SendError(res, 416, "requestedRangeNotSatisfiable",
                      "The requested range cannot be satisfied.");
@@ -677,6 +679,13 @@ void StorageService::GetObject(const httplib::Request& req, httplib::Response& r
     res.status = 200;
     res.set_content("", meta->content_type);
     return;
+  }
+  if (req.ranges.size() > 1) {
+    // Several ranges: the whole object with 200, as GCS answers (it serves single ranges only;
+    // RFC 9110 §14.2 lets a server ignore Range). httplib would build multipart/byteranges
+    // from the provider and get it wrong. The Request is httplib's own non-const object.
+    const_cast<httplib::Request&>(req).ranges.clear();
+    res.status = 200;
   }
   auto path = internal::ObjectPath(store_, bucket, name);
   if (!path.ok()) return SendStatus(res, path.status());

@@ -250,11 +250,12 @@ void ParseParameter(const json& p, const std::string& base, ParameterSpec* spec,
   if (type < 0) return;
   const std::string type_name = TypeName(spec->type);
   if (spec->type == ParameterType::kDouble || spec->type == ParameterType::kInteger) {
-    if (min == nullptr) {
-      out->Add(base + ".minValue", "minValue is required for " + type_name + " parameters");
-    }
-    if (max == nullptr) {
-      out->Add(base + ".maxValue", "maxValue is required for " + type_name + " parameters");
+    // minValue and maxValue are plain proto3 doubles (compat §3): an absent one is 0, and the
+    // canonical JSON leaves a 0 out, so "minValue": 0 must read back the same when absent (a job
+    // re-created from its own GET output). Only both absent is an error.
+    if (min == nullptr && max == nullptr) {
+      out->Add(base + ".minValue",
+               "minValue and maxValue are required for " + type_name + " parameters");
     }
   } else if (spec->type == ParameterType::kCategorical && (min != nullptr || max != nullptr)) {
     out->Add(base + (min != nullptr ? ".minValue" : ".maxValue"),

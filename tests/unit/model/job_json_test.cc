@@ -273,8 +273,9 @@ TEST(ParseJobForCreateTest, RejectsBothSpellingsOfOneField) {
 }
 
 TEST(ParseJobForCreateTest, RejectsDuplicateKeys) {
-  std::string body = R"({"jobId":"a","jobId":"b","trainingInput":{"region":"r","pythonModule":"m",)"
-                     R"("packageUris":["gs://b/p"]}})";
+  std::string body =
+      R"({"jobId":"a","jobId":"b","trainingInput":{"region":"us-central1","pythonModule":"m",)"
+      R"("packageUris":["gs://b/p"]}})";
   auto r = ParseJobForCreate(body, "p", AllCaps());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
@@ -377,6 +378,123 @@ TEST(ParseJobForCreateTest, ResubmittingAGetResponseYieldsTheSameTrainingInput) 
   auto again = ParseJobForCreate(got, "proj", AllCaps());
   ExpectOk(again);
   EXPECT_EQ(again->training_input_json, first->training_input_json);
+}
+
+// parse -> print -> parse gives the same job, and printing it again gives the same text.
+void ExpectRoundTrip(const json& body) {
+  auto first = ParseJobForCreate(body.dump(), "proj", AllCaps());
+  ASSERT_TRUE(first.ok()) << first.status().ToString() << "\n" << body.dump();
+  Job job = *first;
+  job.create_time = 1700000000 * kMicrosPerSecond;
+  job.etag = "fhCHZ7hsq10=";
+  const std::string printed = JobToJson(job);
+  auto again = ParseJobForCreate(printed, "proj", AllCaps());
+  ASSERT_TRUE(again.ok()) << again.status().ToString() << "\n" << printed;
+  EXPECT_EQ(again->job_id, first->job_id);
+  EXPECT_EQ(again->labels, first->labels);
+  EXPECT_EQ(again->training_input_json, first->training_input_json);
+  Job job2 = *again;
+  job2.create_time = job.create_time;
+  job2.etag = job.etag;
+  EXPECT_EQ(JobToJson(job2), printed);
+}
+
+TEST(RoundTripTest, ZeroTuningBoundsSurviveTheCanonicalForm) {
+  json hp = {
+      {"goal", "MINIMIZE"},
+      {"hyperparameterMetricTag", "loss"},
+      {"maxTrials", 4},
+      {"params",
+       {{{"parameterName", "dropout"}, {"type", "DOUBLE"}, {"minValue", 0}, {"maxValue", 0.5}},
+        {{"parameterName", "shift"}, {"type", "INTEGER"}, {"minValue", -3}, {"maxValue", 0}}}}};
+  auto r = ParseWith({{"hyperparameters", hp}});
+  ExpectOk(r);
+  // The zero is left out of the canonical JSON (proto3) and reads back as zero.
+  EXPECT_EQ(r->training_input_json.find("\"minValue\":0"), std::string::npos);
+  json body = Body(MinimalTrainingInput());
+  body["trainingInput"]["hyperparameters"] = hp;
+  ExpectRoundTrip(body);
+  auto again = ParseJobForCreate(JobToJson(*r), "proj", AllCaps());
+  ExpectOk(again);
+  json stored = json::parse(again->training_input_json)["hyperparameters"]["params"];
+  EXPECT_FALSE(stored[0].contains("minValue"));
+  EXPECT_EQ(stored[0]["maxValue"], 0.5);
+  EXPECT_EQ(stored[1]["minValue"], -3);
+  EXPECT_FALSE(stored[1].contains("maxValue"));
+}
+
+TEST(RoundTripTest, EveryFieldOfAPackageJobSurvives) {
+  json accel = {{"count", "2"}, {"type", "NVIDIA_TESLA_T4"}};
+  json ti = {
+      {"scaleTier", "CUSTOM"},
+      {"masterType", "n1-standard-8"},
+      {"masterConfig",
+       {{"acceleratorConfig", accel},
+        {"diskConfig", {{"bootDiskType", "pd-ssd"}, {"bootDiskSizeGb", 200}}}}},
+      {"workerType", "n1-standard-4"},
+      {"workerConfig", {{"diskConfig", {{"bootDiskType", "pd-standard"}}}}},
+      {"parameterServerType", "n1-standard-4"},
+      {"evaluatorType", "n1-standard-4"},
+      {"workerCount", "3"},
+      {"parameterServerCount", 1},
+      {"evaluatorCount", "1"},
+      {"packageUris", {"gs://b/trainer-0.1.tar.gz", "gs://b/dep.whl"}},
+      {"pythonModule", "trainer.task_2"},
+      {"args", {"--epochs", "0", "", "--lr=0.0"}},
+      {"hyperparameters",
+       {{"goal", "MAXIMIZE"},
+        {"params",
+         {{{"parameterName", "lr"},
+           {"type", "DOUBLE"},
+           {"minValue", 0.0001},
+           {"maxValue", 1},
+           {"scaleType", "UNIT_LOG_SCALE"}},
+          {{"parameterName", "depth"}, {"type", "INTEGER"}, {"minValue", 0}, {"maxValue", 10}},
+          {{"parameterName", "opt"},
+           {"type", "CATEGORICAL"},
+           {"categoricalValues", {"adam", "sgd"}}},
+          {{"parameterName", "batch"}, {"type", "DISCRETE"}, {"discreteValues", {0, 32.5, 64}}}}},
+        {"maxTrials", 6},
+        {"maxParallelTrials", 2},
+        {"maxFailedTrials", 1},
+        {"hyperparameterMetricTag", "accuracy"},
+        {"enableTrialEarlyStopping", true},
+        {"algorithm", "RANDOM_SEARCH"}}},
+      {"region", "europe-west4"},
+      {"jobDir", "gs://b/out"},
+      {"runtimeVersion", "2.11"},
+      {"pythonVersion", "3.7"},
+      {"encryptionConfig", {{"kmsKeyName", "projects/p/locations/us/keyRings/r/cryptoKeys/k"}}},
+      {"scheduling", {{"maxRunningTime", "7200s"}, {"maxWaitTime", "3600.5s"}, {"priority", 0}}},
+      {"network", "projects/12345/global/networks/default"},
+      {"serviceAccount", "sa@p.iam.gserviceaccount.com"},
+      {"useChiefInTfConfig", true}};
+  json body = {{"jobId", "every_field_1"},
+               {"trainingInput", ti},
+               {"labels", {{"owner", "me"}, {"empty", ""}}}};
+  ExpectRoundTrip(body);
+}
+
+TEST(RoundTripTest, EveryFieldOfAContainerJobSurvives) {
+  json replica = {{"imageUri", "gcr.io/p/trainer:1"},
+                  {"containerCommand", {"python", "-m", "trainer"}},
+                  {"containerArgs", {"--x", "0"}},
+                  {"acceleratorConfig", {{"count", 1}, {"type", "NVIDIA_TESLA_V100"}}}};
+  json ti = {{"scaleTier", "CUSTOM"},   {"masterType", "n1-standard-8"},
+             {"masterConfig", replica}, {"workerType", "n1-standard-8"},
+             {"workerConfig", replica}, {"workerCount", 1},
+             {"region", "us-central1"}, {"scheduling", {{"maxWaitTime", "1800s"}}}};
+  ExpectRoundTrip({{"jobId", "container_1"}, {"trainingInput", ti}});
+}
+
+TEST(RoundTripTest, SnakeCaseAndStringScalarsReadBackCanonically) {
+  json ti = {{"scale_tier", "BASIC"},
+             {"package_uris", {"gs://b/p.tar.gz"}},
+             {"python_module", "m"},
+             {"region", "us-east1"},
+             {"use_chief_in_tf_config", "false"},
+             {"scheduling", {{"max_running_time", "60s"}}}};
+  ExpectRoundTrip({{"job_id", "snake_1"}, {"training_input", ti}});
 }
 
 TEST(ParseJobForCreateTest, FoldsLegacyMaxRunningTimeIntoScheduling) {
@@ -604,6 +722,58 @@ TEST(ValidationTest, TrainingInputAndRegionAreRequired) {
   ExpectInvalid(ParseTi(ti), "trainingInput.region");
 }
 
+TEST(ValidationTest, RegionMustBeATrainingRegion) {
+  ExpectOk(ParseWith({{"region", "asia-east1"}}));
+  auto r = ParseWith({{"region", "mars-north1"}});
+  ExpectInvalid(r, "trainingInput.region");
+  EXPECT_NE(ViolationText(r.status(), "trainingInput.region").find("us-central1"),
+            std::string::npos);
+  ExpectInvalid(ParseWith({{"region", "US-CENTRAL1"}}), "trainingInput.region");
+}
+
+TEST(ValidationTest, PythonModuleMustBeAModuleName) {
+  ExpectOk(ParseWith({{"pythonModule", "trainer"}}));
+  ExpectOk(ParseWith({{"pythonModule", "_pkg.sub_2.task"}}));
+  for (const char* bad : {"trainer/task.py", "trainer.", ".task", "a..b", "2fast.task",
+                          "trainer task", "-m", "trainer.task;rm"}) {
+    auto r = ParseWith({{"pythonModule", bad}});
+    ExpectInvalid(r, "trainingInput.pythonModule");
+    EXPECT_NE(ViolationText(r.status(), "trainingInput.pythonModule").find("module name"),
+              std::string::npos)
+        << bad;
+  }
+}
+
+TEST(ValidationTest, JsonErrorsNameWhereTheyAre) {
+  std::string deep = R"({"jobId":"a","trainingInput":{"args":)";
+  for (int i = 0; i < 100; ++i) deep += "[";
+  auto r = ParseJobForCreate(deep, "p", AllCaps());
+  ASSERT_FALSE(r.ok());
+  ASSERT_EQ(r.status().violations().size(), 1u);
+  EXPECT_EQ(r.status().violations()[0].field.rfind("trainingInput.args[0][0]", 0), 0u)
+      << r.status().violations()[0].field;
+  EXPECT_NE(r.status().message().find("Nesting deeper than 64 levels at 'trainingInput.args"),
+            std::string::npos)
+      << r.status().message();
+
+  std::string bad_utf8 =
+      "{\"jobId\":\"a\",\"trainingInput\":{\"region\":\"us-central1\","
+      "\"pythonModule\":\"tr\xff\xfeiner\"}}";
+  r = ParseJobForCreate(bad_utf8, "p", AllCaps());
+  ASSERT_FALSE(r.ok());
+  ASSERT_EQ(r.status().violations().size(), 1u);
+  EXPECT_EQ(r.status().violations()[0].field, "trainingInput.pythonModule");
+  EXPECT_NE(r.status().message().find("UTF-8"), std::string::npos) << r.status().message();
+
+  r = ParseJobForCreate(R"({"jobId":"a","trainingInput":{"args":["x", 1, ]}})", "p", AllCaps());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().violations()[0].field, "trainingInput.args[1]");
+
+  r = ParseJobForCreate(R"({"jobId":"a","labels":{"k":"1","k":"2"}})", "p", AllCaps());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().violations()[0].field, "labels.k");
+}
+
 TEST(ValidationTest, SchedulingRules) {
   ExpectOk(ParseWith({{"scheduling", {{"maxWaitTime", "1800s"}}}}));
   ExpectInvalid(ParseWith({{"scheduling", {{"maxWaitTime", "60s"}}}}),
@@ -631,7 +801,7 @@ TEST(ValidationTest, PackageRules) {
   ti.erase("pythonModule");
   ExpectInvalid(ParseTi(ti), "trainingInput.pythonModule");
   // A custom-container job needs neither.
-  ExpectOk(ParseTi({{"region", "r"}, {"masterConfig", {{"imageUri", "gcr.io/p/i"}}}}));
+  ExpectOk(ParseTi({{"region", "us-central1"}, {"masterConfig", {{"imageUri", "gcr.io/p/i"}}}}));
 }
 
 TEST(ValidationTest, RuntimeVersionAndImageAreExclusive) {
@@ -794,7 +964,7 @@ TEST(ValidationTest, TpusAreRefusedAsInvalidEvenWithAllCapabilities) {
 }
 
 TEST(ValidationTest, ContainerCommandRules) {
-  json ti = {{"region", "r"},
+  json ti = {{"region", "us-central1"},
              {"masterConfig", {{"imageUri", "gcr.io/p/i"}, {"containerArgs", {"--x"}}}}};
   ExpectOk(ParseTi(ti));
   ti["args"] = {"--y"};
@@ -802,7 +972,7 @@ TEST(ValidationTest, ContainerCommandRules) {
   ExpectInvalid(ParseWith({{"masterConfig", {{"containerCommand", {"python"}}}}}),
                 "trainingInput.masterConfig.containerCommand");
   // Workers inherit the master's image, so their command is fine.
-  ExpectOk(ParseTi({{"region", "r"},
+  ExpectOk(ParseTi({{"region", "us-central1"},
                     {"scaleTier", "CUSTOM"},
                     {"masterType", "standard"},
                     {"workerType", "standard"},
@@ -841,9 +1011,10 @@ TEST(ValidationTest, HyperparameterRules) {
                 p0 + ".parameterName");
   ExpectInvalid(ParseHp({{"params", {{{"parameterName", "x"}, {"minValue", 0}, {"maxValue", 1}}}}}),
                 p0 + ".type");
-  ExpectInvalid(
-      ParseHp({{"params", {{{"parameterName", "x"}, {"type", "DOUBLE"}, {"maxValue", 1}}}}}),
-      p0 + ".minValue");
+  // An absent bound is 0 (proto3); both absent is an error.
+  ExpectOk(ParseHp({{"params", {{{"parameterName", "x"}, {"type", "DOUBLE"}, {"maxValue", 1}}}}}));
+  ExpectInvalid(ParseHp({{"params", {{{"parameterName", "x"}, {"type", "DOUBLE"}}}}}),
+                p0 + ".minValue");
   ExpectInvalid(
       ParseHp(
           {{"params",
@@ -974,11 +1145,11 @@ TEST(CapabilitiesTest, RefusesMultiReplicaJobs) {
 }
 
 TEST(CapabilitiesTest, RefusesContainers) {
-  auto r =
-      ParseTi({{"region", "r"}, {"masterConfig", {{"imageUri", "gcr.io/p/i"}}}}, Capabilities{});
+  auto r = ParseTi({{"region", "us-central1"}, {"masterConfig", {{"imageUri", "gcr.io/p/i"}}}},
+                   Capabilities{});
   ExpectUnimplemented(r, "trainingInput.masterConfig.imageUri");
   ExpectUnimplemented(
-      ParseTi({{"region", "r"},
+      ParseTi({{"region", "us-central1"},
                {"masterConfig", {{"imageUri", "gcr.io/p/i"}, {"containerArgs", {"a"}}}}},
               Capabilities{}),
       "trainingInput.masterConfig.containerArgs");

@@ -203,7 +203,7 @@ TEST(MachineTypesTest, ValidatorAcceptsEveryCatalogType) {
     SCOPED_TRACE(std::string(m.name));
     json body = {{"jobId", "j"},
                  {"trainingInput",
-                  {{"region", "r"},
+                  {{"region", "us-central1"},
                    {"packageUris", {"gs://b/p.tar.gz"}},
                    {"pythonModule", "m"},
                    {"scaleTier", "CUSTOM"},
@@ -369,7 +369,7 @@ TEST(PlanClusterTest, PlansAParsedJob) {
   json body = {
       {"jobId", "j"},
       {"trainingInput",
-       {{"region", "r"},
+       {{"region", "us-central1"},
         {"packageUris", {"gs://b/p.tar.gz"}},
         {"pythonModule", "m"},
         {"scaleTier", "CUSTOM"},

@@ -236,11 +236,25 @@ TEST_F(BucketStoreTest, ObjectAndDirectoryOfTheSameNameConflict) {
   EXPECT_EQ(store_.WriteObject("bkt", "a/b/c", "y").status().code(), StatusCode::kAlreadyExists);
 }
 
-TEST_F(BucketStoreTest, LocalPathMapsLocations) {
-  EXPECT_EQ(store_.LocalPathForUri("gs://bkt/x/y").value(), Root() + "/bkt/x/y");
-  EXPECT_EQ(store_.LocalPathForUri("gs://bkt").value(), Root() + "/bkt");
-  EXPECT_EQ(store_.LocalPathForUri("/abs/p").value(), "/abs/p");
+TEST_F(BucketStoreTest, LocalPathForUriMapsPackageObjectsOnly) {
+  ASSERT_TRUE(store_.WriteObject("bkt", "x/pkg.tar.gz", "p").ok());
+  EXPECT_EQ(store_.LocalPathForUri("gs://bkt/x/pkg.tar.gz").value(), Root() + "/bkt/x/pkg.tar.gz");
+  EXPECT_EQ(store_.LocalPathForUri("gs://bkt/x/missing").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(store_.LocalPathForUri("gs://nobucket/x").status().code(), StatusCode::kNotFound);
+  // A "folder" and the bucket itself are not package files.
+  EXPECT_FALSE(store_.LocalPathForUri("gs://bkt/x").ok());
+  EXPECT_EQ(store_.LocalPathForUri("gs://bkt").status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(BucketStoreTest, LocalPathForUriNeverReachesHostFiles) {
+  // Host paths are refused before anything is looked at, with the same answer whether the file
+  // exists or not (a create must not reveal /etc/shadow).
+  for (const char* uri : {"/dev/zero", "/etc/shadow", "/no/such/file", "file:///etc/passwd",
+                          "file:///no/such/file", "relative/path"}) {
+    auto r = store_.LocalPathForUri(uri);
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << uri;
+    EXPECT_EQ(r.status().message(), "\"" + std::string(uri) + "\" is not a gs:// URI");
+  }
 }
 
 // --- Sidecar metadata
@@ -348,16 +362,25 @@ TEST_F(BucketStoreTest, PagesWithDelimiter) {
 // --- Job dirs
 // -------------------------------------------------------------------------------------
 
-TEST_F(BucketStoreTest, ValidateJobDirCreatesTheDirectory) {
+TEST_F(BucketStoreTest, ValidateJobDirAcceptsBucketLocationsWithoutCreatingAnything) {
   EXPECT_TRUE(store_.ValidateJobDir("gs://bkt/jobs/out/").ok());
-  EXPECT_TRUE(fs::is_directory(Root() + "/bkt/jobs/out"));
   EXPECT_TRUE(store_.ValidateJobDir("gs://bkt").ok());
+  fs::create_directories(Root() + "/bkt/existing");
+  EXPECT_TRUE(store_.ValidateJobDir("gs://bkt/existing/run1").ok());
+  // No directory and no probe file: the check runs before the create is accepted.
+  EXPECT_FALSE(fs::exists(Root() + "/bkt/jobs"));
+  EXPECT_TRUE(fs::is_empty(Root() + "/bkt/existing"));
+}
+
+TEST_F(BucketStoreTest, ValidateJobDirRefusesHostPathsWithoutTouchingThem) {
   std::string local = dir_.path() + "/local/job";
-  EXPECT_TRUE(store_.ValidateJobDir(local).ok());
-  EXPECT_TRUE(fs::is_directory(local));
-  EXPECT_TRUE(store_.ValidateJobDir("file://" + local).ok());
-  // The write probe leaves nothing behind.
-  EXPECT_TRUE(fs::is_empty(local));
+  for (const std::string& uri :
+       {local, "file://" + local, std::string("/sys/fs/cgroup/x"), std::string("relative")}) {
+    Status s = store_.ValidateJobDir(uri);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << uri;
+    EXPECT_EQ(s.message(), "jobDir " + uri + ": must be a gs:// URI (gs://BUCKET/PATH)");
+  }
+  EXPECT_FALSE(fs::exists(dir_.path() + "/local"));
 }
 
 TEST_F(BucketStoreTest, ValidateJobDirNamesTheProblem) {
@@ -369,18 +392,19 @@ TEST_F(BucketStoreTest, ValidateJobDirNamesTheProblem) {
   EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(StartsWith(bad.message(), "jobDir gs://bkt/../x: ")) << bad.message();
 
-  EXPECT_EQ(store_.ValidateJobDir("relative").code(), StatusCode::kInvalidArgument);
-
   ASSERT_TRUE(store_.WriteObject("bkt", "file", "x").ok());
   Status not_dir = store_.ValidateJobDir("gs://bkt/file");
   EXPECT_EQ(not_dir.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(not_dir.message().find("not a directory"), std::string::npos);
+  EXPECT_EQ(not_dir.message(), "jobDir gs://bkt/file: an object has this name");
+  Status under_file = store_.ValidateJobDir("gs://bkt/file/out");
+  EXPECT_EQ(under_file.message(),
+            "jobDir gs://bkt/file/out: an object is in the way (gs://bkt/file)");
 
   if (::geteuid() != 0) {  // root can write anywhere
-    std::string ro = dir_.path() + "/ro";
+    std::string ro = Root() + "/bkt/ro";
     fs::create_directories(ro);
     fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec);
-    Status not_writable = store_.ValidateJobDir(ro);
+    Status not_writable = store_.ValidateJobDir("gs://bkt/ro/out");
     EXPECT_EQ(not_writable.code(), StatusCode::kInvalidArgument);
     fs::permissions(ro, fs::perms::owner_all);
   }

@@ -319,9 +319,15 @@ TEST_F(StorageHttpTest, MediaDownloadWithRanges) {
 
   auto beyond = client_->Get("/storage/v1/b/bkt/o/r.txt?alt=media", {{"Range", "bytes=20-30"}});
   ASSERT_TRUE(beyond);
-  // httplib applies the Range to every body, the error's included, so only the status is GCS's.
   EXPECT_EQ(beyond->status, 416);
   EXPECT_EQ(beyond->get_header_value("Content-Range"), "bytes */10");
+  EXPECT_EQ(Json(beyond)["error"]["message"], "The requested range cannot be satisfied.");
+  // Several ranges: the whole object, as GCS answers (no multipart/byteranges).
+  auto multi = client_->Get("/storage/v1/b/bkt/o/r.txt?alt=media", {{"Range", "bytes=0-1,4-5,-2"}});
+  ASSERT_TRUE(multi);
+  EXPECT_EQ(multi->status, 200);
+  EXPECT_EQ(multi->body, "0123456789");
+  EXPECT_FALSE(multi->has_header("Content-Range"));
   UploadMedia("empty", "");
   auto empty = client_->Get("/storage/v1/b/bkt/o/empty?alt=media");
   ASSERT_TRUE(empty);

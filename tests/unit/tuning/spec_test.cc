@@ -319,14 +319,19 @@ TEST(ParseStudyConfigTest, TypeIsRequired) {
 }
 
 TEST(ParseStudyConfigTest, BoundsPresenceRules) {
-  EXPECT_TRUE(HasViolation(
-      ParseStudyConfig(R"({"params": [{"parameterName": "y", "type": "DOUBLE", "maxValue": 1}]})")
-          .status(),
-      "params[0].minValue", "minValue is required for DOUBLE parameters"));
+  // Proto3 doubles: an absent bound is 0 (a 0 bound is left out of the canonical JSON).
+  auto zero_min =
+      ParseStudyConfig(R"({"params": [{"parameterName": "y", "type": "DOUBLE", "maxValue": 1}]})");
+  ASSERT_TRUE(zero_min.ok()) << zero_min.status().ToString();
+  EXPECT_EQ(zero_min->params[0].min_value, 0);
+  EXPECT_EQ(zero_min->params[0].max_value, 1);
   EXPECT_TRUE(HasViolation(
       ParseStudyConfig(R"({"params": [{"parameterName": "y", "type": "INTEGER", "minValue": 1}]})")
           .status(),
-      "params[0].maxValue", "maxValue is required for INTEGER parameters"));
+      "params[0].maxValue", "must not be less than minValue"));
+  EXPECT_TRUE(HasViolation(
+      ParseStudyConfig(R"({"params": [{"parameterName": "y", "type": "INTEGER"}]})").status(),
+      "params[0].minValue", "minValue and maxValue are required for INTEGER parameters"));
   // An explicit zero is still "set" for a CATEGORICAL parameter.
   EXPECT_TRUE(HasViolation(ParseStudyConfig(R"({"params": [{"parameterName": "c",
     "type": "CATEGORICAL", "categoricalValues": ["a"], "minValue": 0}]})")

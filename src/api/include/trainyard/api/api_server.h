@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "trainyard/core/status.h"
 #include "trainyard/scheduler/scheduler.h"
@@ -19,7 +20,10 @@ namespace trainyard::api {
 struct ApiOptions {
   std::string host = "127.0.0.1";
   int port = 8470;  // 0 = any free port
+  // HTTP workers kept ready; more start on demand up to max_threads (requests beyond wait).
+  // Idle keep-alive connections hold no worker.
   int threads = 16;
+  int max_threads = 1024;
   std::string default_project = "default";
   // TLS listener: off while tls_port < 0; 0 = any free port. Both files are PEM.
   std::string tls_host = "127.0.0.1";
@@ -64,6 +68,10 @@ class ApiServer {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// True for 127.0.0.0/8, ::1 and localhost (with or without [brackets]). Bind() warns when a
+// listener is on any other address, since authentication is off.
+bool IsLoopbackHost(std::string_view host);
 
 // The route table as text (also served at GET /v1/help), for docs/api.md.
 std::string RouteTableHelp();

@@ -1,7 +1,8 @@
 // The bucket store behind gs://BUCKET/OBJECT: by default a directory tree under the data dir
 // (<root>/<bucket>/<object path>). Object names that would escape their bucket ("..", absolute
-// names, empty segments, NUL) are refused. Local absolute paths and file:// URIs are accepted
-// wherever a location is (compat §2, §9).
+// names, empty segments, NUL) are refused. ParseLocation() also reads local absolute paths and
+// file:// URIs, but what a job names (packageUris, jobDir) must be gs:// inside the store
+// (compat §2): a job never reaches other host files.
 #pragma once
 
 #include <cstdint>
@@ -59,7 +60,9 @@ class BucketStore {
 
   // Local filesystem path for a location (bucket must exist for kBucket; NOT_FOUND otherwise).
   Result<std::string> LocalPath(const Location& loc) const;
-  // Same, from a URI string.
+  // The file of a package object: a gs://BUCKET/OBJECT URI (anything else is INVALID_ARGUMENT)
+  // whose object exists inside the store as a regular file (NOT_FOUND otherwise). Says nothing
+  // about host files outside the store.
   Result<std::string> LocalPathForUri(std::string_view uri) const;
 
   // Writes an object atomically (temp file + rename), creating parent directories.
@@ -75,9 +78,10 @@ class BucketStore {
   Result<std::vector<ObjectInfo>> ListObjects(std::string_view bucket, std::string_view prefix,
                                               std::string_view start_after, int max_results) const;
 
-  // The jobDir check of projects.jobs.create: the location parses, its bucket exists (for
-  // gs://) and the directory can be created and written. INVALID_ARGUMENT names the problem.
-  Status ValidateJobDir(std::string_view uri);
+  // The jobDir check of projects.jobs.create, without side effects: a gs:// URI, its bucket
+  // exists, no object has its name or a parent's, and the store can write there. Creates
+  // nothing. INVALID_ARGUMENT names the problem.
+  Status ValidateJobDir(std::string_view uri) const;
 
   // Temp directory for uploads in progress (inside root, so renames stay on one filesystem).
   std::string TempDir() const;
