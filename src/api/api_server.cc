@@ -131,21 +131,6 @@ void WriteJson(httplib::Response& res, const std::string& body) {
   res.set_content(body, "application/json; charset=UTF-8");
 }
 
-json LogEntryJson(const model::LogEntry& e) {
-  json j = {
-      {"insertId", std::to_string(e.insert_id)},
-      {"timestamp", FormatRfc3339Micros(e.timestamp)},
-      {"severity", model::SeverityName(e.severity)},
-      {"resource",
-       {{"type", "ml_job"},
-        {"labels", {{"job_id", e.job_id}, {"task_name", e.task_name}, {"project_id", e.project}}}}},
-      {"logName", "projects/" + e.project + "/logs/" +
-                      (e.task_name == "service" ? "ml.googleapis.com%2F" + e.job_id : e.task_name)},
-      {"jsonPayload", {{"message", e.message}}}};
-  if (!e.trial_id.empty()) j["labels"] = {{"trial_id", e.trial_id}};
-  return j;
-}
-
 Result<int64_t> ParseIntParam(const httplib::Request& req, const char* name, int64_t def) {
   if (!req.has_param(name)) return def;
   std::string v = req.get_param_value(name);
@@ -292,41 +277,9 @@ class Handlers {
   }
 
   void JobLogs(const httplib::Request& req, httplib::Response& res) {
-    std::string project = req.matches[1];
-    std::string job_id = req.matches[2];
-    auto after = ParseIntParam(req, "afterInsertId", 0);
-    if (!after.ok()) return WriteError(res, after.status());
-    auto limit = ParseIntParam(req, "pageSize", 1000);
-    if (!limit.ok()) return WriteError(res, limit.status());
-    if (*limit < 0) {
-      return WriteError(res, Status(StatusCode::kInvalidArgument,
-                                    "Invalid value for pageSize: " + std::to_string(*limit) +
-                                        " (must not be negative)")
-                                 .AddViolation("pageSize", "must not be negative"));
-    }
-    if (*limit == 0) *limit = 1000;
-    store::LogQuery q;
-    q.project = project;
-    q.job_id = job_id;
-    q.task_name = req.has_param("taskName") ? req.get_param_value("taskName") : "";
-    q.after_insert_id = *after;
-    q.limit = static_cast<int>(std::clamp<int64_t>(*limit, 1, 10000));
-    auto entries = store_.ReadLogs(q);
-    if (!entries.ok()) return WriteError(res, entries.status());
-    if (entries->empty()) {
-      // Lines prove the job exists; only an empty answer needs the check (followers poll often).
-      auto job = store_.GetJob(project, job_id);
-      if (!job.ok()) return WriteError(res, job.status());
-    }
-    json out;
-    out["entries"] = json::array();
-    int64_t cursor = *after;
-    for (const auto& e : *entries) {
-      out["entries"].push_back(LogEntryJson(e));
-      cursor = std::max(cursor, e.insert_id);
-    }
-    out["nextAfterInsertId"] = std::to_string(cursor);
-    WriteJson(res, Dump(out));
+    auto body = api::ListJobLogs(store_, req.matches[1], req.matches[2], req.params);
+    if (!body.ok()) return WriteError(res, body.status());
+    WriteJson(res, *body);
   }
 
   void ListLogEntries(const httplib::Request& req, httplib::Response& res) {
@@ -589,7 +542,8 @@ const Route kRoutes[] = {
       "GoogleCloudMlV1__CancelJobRequest", "GoogleProtobuf__Empty", "Cancels a running job."}},
     {"GET",
      R"(/v1/projects/([^/]+)/jobs/([^/:]+)/logs)",
-     "job log entries after a cursor (afterInsertId, taskName, pageSize)",
+     "job log entries: listed in time order (orderBy, pageToken) or followed after a cursor "
+     "(afterInsertId); taskName, trialId, minSeverity, startTime, endTime, pageSize",
      false,
      RouteKind::kMl,
      &H::JobLogs,

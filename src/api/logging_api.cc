@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <deque>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "api_util.h"
@@ -32,7 +33,7 @@ struct ListRequest {
   std::string filter;
   bool descending = false;
   int page_size = kDefaultPageSize;
-  int64_t cursor = 0;  // 0 = first page
+  std::string page_token;  // "" = first page
 };
 
 Result<std::string> StringField(const json& v, const std::string& name) {
@@ -80,13 +81,7 @@ Result<ListRequest> ParseRequest(std::string_view body) {
       }
       r.page_size = n == 0 ? kDefaultPageSize : static_cast<int>(n);
     } else if (key == "pageToken" || key == "page_token") {
-      TRAINYARD_ASSIGN_OR_RETURN(std::string token, StringField(v, key));
-      if (!token.empty()) {
-        auto res = std::from_chars(token.data(), token.data() + token.size(), r.cursor);
-        if (res.ec != std::errc() || res.ptr != token.data() + token.size() || r.cursor < 1) {
-          return BadField("pageToken", "Invalid page token \"" + token + "\"");
-        }
-      }
+      TRAINYARD_ASSIGN_OR_RETURN(r.page_token, StringField(v, key));
     } else {
       return BadField(
           key, "Invalid JSON payload received. Unknown name \"" + key + "\": Cannot find field.");
@@ -132,6 +127,98 @@ Result<ListRequest> ParseRequest(std::string_view body) {
   return r;
 }
 
+// A page token: where the previous page stopped in the (timestamp, insertId) order, the
+// direction, and the snapshot (the highest insert id when the first page was read), so every
+// page of one listing reads the same set of entries even while a job is still logging.
+struct PageToken {
+  bool descending = false;
+  store::LogPosition position;
+  int64_t snapshot = 0;
+};
+
+// "a<timestamp>.<insertId>.<snapshot>" ("d" when descending): URL-safe as it is, so clients can
+// put it into a query string without encoding. Opaque to clients all the same.
+std::string EncodePageToken(const PageToken& t) {
+  return std::string(t.descending ? "d" : "a") + std::to_string(t.position.timestamp) + "." +
+         std::to_string(t.position.insert_id) + "." + std::to_string(t.snapshot);
+}
+
+Result<PageToken> DecodePageToken(const std::string& token, bool descending,
+                                  const std::string& field) {
+  Status invalid = BadField(field, "Invalid " + field + " \"" + token +
+                                       "\": pass the nextPageToken of the previous page");
+  const std::string* text = &token;
+  if (text->size() < 6 || text->size() > 64) return invalid;
+  PageToken t;
+  if ((*text)[0] != 'a' && (*text)[0] != 'd') return invalid;
+  t.descending = (*text)[0] == 'd';
+  int64_t* fields[] = {&t.position.timestamp, &t.position.insert_id, &t.snapshot};
+  const char* p = text->data() + 1;
+  const char* end = text->data() + text->size();
+  for (size_t i = 0; i < 3; ++i) {
+    auto r = std::from_chars(p, end, *fields[i]);
+    if (r.ec != std::errc()) return invalid;
+    p = r.ptr;
+    if (i < 2) {
+      if (p == end || *p != '.') return invalid;
+      ++p;
+    }
+  }
+  if (p != end || t.snapshot < 1 || EncodePageToken(t) != token) return invalid;
+  if (t.descending != descending) {
+    return BadField(field, "The page token was issued for orderBy \"timestamp " +
+                               std::string(t.descending ? "desc" : "asc") +
+                               "\": pass the same orderBy as the first page");
+  }
+  return t;
+}
+
+// One page of entries in (timestamp, insertId) order (the direction in `q.order`) with insert
+// ids up to `snapshot` that pass `matches`, starting after `position` (nullopt = from the
+// first). Reads the store in chunks; gives up after kScanBudget entries, returning a short
+// page with a token.
+template <typename Matches>
+Result<std::pair<std::vector<model::LogEntry>, std::optional<PageToken>>> ReadOrderedPage(
+    store::JobStore& store, store::LogQuery q, std::optional<store::LogPosition> position,
+    int64_t snapshot, size_t page_size, const Matches& matches) {
+  const bool descending = q.order == store::LogOrder::kTimestampDesc;
+  std::vector<model::LogEntry> page;
+  std::optional<PageToken> next;
+  if (snapshot <= 0) return std::make_pair(std::move(page), next);  // no line stored yet
+  q.position = position;
+  q.max_insert_id = snapshot;
+  q.limit = kReadChunk;
+  int64_t scanned = 0;
+  while (true) {
+    TRAINYARD_ASSIGN_OR_RETURN(auto chunk, store.ReadLogs(q));
+    bool done = false;
+    for (auto& e : chunk) {
+      ++scanned;
+      q.position = store::LogPosition{e.timestamp, e.insert_id};
+      if (!matches(e)) continue;
+      page.push_back(std::move(e));
+      if (page.size() == page_size) {
+        done = true;
+        break;
+      }
+    }
+    if (done || (chunk.size() == static_cast<size_t>(kReadChunk) && scanned >= kScanBudget)) {
+      next = PageToken{descending, *q.position, snapshot};
+      break;
+    }
+    if (chunk.size() < static_cast<size_t>(kReadChunk)) break;
+  }
+  return std::make_pair(std::move(page), next);
+}
+
+// The snapshot and start position of a listing: the token's, or the newest insert id now.
+Result<std::pair<int64_t, std::optional<store::LogPosition>>> Start(
+    store::JobStore& store, const std::optional<PageToken>& token) {
+  if (token) return std::make_pair(token->snapshot, std::optional(token->position));
+  TRAINYARD_ASSIGN_OR_RETURN(int64_t snapshot, store.LastLogInsertId());
+  return std::make_pair(snapshot, std::optional<store::LogPosition>());
+}
+
 }  // namespace
 
 std::string LogEntryToJson(const model::LogEntry& e) {
@@ -163,83 +250,187 @@ std::string LogEntryToJson(const model::LogEntry& e) {
 Result<std::string> ListLogEntries(store::JobStore& store, std::string_view body) {
   TRAINYARD_ASSIGN_OR_RETURN(ListRequest r, ParseRequest(body));
   TRAINYARD_ASSIGN_OR_RETURN(LogFilter filter, LogFilter::Parse(r.filter));
+  std::optional<PageToken> token;
+  if (!r.page_token.empty()) {
+    TRAINYARD_ASSIGN_OR_RETURN(token, DecodePageToken(r.page_token, r.descending, "pageToken"));
+  }
   store::LogQuery q;
   q.project = r.project;
   filter.PushDown(&q);
-  q.limit = kReadChunk;
-  const size_t page_size = static_cast<size_t>(r.page_size);
-
-  std::deque<model::LogEntry> page;
-  int64_t next_token = 0;
-  if (!r.descending) {
-    q.after_insert_id = std::max(q.after_insert_id, r.cursor);
-    int64_t scanned = 0;
-    bool done = false;
-    while (!done) {
-      TRAINYARD_ASSIGN_OR_RETURN(auto chunk, store.ReadLogs(q));
-      for (auto& e : chunk) {
-        ++scanned;
-        q.after_insert_id = e.insert_id;
-        if (!filter.Matches(e)) continue;
-        page.push_back(std::move(e));
-        if (page.size() == page_size) {
-          next_token = page.back().insert_id;
-          done = true;
-          break;
-        }
-      }
-      if (done || chunk.size() < static_cast<size_t>(kReadChunk)) break;
-      if (scanned >= kScanBudget) {
-        next_token = q.after_insert_id;
-        break;
-      }
-    }
-  } else {
-    // Newest first: scan forward up to the cursor, keeping the last page_size matches.
-    bool dropped = false;
-    bool done = false;
-    while (!done) {
-      TRAINYARD_ASSIGN_OR_RETURN(auto chunk, store.ReadLogs(q));
-      for (auto& e : chunk) {
-        if (r.cursor != 0 && e.insert_id >= r.cursor) {
-          done = true;
-          break;
-        }
-        q.after_insert_id = e.insert_id;
-        if (!filter.Matches(e)) continue;
-        page.push_back(std::move(e));
-        if (page.size() > page_size) {
-          page.pop_front();
-          dropped = true;
-        }
-      }
-      if (chunk.size() < static_cast<size_t>(kReadChunk)) break;
-    }
-    std::reverse(page.begin(), page.end());
-    if (dropped) next_token = page.back().insert_id;
-  }
-
-  // Cloud Logging orders by timestamp; the store keeps arrival order, which for a job with
-  // several replicas interleaves their lines a little out of timestamp order. gcloud's
-  // stream-logs drops any entry older than one it has already printed, so a page is sorted by
-  // (timestamp, insertId) in the direction asked for. (Pages are still cut in arrival order.)
-  std::stable_sort(page.begin(), page.end(),
-                   [desc = r.descending](const model::LogEntry& a, const model::LogEntry& b) {
-                     if (a.timestamp != b.timestamp) {
-                       return desc ? a.timestamp > b.timestamp : a.timestamp < b.timestamp;
-                     }
-                     return desc ? a.insert_id > b.insert_id : a.insert_id < b.insert_id;
-                   });
-  if (page.empty() && next_token == 0) return std::string("{}");
+  // Cloud Logging orders by timestamp, then insertId (compat §11.2): one order over every
+  // page, whatever order the replicas' lines were stored in. gcloud's stream-logs resumes
+  // from the last (timestamp, insertId) it printed and drops anything ordered before it.
+  q.order = r.descending ? store::LogOrder::kTimestampDesc : store::LogOrder::kTimestampAsc;
+  TRAINYARD_ASSIGN_OR_RETURN(auto start, Start(store, token));
+  TRAINYARD_ASSIGN_OR_RETURN(
+      auto result,
+      ReadOrderedPage(store, q, start.second, start.first, static_cast<size_t>(r.page_size),
+                      [&](const model::LogEntry& e) { return filter.Matches(e); }));
+  auto& [page, next] = result;
+  if (page.empty() && !next) return std::string("{}");
   std::string out = "{\"entries\":[";
   for (size_t i = 0; i < page.size(); ++i) {
     if (i) out += ',';
     out += LogEntryToJson(page[i]);
   }
   out += "]";
-  if (next_token != 0) out += ",\"nextPageToken\":\"" + std::to_string(next_token) + "\"";
+  if (next) out += ",\"nextPageToken\":\"" + EncodePageToken(*next) + "\"";
   out += "}";
   return out;
+}
+
+namespace {
+
+// The JSON of a line in Trainyard's own logs API (the Cloud Logging shape, insertId unpadded).
+json JobLogEntryJson(const model::LogEntry& e) {
+  json j = {
+      {"insertId", std::to_string(e.insert_id)},
+      {"timestamp", FormatRfc3339Micros(e.timestamp)},
+      {"severity", model::SeverityName(e.severity)},
+      {"resource",
+       {{"type", "ml_job"},
+        {"labels", {{"job_id", e.job_id}, {"task_name", e.task_name}, {"project_id", e.project}}}}},
+      {"logName", "projects/" + e.project + "/logs/" +
+                      (e.task_name == "service" ? "ml.googleapis.com%2F" + e.job_id : e.task_name)},
+      {"jsonPayload", {{"message", e.message}}}};
+  if (!e.trial_id.empty()) j["labels"] = {{"trial_id", e.trial_id}};
+  return j;
+}
+
+const std::string* Param(const QueryParams& params, const char* name) {
+  auto it = params.find(name);
+  return it == params.end() ? nullptr : &it->second;
+}
+
+Result<int64_t> IntParam(const QueryParams& params, const char* name, int64_t def) {
+  const std::string* v = Param(params, name);
+  if (v == nullptr) return def;
+  int64_t out = 0;
+  auto r = std::from_chars(v->data(), v->data() + v->size(), out);
+  if (r.ec != std::errc() || r.ptr != v->data() + v->size()) {
+    return Status(StatusCode::kInvalidArgument,
+                  std::string("Invalid value for ") + name + ": \"" + *v + "\" is not an integer")
+        .AddViolation(name, "must be an integer");
+  }
+  return out;
+}
+
+Result<Timestamp> TimeParam(const QueryParams& params, const char* name) {
+  const std::string* v = Param(params, name);
+  if (v == nullptr || v->empty()) return Timestamp{0};
+  auto t = ParseRfc3339(*v);
+  if (!t.ok() || *t <= 0) {
+    return BadField(name, std::string("Invalid value for ") + name + ": \"" + *v +
+                              "\" is not an RFC 3339 time (e.g. 2024-01-01T12:00:00Z)");
+  }
+  return *t;
+}
+
+}  // namespace
+
+Result<std::string> ListJobLogs(store::JobStore& store, const std::string& project,
+                                const std::string& job_id, const QueryParams& params) {
+  static const char* const kKnown[] = {"afterInsertId", "pageSize",  "pageToken",
+                                       "orderBy",       "taskName",  "trialId",
+                                       "minSeverity",   "startTime", "endTime"};
+  for (const auto& [name, value] : params) {
+    if (std::find_if(std::begin(kKnown), std::end(kKnown),
+                     [&](const char* k) { return name == k; }) == std::end(kKnown)) {
+      return BadField(name, "Unknown parameter \"" + name +
+                                "\" (known: afterInsertId, pageSize, "
+                                "pageToken, orderBy, taskName, trialId, "
+                                "minSeverity, startTime, endTime)");
+    }
+  }
+  TRAINYARD_ASSIGN_OR_RETURN(int64_t limit, IntParam(params, "pageSize", 1000));
+  if (limit == 0) limit = 1000;  // 0 = the default, as in every Google list method
+  if (limit < 0 || limit > 10000) {
+    return BadField("pageSize",
+                    "pageSize must be between 0 and 10000, got " + std::to_string(limit));
+  }
+  store::LogQuery q;
+  q.project = project;
+  q.job_id = job_id;
+  if (const std::string* t = Param(params, "taskName")) q.task_name = *t;
+  if (const std::string* t = Param(params, "trialId")) q.trial_id = *t;
+  if (const std::string* s = Param(params, "minSeverity"); s != nullptr && !s->empty()) {
+    std::string upper;
+    for (char c : *s)
+      upper.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+    auto sev = model::ParseSeverity(upper);
+    if (!sev) {
+      return BadField("minSeverity", "Invalid value for minSeverity: \"" + *s +
+                                         "\" (DEFAULT, DEBUG, INFO, NOTICE, WARNING, ERROR, "
+                                         "CRITICAL, ALERT or EMERGENCY)");
+    }
+    q.min_severity = *sev;
+  }
+  TRAINYARD_ASSIGN_OR_RETURN(q.min_timestamp, TimeParam(params, "startTime"));
+  TRAINYARD_ASSIGN_OR_RETURN(q.max_timestamp, TimeParam(params, "endTime"));
+
+  json out;
+  out["entries"] = json::array();
+  if (Param(params, "afterInsertId") != nullptr) {
+    // Followers: ingestion order after a cursor. Every line has one insert id and ids are
+    // committed in order, so resuming after the last id seen reads each line exactly once,
+    // however late a replica's lines were stored relative to their timestamps.
+    if (Param(params, "pageToken") != nullptr || Param(params, "orderBy") != nullptr) {
+      return BadField("afterInsertId",
+                      "afterInsertId (follow in ingestion order) cannot be combined with "
+                      "pageToken or orderBy");
+    }
+    TRAINYARD_ASSIGN_OR_RETURN(int64_t after, IntParam(params, "afterInsertId", 0));
+    if (after < 0) return BadField("afterInsertId", "afterInsertId must not be negative");
+    // The snapshot first: when the page is short, every line up to it has been examined, so
+    // the cursor moves there even if the filters skipped the newest lines.
+    TRAINYARD_ASSIGN_OR_RETURN(int64_t snapshot, store.LastLogInsertId());
+    q.after_insert_id = after;
+    q.max_insert_id = std::max<int64_t>(snapshot, 1);
+    q.limit = static_cast<int>(limit);
+    std::vector<model::LogEntry> entries;
+    if (snapshot > after) {
+      TRAINYARD_ASSIGN_OR_RETURN(entries, store.ReadLogs(q));
+    }
+    if (entries.empty()) TRAINYARD_RETURN_IF_ERROR(store.GetJob(project, job_id).status());
+    int64_t cursor = std::max(after, entries.size() < static_cast<size_t>(limit) ? snapshot : 0);
+    for (const auto& e : entries) {
+      out["entries"].push_back(JobLogEntryJson(e));
+      cursor = std::max(cursor, e.insert_id);
+    }
+    out["nextAfterInsertId"] = std::to_string(cursor);
+    return out.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+
+  // Listing: one (timestamp, insertId) order over every page, like entries:list.
+  bool descending = false;
+  if (const std::string* order = Param(params, "orderBy")) {
+    std::string o;
+    for (char c : *order)
+      o.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    if (o == "timestamp desc") {
+      descending = true;
+    } else if (o != "timestamp" && o != "timestamp asc" && !o.empty()) {
+      return BadField("orderBy", "Unsupported orderBy \"" + *order +
+                                     "\": use \"timestamp asc\" or \"timestamp desc\"");
+    }
+  }
+  std::optional<PageToken> token;
+  if (const std::string* t = Param(params, "pageToken"); t != nullptr && !t->empty()) {
+    TRAINYARD_ASSIGN_OR_RETURN(token, DecodePageToken(*t, descending, "pageToken"));
+  }
+  q.order = descending ? store::LogOrder::kTimestampDesc : store::LogOrder::kTimestampAsc;
+  TRAINYARD_ASSIGN_OR_RETURN(auto start, Start(store, token));
+  TRAINYARD_ASSIGN_OR_RETURN(
+      auto result, ReadOrderedPage(store, q, start.second, start.first, static_cast<size_t>(limit),
+                                   [](const model::LogEntry&) { return true; }));
+  auto& [page, next] = result;
+  if (page.empty()) TRAINYARD_RETURN_IF_ERROR(store.GetJob(project, job_id).status());
+  for (const auto& e : page) out["entries"].push_back(JobLogEntryJson(e));
+  if (next) out["nextPageToken"] = EncodePageToken(*next);
+  // After the last page, follow with afterInsertId = snapshotInsertId: together the listing
+  // and the follower read every line exactly once.
+  out["snapshotInsertId"] = std::to_string(start.first);
+  return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 }  // namespace trainyard::api

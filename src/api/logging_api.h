@@ -2,6 +2,7 @@
 // `gcloud ai-platform jobs stream-logs` and `gcloud logging read` call. Private to ty_api.
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -17,8 +18,24 @@ std::string LogEntryToJson(const model::LogEntry& entry);
 
 // Answers `POST /v2/entries:list` with body `body` (ListLogEntriesRequest: resourceNames,
 // filter, orderBy, pageSize, pageToken): the ListLogEntriesResponse JSON, or INVALID_ARGUMENT
-// naming the field. Page tokens are insert ids; a page may come back short (with a token)
-// when a sparse filter made the scan long.
+// naming the field. Entries come in one (timestamp, insertId) order across pages (ascending or
+// descending); a page token holds the position after which the next page starts and the
+// snapshot of the first page. A page may come back short (with a token) when a sparse filter
+// made the scan long.
 Result<std::string> ListLogEntries(store::JobStore& store, std::string_view body);
+
+// A request's query parameters (httplib::Params is this type).
+using QueryParams = std::multimap<std::string, std::string>;
+
+// Answers `GET /v1/projects/P/jobs/J/logs` (docs/api.md, "Job logs"). Two modes:
+//  * afterInsertId=N (followers): lines with insert ids above N in ingestion order, and
+//    nextAfterInsertId, the cursor to resume from: every line exactly once.
+//  * otherwise a listing in (timestamp, insertId) order (orderBy "timestamp asc|desc"),
+//    paged by nextPageToken, with snapshotInsertId: the listing holds exactly the lines up to
+//    it, and afterInsertId=snapshotInsertId follows on from there.
+// Filters in both: taskName, trialId, minSeverity, startTime/endTime (RFC 3339; [start, end)).
+// NOT_FOUND when the job does not exist.
+Result<std::string> ListJobLogs(store::JobStore& store, const std::string& project,
+                                const std::string& job_id, const QueryParams& params);
 
 }  // namespace trainyard::api

@@ -8,6 +8,7 @@
 #include <ostream>
 
 #include "commands.h"
+#include "log_commands.h"
 
 #ifndef TRAINYARD_VERSION
 #define TRAINYARD_VERSION "unknown"
@@ -110,6 +111,7 @@ class CommandTree {
     AddCancel(jobs);
     AddUpdate(jobs);
     AddStreamLogs(jobs);
+    AddLogs(jobs);
 
     CLI::App* local = parent->add_subcommand("local", "Run a trainer locally, without a daemon.");
     local->require_subcommand(1);
@@ -245,6 +247,26 @@ class CommandTree {
     c->add_flag("--allow-multiline-logs", a->allow_multiline_logs,
                 "Print multi-line messages as single records.");
     leaves_[c] = Leaf{[a](const Invocation& inv) { return RunStreamLogs(inv, *a); }, false};
+  }
+
+  void AddLogs(CLI::App* jobs) {
+    CLI::App* c = jobs->add_subcommand(
+        "logs", "Show a job's logs in time order, without following (see stream-logs).");
+    auto* a = Keep<LogsArgs>();
+    c->add_option("JOB", a->job, "Name of the job.")->required();
+    binder_.Add(c, "--tail", &a->tail, "Only the last N lines.");
+    binder_.Add(c, "--since", &a->since,
+                "Only lines at or after this time: RFC 3339 (2024-01-01T12:00:00Z) or a "
+                "duration before now (30s, 10m, 2h, 1d, 1h30m).");
+    binder_.Add(c, "--severity", &a->severity,
+                "Only lines at least this severe (DEBUG, INFO, WARNING, ERROR, ...).");
+    binder_.Add(c, "--task-name", &a->task_name, "Only this task, e.g. master-replica-0.");
+    binder_.Add(c, "--trial", &a->trial, "Only this hyperparameter tuning trial, e.g. 3.");
+    binder_.Add(c, "--format", &a->format,
+                "text (default: stream-logs' tab-separated lines) or json (the entries).");
+    c->add_flag("--allow-multiline-logs", a->allow_multiline_logs,
+                "Print multi-line messages as single records.");
+    leaves_[c] = Leaf{[a](const Invocation& inv) { return RunJobLogs(inv, *a); }, false};
   }
 
   void AddLocalTrain(CLI::App* local) {

@@ -1,4 +1,4 @@
-// jobs submit training / describe / list / cancel / update / stream-logs.
+// jobs submit training / describe / list / cancel / update (stream-logs: log_commands.cc).
 #include <algorithm>
 #include <atomic>
 #include <charconv>
@@ -12,7 +12,7 @@
 #include "commands.h"
 #include "formats.h"
 #include "job_builder.h"
-#include "log_format.h"
+#include "log_commands.h"
 #include "packaging.h"
 #include "printers.h"
 #include "time_format.h"
@@ -25,7 +25,6 @@ using json = nlohmann::json;
 
 namespace {
 
-constexpr int kLogPageSize = 1000;
 constexpr int kMaxListPageSize = 100;
 
 std::atomic<bool> g_interrupted{false};
@@ -56,19 +55,6 @@ Result<int64_t> ParseInt(std::string_view flag, std::string_view text) {
   if (r.ec != std::errc() || r.ptr != text.data() + text.size()) {
     return InvalidArgument("argument " + std::string(flag) + ": invalid int value: '" +
                            std::string(text) + "'");
-  }
-  return v;
-}
-
-Result<double> ParsePollingInterval(const std::optional<std::string>& text) {
-  if (!text) return 1.0;
-  char* end = nullptr;
-  double v = std::strtod(text->c_str(), &end);
-  if (end == text->c_str() || *end != '\0' || !(v > 0)) {
-    return InvalidArgument(
-        "argument --polling-interval: Value must be a positive number of "
-        "seconds; received: " +
-        *text);
   }
   return v;
 }
@@ -113,66 +99,6 @@ Result<std::string> RenderSubmitted(const std::string& job_json, const OutputFor
   YamlOptions o;
   o.sort_keys = false;
   return JsonToYaml(view.dump(), o);
-}
-
-struct StreamOptions {
-  std::string job;
-  std::string task_name;
-  double interval_s = 1;
-  bool allow_multiline = false;
-  std::ostream* log_out = nullptr;
-  bool handle_interrupt = false;
-};
-
-// Follows a job's logs until the job has an endTime and every entry written before it has
-// been printed (the job is fetched before each drain, so a drain after seeing endTime is final).
-// CANCELLED when interrupted (handle_interrupt only).
-Status StreamJobLogs(const Invocation& inv, client::Client& c, const StreamOptions& o) {
-  std::string cursor;
-  std::string last_state;
-  while (true) {
-    TRAINYARD_ASSIGN_OR_RETURN(std::string job_text, c.GetJob(o.job));
-    json job = ParseJson(job_text);
-    std::string state = StringField(job, "state");
-    bool ended = !StringField(job, "endTime").empty();
-    if (inv.err_is_tty && state != last_state) {
-      std::string position = StringField(job, "jobPosition");
-      inv.Err() << "Job [" << o.job << "] is " << state;
-      if (state == "QUEUED" && !position.empty() && position != "0") {
-        inv.Err() << " (position " << position << " in the queue)";
-      }
-      inv.Err() << (ended ? ".\n" : "...\n");
-      last_state = state;
-    }
-    while (true) {
-      TRAINYARD_ASSIGN_OR_RETURN(client::LogPage page,
-                                 c.ListJobLogs(o.job, cursor, o.task_name, kLogPageSize));
-      for (const auto& e : page.entries) {
-        for (const auto& line : FormatLogEntry(e, o.allow_multiline)) *o.log_out << line;
-      }
-      o.log_out->flush();
-      std::string next = page.next_after_insert_id;
-      if (next.empty() && !page.entries.empty()) next = page.entries.back().insert_id;
-      bool advanced = !next.empty() && next != cursor;
-      if (!next.empty()) cursor = next;
-      if (page.entries.size() < static_cast<size_t>(kLogPageSize) || !advanced) break;
-      if (o.handle_interrupt && g_interrupted.load()) break;
-    }
-    if (ended) return Status::Ok();
-    auto deadline = std::chrono::steady_clock::now() +
-                    std::chrono::microseconds(static_cast<int64_t>(o.interval_s * 1e6));
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (o.handle_interrupt && g_interrupted.load()) {
-        return Status(StatusCode::kCancelled, "interrupted");
-      }
-      auto left = deadline - std::chrono::steady_clock::now();
-      std::this_thread::sleep_for(
-          std::min<std::chrono::steady_clock::duration>(left, std::chrono::milliseconds(50)));
-    }
-    if (o.handle_interrupt && g_interrupted.load()) {
-      return Status(StatusCode::kCancelled, "interrupted");
-    }
-  }
 }
 
 // Splits --packages into gs:// URIs and local files, keeping their order.
@@ -366,7 +292,7 @@ int RunSubmitTraining(const Invocation& inv, const SubmitTrainingArgs& a) {
   so.job = job_id;
   so.interval_s = *interval;
   so.log_out = inv.err;
-  so.handle_interrupt = true;
+  so.interrupted = &g_interrupted;
   Status streamed;
   {
     InterruptScope scope;
@@ -650,23 +576,6 @@ int RunUpdate(const Invocation& inv, const UpdateArgs& a) {
   auto patched = c->PatchJobLabels(a.job, json(labels).dump(), StringField(j, "etag"));
   if (!patched.ok()) return inv.Fail(patched.status());
   inv.Err() << "Updated job [" << a.job << "].\n";
-  return kExitOk;
-}
-
-// --- jobs stream-logs ------------------------------------------------------------------------
-
-int RunStreamLogs(const Invocation& inv, const StreamLogsArgs& a) {
-  auto interval = ParsePollingInterval(a.polling_interval);
-  if (!interval.ok()) return inv.Fail(interval.status().message());
-  auto c = inv.MakeClient();
-  StreamOptions so;
-  so.job = a.job;
-  so.task_name = a.task_name.value_or("");
-  so.interval_s = *interval;
-  so.allow_multiline = a.allow_multiline_logs;
-  so.log_out = inv.out;
-  Status s = StreamJobLogs(inv, *c, so);
-  if (!s.ok()) return inv.Fail(s);
   return kExitOk;
 }
 

@@ -347,28 +347,37 @@ Result<std::string> Client::PatchJobLabels(std::string_view job_id, std::string_
       &text);
 }
 
-Result<LogPage> Client::ListJobLogs(std::string_view job_id, std::string_view after_insert_id,
-                                    std::string_view task_name, int page_size) {
+Result<LogPage> Client::ListJobLogs(std::string_view job_id, const JobLogsRequest& r) {
   std::string path = JobsPath(options_) + "/" + PercentEncode(job_id) + "/logs";
   std::string sep = "?";
-  if (!after_insert_id.empty()) {
-    path += sep + "afterInsertId=" + PercentEncode(after_insert_id);
+  auto add = [&](const char* name, std::string_view value) {
+    path += sep + name + "=" + PercentEncode(value);
     sep = "&";
+  };
+  if (r.after_insert_id) {
+    add("afterInsertId", r.after_insert_id->empty() ? "0" : *r.after_insert_id);
+  } else {
+    if (r.descending) add("orderBy", "timestamp desc");
+    if (!r.page_token.empty()) add("pageToken", r.page_token);
   }
-  if (!task_name.empty()) {
-    path += sep + "taskName=" + PercentEncode(task_name);
-    sep = "&";
-  }
-  if (page_size > 0) path += sep + "pageSize=" + std::to_string(page_size);
+  if (!r.task_name.empty()) add("taskName", r.task_name);
+  if (r.trial_id) add("trialId", *r.trial_id);
+  if (!r.min_severity.empty()) add("minSeverity", r.min_severity);
+  if (!r.start_time.empty()) add("startTime", r.start_time);
+  if (r.page_size > 0) add("pageSize", std::to_string(r.page_size));
   TRAINYARD_ASSIGN_OR_RETURN(std::string text, impl_->Call("GET", path));
   TRAINYARD_ASSIGN_OR_RETURN(json j, ParseObject(text));
   LogPage page;
   if (j.contains("entries") && j["entries"].is_array()) {
     for (const auto& e : j["entries"]) {
-      if (e.is_object()) page.entries.push_back(DecodeLogEntry(e));
+      if (!e.is_object()) continue;
+      page.entries.push_back(DecodeLogEntry(e));
+      page.entries.back().json = e.dump(-1, ' ', false, json::error_handler_t::replace);
     }
   }
   if (j.contains("nextAfterInsertId")) page.next_after_insert_id = StringOf(j["nextAfterInsertId"]);
+  if (j.contains("nextPageToken")) page.next_page_token = StringOf(j["nextPageToken"]);
+  if (j.contains("snapshotInsertId")) page.snapshot_insert_id = StringOf(j["snapshotInsertId"]);
   return page;
 }
 

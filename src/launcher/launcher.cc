@@ -1202,12 +1202,12 @@ void Launcher::OnLine(int stream, Timestamp ts, std::string_view line) {
   const bool is_stderr = stream == 1;
   switch (sink_) {
     case Sink::kTrainer:
-      log_.Add(ts, executor::ClassifyLine(line, is_stderr), false, line);
+      log_.Add(ts, ClassifyLine(line, is_stderr), false, line);
       if (is_stderr) stderr_tail_.Add(line);
       break;
     case Sink::kInstall:
       // pip's output belongs to the replica that ran it (several replicas may install).
-      log_.Add(ts, executor::ClassifyLine(line, is_stderr), false, line);
+      log_.Add(ts, ClassifyLine(line, is_stderr), false, line);
       if (StartsWith(line, "ERROR:") && install_errors_.size() < kInstallTailLines) {
         install_errors_.emplace_back(line);
       }

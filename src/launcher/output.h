@@ -12,6 +12,20 @@
 
 namespace trainyard::launcher {
 
+// The severity of one line of the trainer's output (compat §11.1: stdout is INFO, stderr is
+// ERROR), unless the line says otherwise in a common log format, as Cloud Logging's agents
+// recognise them:
+//  * Python logging: "INFO:root:msg" (the default), "2024-01-01 12:00:00,123 INFO msg",
+//    "2024-01-01 12:00:00,123 - name - WARNING - msg", "[2024-01-01 12:00:00,123][name][INFO]";
+//  * glog / absl: "I1124 12:00:00.123456 ..." (I, W, E, F); TensorFlow's C++ logging
+//    "2024-01-01 12:00:00.123456: W tensorflow/...";
+//  * a level word or bracketed level first: "WARNING ...", "ERROR: ...", "[INFO] ...";
+//  * JSON lines with a "severity", "level" or "levelname" string field.
+// Level words are DEBUG, TRACE, INFO, NOTICE, WARN(ING), ERROR, CRITICAL, FATAL, ALERT and
+// EMERGENCY: upper case when bare, any case in brackets and JSON. Only a bounded prefix of the
+// line is examined, and most lines are decided by their first byte.
+model::Severity ClassifyLine(std::string_view line, bool is_stderr);
+
 // The longest message of one log record; longer lines are split into several records.
 inline constexpr size_t kMaxLineBytes = 256 * 1024;
 

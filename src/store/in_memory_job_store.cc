@@ -132,23 +132,33 @@ class InMemoryJobStore final : public JobStore {
     } else if (auto it = logs_.find({query.project, query.job_id}); it != logs_.end()) {
       sources.push_back(&it->second);
     }
-    std::vector<LogEntry> out;
+    const bool by_id = query.order == LogOrder::kInsertId;
+    std::vector<const LogEntry*> matches;
     for (const auto* entries : sources) {
       auto first = std::upper_bound(entries->begin(), entries->end(), query.after_insert_id,
                                     [](int64_t id, const LogEntry& e) { return id < e.insert_id; });
-      size_t taken = 0;  // each source is sorted: only its first `limit` matches can qualify
-      for (auto it = first; it != entries->end() && taken < limit; ++it) {
-        if (!query.task_name.empty() && it->task_name != query.task_name) continue;
-        if (query.min_timestamp != 0 && it->timestamp < query.min_timestamp) continue;
-        if (query.max_timestamp != 0 && it->timestamp >= query.max_timestamp) continue;
-        out.push_back(*it);
+      size_t taken = 0;  // each source is in id order: only its first `limit` can qualify
+      for (auto it = first; it != entries->end() && (!by_id || taken < limit); ++it) {
+        if (!internal::LogQueryMatches(query, *it)) continue;
+        matches.push_back(&*it);
         ++taken;
       }
     }
-    std::sort(out.begin(), out.end(),
-              [](const LogEntry& a, const LogEntry& b) { return a.insert_id < b.insert_id; });
-    if (out.size() > limit) out.resize(limit);
+    auto less = [order = query.order](const LogEntry* a, const LogEntry* b) {
+      return internal::LogOrderLess(order, *a, *b);
+    };
+    const size_t n = std::min(limit, matches.size());
+    std::partial_sort(matches.begin(), matches.begin() + static_cast<ptrdiff_t>(n), matches.end(),
+                      less);
+    std::vector<LogEntry> out;
+    out.reserve(n);
+    for (size_t i = 0; i < n; ++i) out.push_back(*matches[i]);
     return out;
+  }
+
+  Result<int64_t> LastLogInsertId() override {
+    std::lock_guard lock(mu_);
+    return last_insert_id_;
   }
 
  private:

@@ -60,8 +60,19 @@ CREATE INDEX log_chunks_project ON log_chunks (project, last_id);
 
 )sql";
 
+// Version 2: timestamp-ordered log reads (docs/store.md, "Log order"). Chunks by their earliest
+// line, per job and per project; and the longest time span of any chunk written before this
+// version (from now on the store bounds a chunk's span, so this never needs to grow).
+constexpr const char* kV2 = R"sql(
+CREATE INDEX log_chunks_job_ts ON log_chunks (project, job_id, min_ts, max_ts);
+CREATE INDEX log_chunks_project_ts ON log_chunks (project, min_ts, max_ts);
+CREATE TABLE log_chunk_span (max_span INTEGER NOT NULL);
+INSERT INTO log_chunk_span SELECT coalesce(max(max_ts - min_ts), 0) FROM log_chunks;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kV1},
+    {2, kV2},
 };
 
 }  // namespace

@@ -57,6 +57,10 @@ constexpr int64_t kPrefixIndexMaxRows = 2000;
 // Bounds of one log chunk (a chunk is read whole even when a cursor or limit needs a few lines).
 constexpr size_t kMaxChunkLines = 4096;
 constexpr size_t kMaxChunkBytes = 1 << 20;
+// Most time one chunk's lines span (max_ts - min_ts). A timestamp-ordered read starting at time
+// T needs the chunks holding lines at or after T: with this bound they are the chunks with
+// min_ts >= T - span, one range of the (project, job_id, min_ts) index (docs/store.md).
+constexpr int64_t kMaxChunkSpan = 1'000'000;  // 1 s
 
 constexpr const char* kJobColumns =
     "seq, project, job_id, state, create_time, start_time, end_time, etag, error_message, "
@@ -415,8 +419,10 @@ class SqliteJobStore final : public JobStore {
   }
 
   Result<std::vector<LogEntry>> ReadLogs(const LogQuery& query) override {
-    // Bound parameters: ?1 project, ?2 job, ?3 cursor, ?4 task, ?5 min time, ?6 max time.
-    // Chunks are selected by their last id and time range; lines are filtered while decoding.
+    if (query.order != LogOrder::kInsertId) return ReadLogsByTime(query);
+    // Bound parameters: ?1 project, ?2 job, ?3 cursor, ?4 task, ?5 min time, ?6 max time,
+    // ?7 snapshot. Chunks are selected by their ids and time range; lines are filtered while
+    // decoding.
     std::string sql =
         "SELECT first_id, last_id, job_id, task_name, trial_id, data FROM log_chunks INDEXED BY ";
     sql += query.job_id.empty() ? "log_chunks_project WHERE project = ?1"
@@ -425,15 +431,13 @@ class SqliteJobStore final : public JobStore {
     if (!query.task_name.empty()) sql += " AND task_name = ?4";
     if (query.min_timestamp != 0) sql += " AND max_ts >= ?5";
     if (query.max_timestamp != 0) sql += " AND min_ts < ?6";
+    if (query.max_insert_id != 0) sql += " AND first_id <= ?7";
+    if (query.trial_id) sql += " AND trial_id = ?11";
     sql += " ORDER BY last_id";
 
     TRAINYARD_ASSIGN_OR_RETURN(Reader reader, AcquireReader());
     TRAINYARD_ASSIGN_OR_RETURN(Stmt stmt, reader->Prepare(sql));
-    stmt.Bind(1, query.project).Bind(3, query.after_insert_id);
-    if (!query.job_id.empty()) stmt.Bind(2, query.job_id);
-    if (!query.task_name.empty()) stmt.Bind(4, query.task_name);
-    if (query.min_timestamp != 0) stmt.Bind(5, query.min_timestamp);
-    if (query.max_timestamp != 0) stmt.Bind(6, query.max_timestamp);
+    BindLogQuery(query, &stmt);
     const size_t limit = static_cast<size_t>(internal::EffectiveLogLimit(query.limit));
     std::vector<LogEntry> entries;
     while (entries.size() < limit) {
@@ -450,9 +454,7 @@ class SqliteJobStore final : public JobStore {
           return Internal("log chunk " + std::to_string(last_id) + ": " + next.status().message());
         }
         if (!*next) break;
-        if (id <= query.after_insert_id) continue;
-        if (query.min_timestamp != 0 && line.timestamp < query.min_timestamp) continue;
-        if (query.max_timestamp != 0 && line.timestamp >= query.max_timestamp) continue;
+        if (!LineMatches(query, id, line.timestamp, line.severity)) continue;
         if (entries.size() == limit) break;
         LogEntry& entry = entries.emplace_back();
         entry.insert_id = id;
@@ -464,16 +466,196 @@ class SqliteJobStore final : public JobStore {
         entry.trial_id.assign(stmt.TextView(4));
         entry.message.assign(line.message);
       }
-      if (entries.size() < limit && id != last_id + 1) {
-        return Internal("log chunk " + std::to_string(last_id) + " holds " +
-                        std::to_string(id - first_id) + " lines, not " +
-                        std::to_string(last_id - first_id + 1));
+      if (entries.size() < limit && id != last_id + 1) return CountMismatch(first_id, last_id, id);
+    }
+    return entries;
+  }
+
+  Result<int64_t> LastLogInsertId() override {
+    TRAINYARD_ASSIGN_OR_RETURN(Reader reader, AcquireReader());
+    TRAINYARD_ASSIGN_OR_RETURN(
+        Stmt stmt, reader->Prepare("SELECT seq FROM sqlite_sequence WHERE name = 'log_chunks'"));
+    TRAINYARD_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    return row ? stmt.Int(0) : int64_t{0};
+  }
+
+ private:
+  // Binds the parameters the log queries use: ?1 project, ?2 job, ?3 after id, ?4 task,
+  // ?5 min time, ?6 max time (exclusive), ?7 max id, ?11 trial. Unused ones are left unbound.
+  static void BindLogQuery(const LogQuery& query, Stmt* stmt) {
+    stmt->Bind(1, query.project).Bind(3, query.after_insert_id);
+    if (!query.job_id.empty()) stmt->Bind(2, query.job_id);
+    if (!query.task_name.empty()) stmt->Bind(4, query.task_name);
+    if (query.min_timestamp != 0) stmt->Bind(5, query.min_timestamp);
+    if (query.max_timestamp != 0) stmt->Bind(6, query.max_timestamp);
+    if (query.max_insert_id != 0) stmt->Bind(7, query.max_insert_id);
+    if (query.trial_id) stmt->Bind(11, *query.trial_id);
+  }
+
+  // The line-level part of a query (project, job and task are decided per chunk).
+  static bool LineMatches(const LogQuery& query, int64_t id, Timestamp ts, int64_t severity) {
+    if (id <= query.after_insert_id) return false;
+    if (severity < static_cast<int64_t>(query.min_severity)) return false;
+    if (query.max_insert_id != 0 && id > query.max_insert_id) return false;
+    if (query.min_timestamp != 0 && ts < query.min_timestamp) return false;
+    if (query.max_timestamp != 0 && ts >= query.max_timestamp) return false;
+    if (query.position && query.order != LogOrder::kInsertId) {
+      const LogPosition p{ts, id};
+      return query.order == LogOrder::kTimestampAsc ? p > *query.position : p < *query.position;
+    }
+    return true;
+  }
+
+  static Status CountMismatch(int64_t first_id, int64_t last_id, int64_t next_id) {
+    return Internal("log chunk " + std::to_string(last_id) + " holds " +
+                    std::to_string(next_id - first_id) + " lines, not " +
+                    std::to_string(last_id - first_id + 1));
+  }
+
+  // A chunk opened by ReadLogsByTime: its matching lines in the order asked for.
+  struct OpenChunk {
+    struct Line {
+      Timestamp timestamp;
+      int64_t insert_id;
+      int64_t severity;
+      size_t offset;  // of the message in `data` (offsets survive moves of short strings)
+      size_t size;
+    };
+    std::string data;
+    std::string job_id;
+    std::string task_name;
+    std::string trial_id;
+    std::vector<Line> lines;
+    size_t next = 0;
+  };
+
+  // ReadLogs in (timestamp, insert id) order, either direction: a k-way merge of the chunks
+  // that can hold matching lines. Chunks come from the (project[, job_id], min_ts) index in
+  // min_ts order; a chunk is opened (decoded) only once no line of it can be ordered after
+  // the smallest line not yet returned (ascending: its min_ts is not above that line's time;
+  // descending: its min_ts + the span bound is not below it), so the merge is exact while at
+  // most the chunks overlapping the current line are held open.
+  Result<std::vector<LogEntry>> ReadLogsByTime(const LogQuery& query) {
+    const bool asc = query.order == LogOrder::kTimestampAsc;
+    const int64_t span = max_chunk_span_;
+    // Every wanted line has lo <= ts <= hi (inclusive; nullopt = unbounded).
+    std::optional<Timestamp> lo;
+    std::optional<Timestamp> hi;
+    if (query.min_timestamp != 0) lo = query.min_timestamp;
+    if (query.max_timestamp != 0) hi = query.max_timestamp - 1;
+    if (query.position) {
+      if (asc) {
+        lo = std::max(lo.value_or(query.position->timestamp), query.position->timestamp);
+      } else {
+        hi = std::min(hi.value_or(query.position->timestamp), query.position->timestamp);
+      }
+    }
+    // ?1..?7 as in BindLogQuery; ?8 lowest min_ts, ?9 lowest max_ts, ?10 highest min_ts.
+    std::string sql =
+        "SELECT first_id, last_id, job_id, task_name, trial_id, min_ts, data FROM log_chunks "
+        "INDEXED BY ";
+    sql += query.job_id.empty() ? "log_chunks_project_ts WHERE project = ?1"
+                                : "log_chunks_job_ts WHERE project = ?1 AND job_id = ?2";
+    sql += " AND last_id > ?3";
+    if (!query.task_name.empty()) sql += " AND task_name = ?4";
+    if (query.max_insert_id != 0) sql += " AND first_id <= ?7";
+    if (query.trial_id) sql += " AND trial_id = ?11";
+    if (lo) sql += " AND min_ts >= ?8 AND max_ts >= ?9";
+    if (hi) sql += " AND min_ts <= ?10";
+    sql += asc ? " ORDER BY min_ts" : " ORDER BY min_ts DESC";
+
+    TRAINYARD_ASSIGN_OR_RETURN(Reader reader, AcquireReader());
+    TRAINYARD_ASSIGN_OR_RETURN(Stmt stmt, reader->Prepare(sql));
+    BindLogQuery(query, &stmt);
+    if (lo) stmt.Bind(8, *lo - span).Bind(9, *lo);
+    if (hi) stmt.Bind(10, *hi);
+
+    const size_t limit = static_cast<size_t>(internal::EffectiveLogLimit(query.limit));
+    std::vector<OpenChunk> open;  // slots; `heap` holds the indexes of non-exhausted ones
+    std::vector<size_t> heap;
+    auto key = [&](size_t i) {
+      const OpenChunk::Line& l = open[i].lines[open[i].next];
+      return LogPosition{l.timestamp, l.insert_id};
+    };
+    // std heaps keep the largest on top: invert for ascending.
+    auto heap_less = [&](size_t a, size_t b) { return asc ? key(a) > key(b) : key(a) < key(b); };
+
+    auto open_row = [&]() -> Status {
+      const int64_t first_id = stmt.Int(0);
+      const int64_t last_id = stmt.Int(1);
+      OpenChunk chunk;
+      chunk.data.assign(stmt.BlobView(6));
+      sqlite::LogChunkReader lines(chunk.data);
+      sqlite::DecodedLogLine line;
+      int64_t id = first_id;
+      for (;; ++id) {
+        auto next = lines.Next(&line);
+        if (!next.ok()) {
+          return Internal("log chunk " + std::to_string(last_id) + ": " + next.status().message());
+        }
+        if (!*next) break;
+        if (!LineMatches(query, id, line.timestamp, line.severity)) continue;
+        chunk.lines.push_back({line.timestamp, id, line.severity,
+                               static_cast<size_t>(line.message.data() - chunk.data.data()),
+                               line.message.size()});
+      }
+      if (id != last_id + 1) return CountMismatch(first_id, last_id, id);
+      if (chunk.lines.empty()) return Status::Ok();
+      auto line_less = [](const OpenChunk::Line& a, const OpenChunk::Line& b) {
+        return LogPosition{a.timestamp, a.insert_id} < LogPosition{b.timestamp, b.insert_id};
+      };
+      // A stream's lines are stored in time order (the launcher stamps them monotonically);
+      // sort anyway when a writer did not.
+      if (!std::is_sorted(chunk.lines.begin(), chunk.lines.end(), line_less)) {
+        std::sort(chunk.lines.begin(), chunk.lines.end(), line_less);
+      }
+      if (!asc) std::reverse(chunk.lines.begin(), chunk.lines.end());
+      chunk.job_id.assign(stmt.TextView(2));
+      chunk.task_name.assign(stmt.TextView(3));
+      chunk.trial_id.assign(stmt.TextView(4));
+      open.push_back(std::move(chunk));
+      heap.push_back(open.size() - 1);
+      std::push_heap(heap.begin(), heap.end(), heap_less);
+      return Status::Ok();
+    };
+
+    std::vector<LogEntry> entries;
+    TRAINYARD_ASSIGN_OR_RETURN(bool have_row, stmt.Step());
+    while (entries.size() < limit) {
+      while (have_row) {
+        if (!heap.empty()) {
+          const Timestamp top = key(heap.front()).timestamp;
+          const Timestamp row_min = stmt.Int(5);
+          if (asc ? row_min > top : row_min + span < top) break;
+        }
+        TRAINYARD_RETURN_IF_ERROR(open_row());
+        TRAINYARD_ASSIGN_OR_RETURN(have_row, stmt.Step());
+      }
+      if (heap.empty()) break;
+      std::pop_heap(heap.begin(), heap.end(), heap_less);
+      const size_t i = heap.back();
+      OpenChunk& chunk = open[i];
+      const OpenChunk::Line& l = chunk.lines[chunk.next];
+      LogEntry& entry = entries.emplace_back();
+      entry.insert_id = l.insert_id;
+      entry.project = query.project;
+      entry.job_id = chunk.job_id;
+      entry.timestamp = l.timestamp;
+      entry.severity = DecodeSeverity(l.severity);
+      entry.task_name = chunk.task_name;
+      entry.trial_id = chunk.trial_id;
+      entry.message.assign(chunk.data, l.offset, l.size);
+      if (++chunk.next == chunk.lines.size()) {
+        heap.pop_back();
+        std::vector<OpenChunk::Line>().swap(chunk.lines);
+        std::string().swap(chunk.data);
+      } else {
+        std::push_heap(heap.begin(), heap.end(), heap_less);
       }
     }
     return entries;
   }
 
- private:
   // Lines [begin, end) of an AppendLogs batch, encoded as one chunk.
   struct PendingChunk {
     size_t begin = 0;
@@ -498,8 +680,11 @@ class SqliteJobStore final : public JobStore {
       while (i < entries.size() && i - chunk.begin < kMaxChunkLines &&
              chunk.data.size() < kMaxChunkBytes) {
         const LogEntry& e = entries[i];
-        if (i != chunk.begin && (e.job_id != head.job_id || e.task_name != head.task_name ||
-                                 e.trial_id != head.trial_id || e.project != head.project)) {
+        if (i != chunk.begin &&
+            (e.job_id != head.job_id || e.task_name != head.task_name ||
+             e.trial_id != head.trial_id || e.project != head.project ||
+             std::max(chunk.max_ts, e.timestamp) - std::min(chunk.min_ts, e.timestamp) >
+                 kMaxChunkSpan)) {
           break;
         }
         sqlite::AppendLogLine(&chunk.data, &prev_ts, e.timestamp, static_cast<int64_t>(e.severity),
@@ -667,6 +852,9 @@ class SqliteJobStore final : public JobStore {
   static constexpr int kCheckpointFrames = 1000;
 
   const std::string path_;
+  // Bound on max_ts - min_ts of every stored chunk: kMaxChunkSpan, or more when chunks written
+  // before migration 2 span longer (log_chunk_span).
+  int64_t max_chunk_span_ = kMaxChunkSpan;
   std::unique_ptr<Connection> writer_;
   std::unique_ptr<Connection> checkpoint_conn_;
   std::mutex checkpoint_mu_;
@@ -722,8 +910,12 @@ Result<std::unique_ptr<JobStore>> SqliteJobStore::Open(const SqliteOptions& opti
   // checkpoints do nothing.
   auto checkpointer_mode = checkpointer->QueryText("PRAGMA journal_mode");
   if (!checkpointer_mode.ok()) return fail(checkpointer_mode.status());
-  return std::unique_ptr<JobStore>(
+  auto legacy_span = writer->QueryText("SELECT max_span FROM log_chunk_span");
+  if (!legacy_span.ok()) return fail(legacy_span.status());
+  std::unique_ptr<SqliteJobStore> store(
       new SqliteJobStore(options.path, std::move(writer), std::move(checkpointer)));
+  store->max_chunk_span_ = std::max<int64_t>(kMaxChunkSpan, std::atoll(legacy_span->c_str()));
+  return std::unique_ptr<JobStore>(std::move(store));
 }
 
 }  // namespace

@@ -37,4 +37,21 @@ Status JobNotFound(const std::string& project, const std::string& job_id) {
 
 int EffectiveLogLimit(int limit) { return limit > 0 ? limit : 1000; }
 
+bool LogQueryMatches(const LogQuery& query, const model::LogEntry& e) {
+  if (e.insert_id <= query.after_insert_id) return false;
+  if (query.max_insert_id != 0 && e.insert_id > query.max_insert_id) return false;
+  if (!query.task_name.empty() && e.task_name != query.task_name) return false;
+  if (query.trial_id && e.trial_id != *query.trial_id) return false;
+  if (e.severity < query.min_severity) return false;
+  if (query.min_timestamp != 0 && e.timestamp < query.min_timestamp) return false;
+  if (query.max_timestamp != 0 && e.timestamp >= query.max_timestamp) return false;
+  if (query.position && query.order != LogOrder::kInsertId) {
+    const LogPosition p{e.timestamp, e.insert_id};
+    if (query.order == LogOrder::kTimestampAsc ? !(p > *query.position) : !(p < *query.position)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace trainyard::store::internal

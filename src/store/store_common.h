@@ -7,6 +7,8 @@
 #include <string>
 
 #include "trainyard/core/status.h"
+#include "trainyard/model/job.h"
+#include "trainyard/store/job_store.h"
 
 namespace trainyard::store::internal {
 
@@ -24,5 +26,22 @@ Status JobNotFound(const std::string& project, const std::string& job_id);
 
 // The effective limit of a LogQuery: a non-positive limit means the default, 1000.
 int EffectiveLogLimit(int limit);
+
+// Whether `e` passes every filter of `query` except project and job (task, id bounds, time
+// window, and the position for timestamp orders).
+bool LogQueryMatches(const LogQuery& query, const model::LogEntry& e);
+
+// Whether `a` comes before `b` in `order` ((timestamp, insert id) for the timestamp orders).
+inline bool LogOrderLess(LogOrder order, const model::LogEntry& a, const model::LogEntry& b) {
+  switch (order) {
+    case LogOrder::kInsertId:
+      return a.insert_id < b.insert_id;
+    case LogOrder::kTimestampAsc:
+      return LogPosition{a.timestamp, a.insert_id} < LogPosition{b.timestamp, b.insert_id};
+    case LogOrder::kTimestampDesc:
+      return LogPosition{a.timestamp, a.insert_id} > LogPosition{b.timestamp, b.insert_id};
+  }
+  return false;
+}
 
 }  // namespace trainyard::store::internal

@@ -2,9 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <random>
+#include <set>
 
 #include "log_filter.h"
+#include "temp_dir.h"
 #include "trainyard/core/time.h"
 #include "trainyard/store/store_sqlite.h"
 
@@ -172,12 +177,416 @@ TEST_F(LoggingApiTest, RejectsBadRequestsNamingTheField) {
         R"({"resourceNames":["projects/p"],"pageSize":1001})",
         R"({"resourceNames":["projects/p"],"orderBy":"severity"})",
         R"({"resourceNames":["projects/p"],"pageToken":"abc"})",
+        R"({"resourceNames":["projects/p"],"pageToken":"17"})",
         R"({"resourceNames":["projects/p"],"bogus":1})",
         R"({"resourceNames":["projects/p"],"filter":"timestamp>=\"soon\""})", "[1]", "not json"}) {
     auto r = ListLogEntries(*store_, body);
     ASSERT_FALSE(r.ok()) << body;
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << body;
   }
+}
+
+TEST_F(LoggingApiTest, APageTokenBelongsToItsOrder) {
+  json req = {{"resourceNames", {"projects/p"}}, {"orderBy", "timestamp desc"}, {"pageSize", 2}};
+  json page = List(req);
+  ASSERT_TRUE(page.contains("nextPageToken"));
+  req["orderBy"] = "timestamp asc";
+  req["pageToken"] = page["nextPageToken"];
+  auto r = ListLogEntries(*store_, req.dump());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("orderBy"), std::string::npos) << r.status().message();
+}
+
+// --- A 3-replica job through gcloud's algorithms, on the SQLite store -----------------------
+
+std::string Rfc3339(Timestamp t) { return FormatRfc3339Micros(t); }
+
+// What gcloud's command_lib/logs/stream.py LogPosition does: timestamps and insert ids are
+// compared as strings; the lower bound is `timestamp>="T"`, or after equal timestamps
+// `((timestamp="T" AND insertId>"I") OR timestamp>"T")`.
+struct GcloudPosition {
+  std::string timestamp = "1970-01-01T01:00:00.000000000Z";
+  std::string insert_id;
+  bool need_insert_id = false;
+
+  bool Update(const std::string& ts, const std::string& id) {
+    if (ts < timestamp) return false;
+    if (ts == timestamp) {
+      if (id > insert_id) {
+        insert_id = id;
+        need_insert_id = true;
+        return true;
+      }
+      return false;
+    }
+    need_insert_id = false;
+    insert_id = id;
+    timestamp = ts;
+    return true;
+  }
+  std::string LowerBound() const {
+    if (need_insert_id) {
+      return "((timestamp=\"" + timestamp + "\" AND insertId>\"" + insert_id +
+             "\") OR timestamp>\"" + timestamp + "\")";
+    }
+    return "timestamp>=\"" + timestamp + "\"";
+  }
+};
+
+class GcloudOrderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto store = store::OpenSqliteJobStore({.path = dir_.path() + "/db"});
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(store).value();
+  }
+
+  // Three replicas print `per_replica` lines each, numbered per replica, over a few seconds;
+  // each replica's lines reach the store in batches of its own, up to `max_lag` after they
+  // were printed, so the store holds them out of timestamp order. Returns the lines in the
+  // order they were stored; `store_at(i)` is when the i-th batch was stored.
+  void Produce(int per_replica, Timestamp max_lag) {
+    std::mt19937 rng(42);
+    const std::vector<std::string> tasks = {"master-replica-0", "worker-replica-0",
+                                            "worker-replica-1"};
+    struct Pending {
+      Timestamp due;
+      std::vector<model::LogEntry> lines;
+    };
+    std::vector<Pending> batches;
+    for (size_t t = 0; t < tasks.size(); ++t) {
+      Timestamp clock = t0_;
+      Timestamp last_due = 0;
+      Pending batch;
+      for (int i = 0; i < per_replica; ++i) {
+        // Often the same microsecond as another replica's line.
+        clock += (rng() % 4 == 0) ? 0 : static_cast<Timestamp>(rng() % 1500);
+        model::LogEntry e;
+        e.project = "p";
+        e.job_id = "dist";
+        e.task_name = tasks[t];
+        e.timestamp = clock;
+        e.message = tasks[t] + " " + std::to_string(i);
+        batch.lines.push_back(e);
+        if (rng() % 40 == 0 || i == per_replica - 1) {
+          // A replica's batches are stored in order.
+          batch.due = std::max(
+              last_due, clock + static_cast<Timestamp>(rng() % static_cast<uint32_t>(max_lag)));
+          last_due = batch.due;
+          batches.push_back(std::move(batch));
+          batch = Pending();
+        }
+      }
+    }
+    std::stable_sort(batches.begin(), batches.end(),
+                     [](const Pending& a, const Pending& b) { return a.due < b.due; });
+    for (auto& b : batches) {
+      due_.push_back(b.due);
+      stored_.push_back(std::move(b.lines));
+    }
+    end_ = due_.back();
+  }
+
+  // Stores every batch due by `now`.
+  void StoreUntil(Timestamp now) {
+    while (next_batch_ < stored_.size() && due_[next_batch_] <= now) {
+      ASSERT_TRUE(store_->AppendLogs(stored_[next_batch_]).ok());
+      ++next_batch_;
+    }
+  }
+
+  json List(const json& body) {
+    auto r = ListLogEntries(*store_, body.dump());
+    EXPECT_TRUE(r.ok()) << body.dump() << ": " << r.status().message();
+    return r.ok() ? json::parse(*r) : json();
+  }
+
+  // gcloud ai-platform jobs stream-logs: polls of at most 1000 entries, ascending, with the
+  // lower bound of the last entry printed and `timestamp<"now - 5s"` (LogFetcher.GetLogs).
+  std::vector<std::string> StreamLogs(Timestamp poll_every, bool follow) {
+    GcloudPosition pos;
+    std::vector<std::string> printed;
+    int empty = 0;
+    for (Timestamp now = follow ? t0_ : end_ + 10 * kMicrosPerSecond;; now += poll_every) {
+      if (follow) StoreUntil(now);
+      json page = List({{"resourceNames", {"projects/p"}},
+                        {"filter", R"((resource.type="ml_job" OR resource.type="cloudml_job") AND )"
+                                   R"(resource.labels.job_id="dist" AND )" +
+                                       pos.LowerBound() + " AND timestamp<\"" +
+                                       Rfc3339(now - 5 * kMicrosPerSecond) + "\""},
+                        {"orderBy", "timestamp asc"},
+                        {"pageSize", 1000}});
+      bool any = false;
+      for (const auto& e : page.value("entries", json::array())) {
+        if (!pos.Update(e["timestamp"], e["insertId"])) continue;
+        printed.push_back(e["jsonPayload"]["message"]);
+        any = true;
+      }
+      empty = any ? 0 : empty + 1;
+      // gcloud stops after two empty polls once the job has ended.
+      if (empty >= 2 && (!follow || now > end_ + 5 * kMicrosPerSecond)) break;
+      if (printed.size() > 100000) break;
+    }
+    return printed;
+  }
+
+  std::vector<std::string> Expected(bool descending) {
+    std::vector<model::LogEntry> all;
+    for (const auto& b : stored_) all.insert(all.end(), b.begin(), b.end());
+    std::sort(all.begin(), all.end(), [](const model::LogEntry& a, const model::LogEntry& b) {
+      return std::make_pair(a.timestamp, a.insert_id) < std::make_pair(b.timestamp, b.insert_id);
+    });
+    std::vector<std::string> out;
+    for (const auto& e : all) out.push_back(e.message);
+    if (descending) std::reverse(out.begin(), out.end());
+    return out;
+  }
+
+  test_support::TempDir dir_{"ty-api"};
+  std::unique_ptr<store::JobStore> store_;
+  const Timestamp t0_ = 1767261600000000;  // 2026-01-01T10:00:00Z
+  std::vector<Timestamp> due_;
+  std::vector<std::vector<model::LogEntry>> stored_;
+  size_t next_batch_ = 0;
+  Timestamp end_ = 0;
+};
+
+TEST_F(GcloudOrderTest, StreamLogsOfAFinishedJobPrintsEveryLineOnceInOrder) {
+  Produce(1500, 2 * kMicrosPerSecond);
+  StoreUntil(end_);
+  // The premise: the store's ingestion order differs from the timestamp order.
+  std::vector<std::string> ingestion;
+  for (const auto& b : stored_) {
+    for (const auto& e : b) ingestion.push_back(e.message);
+  }
+  ASSERT_NE(ingestion, Expected(false));
+  std::vector<std::string> printed = StreamLogs(kMicrosPerSecond, false);
+  EXPECT_EQ(printed.size(), 4500u);
+  EXPECT_EQ(printed, Expected(false));
+}
+
+TEST_F(GcloudOrderTest, StreamLogsFollowingAJobPrintsEveryLineOnceInOrder) {
+  // Lines reach the store up to 2 s after they were printed; gcloud reads only lines older
+  // than 5 s, so none is stored behind its position.
+  Produce(1500, 2 * kMicrosPerSecond);
+  std::vector<std::string> printed = StreamLogs(kMicrosPerSecond / 2, true);
+  EXPECT_EQ(printed.size(), 4500u);
+  EXPECT_EQ(printed, Expected(false));
+}
+
+TEST_F(GcloudOrderTest, LoggingReadPagesEitherOrderExactlyOnce) {
+  Produce(1500, 2 * kMicrosPerSecond);
+  StoreUntil(end_ / 2 + t0_ / 2);
+  for (bool descending : {false, true}) {
+    json req = {{"resourceNames", {"projects/p"}},
+                {"filter", R"(resource.labels.job_id="dist")"},
+                {"orderBy", descending ? "timestamp desc" : "timestamp asc"},
+                {"pageSize", 1000}};
+    std::vector<std::string> got;
+    const size_t stored_before = next_batch_;
+    for (int pages = 0; pages < 100; ++pages) {
+      json page = List(req);
+      for (const auto& e : page.value("entries", json::array())) {
+        got.push_back(e["jsonPayload"]["message"]);
+      }
+      // The job keeps logging between pages: a listing holds its first page's snapshot.
+      if (pages == 0) StoreUntil(end_);
+      if (!page.contains("nextPageToken")) break;
+      req["pageToken"] = page["nextPageToken"];
+    }
+    std::vector<std::string> want;
+    {
+      std::vector<model::LogEntry> first;
+      for (size_t b = 0; b < stored_before; ++b) {
+        first.insert(first.end(), stored_[b].begin(), stored_[b].end());
+      }
+      std::sort(first.begin(), first.end(),
+                [&](const model::LogEntry& a, const model::LogEntry& b) {
+                  auto ka = std::make_pair(a.timestamp, a.insert_id);
+                  auto kb = std::make_pair(b.timestamp, b.insert_id);
+                  return descending ? kb < ka : ka < kb;
+                });
+      for (const auto& e : first) want.push_back(e.message);
+    }
+    EXPECT_EQ(got, want) << (descending ? "desc" : "asc");
+  }
+  // Once stored, everything is listed.
+  json all = List({{"resourceNames", {"projects/p"}}, {"pageSize", 1000}});
+  EXPECT_EQ(all["entries"].size(), 1000u);
+}
+
+// --- Trainyard's own logs API (GET /v1/projects/P/jobs/J/logs) ------------------------------
+
+class JobLogsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto store = store::OpenSqliteJobStore({.path = dir_.path() + "/db"});
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(store).value();
+    model::Job job;
+    job.project = "p";
+    job.job_id = "j";
+    job.state = model::JobState::kRunning;
+    job.create_time = t0_;
+    ASSERT_TRUE(store_->CreateJob(job).ok());
+    // Two replicas, stored replica by replica: the worker's earlier lines land last.
+    Append("master-replica-0", {{3, "m3", model::Severity::kInfo},
+                                {5, "m5", model::Severity::kWarning},
+                                {8, "m8", model::Severity::kError}});
+    Append("worker-replica-0",
+           {{1, "w1", model::Severity::kInfo},
+            {4, "w4", model::Severity::kError},
+            {7, "w7", model::Severity::kDebug}},
+           "2");
+  }
+
+  struct L {
+    int second;
+    std::string message;
+    model::Severity severity;
+  };
+  void Append(const std::string& task, const std::vector<L>& lines, const std::string& trial = "") {
+    std::vector<model::LogEntry> batch;
+    for (const auto& l : lines) {
+      model::LogEntry e;
+      e.project = "p";
+      e.job_id = "j";
+      e.task_name = task;
+      e.trial_id = trial;
+      e.timestamp = t0_ + l.second * kMicrosPerSecond;
+      e.severity = l.severity;
+      e.message = l.message;
+      batch.push_back(e);
+    }
+    ASSERT_TRUE(store_->AppendLogs(batch).ok());
+  }
+
+  Result<json> Get(const QueryParams& params, const std::string& job = "j") {
+    auto r = ListJobLogs(*store_, "p", job, params);
+    if (!r.ok()) return r.status();
+    return json::parse(*r);
+  }
+
+  static std::vector<std::string> Messages(const json& page) {
+    std::vector<std::string> out;
+    for (const auto& e : page["entries"]) out.push_back(e["jsonPayload"]["message"]);
+    return out;
+  }
+
+  // Every page of a listing.
+  std::vector<std::string> ListAll(QueryParams params, std::string* snapshot = nullptr) {
+    std::vector<std::string> out;
+    for (int i = 0; i < 20; ++i) {
+      auto page = Get(params);
+      EXPECT_TRUE(page.ok()) << page.status().ToString();
+      if (!page.ok()) break;
+      for (auto& m : Messages(*page)) out.push_back(m);
+      if (snapshot != nullptr && i == 0) *snapshot = (*page)["snapshotInsertId"];
+      if (!page->contains("nextPageToken")) break;
+      params.erase("pageToken");
+      params.emplace("pageToken", (*page)["nextPageToken"]);
+    }
+    return out;
+  }
+
+  test_support::TempDir dir_{"ty-api"};
+  std::unique_ptr<store::JobStore> store_;
+  const Timestamp t0_ = 1767261600000000;
+};
+
+TEST_F(JobLogsTest, ListsInTimeOrderAcrossPagesInEitherDirection) {
+  const std::vector<std::string> asc = {"w1", "m3", "w4", "m5", "w7", "m8"};
+  EXPECT_EQ(ListAll({}), asc);
+  EXPECT_EQ(ListAll({{"pageSize", "1"}}), asc);
+  EXPECT_EQ(ListAll({{"pageSize", "4"}, {"orderBy", "timestamp asc"}}), asc);
+  std::vector<std::string> desc(asc.rbegin(), asc.rend());
+  EXPECT_EQ(ListAll({{"pageSize", "4"}, {"orderBy", "timestamp desc"}}), desc);
+  // --tail 2: the newest two, one page.
+  auto tail = Get({{"pageSize", "2"}, {"orderBy", "timestamp desc"}});
+  ASSERT_TRUE(tail.ok());
+  EXPECT_EQ(Messages(*tail), (std::vector<std::string>{"m8", "w7"}));
+  EXPECT_EQ((*tail)["entries"][0]["severity"], "ERROR");
+  EXPECT_EQ((*tail)["entries"][1]["labels"]["trial_id"], "2");
+}
+
+TEST_F(JobLogsTest, FiltersApplyBeforePaging) {
+  EXPECT_EQ(ListAll({{"pageSize", "1"}, {"minSeverity", "warning"}}),
+            (std::vector<std::string>{"w4", "m5", "m8"}));
+  EXPECT_EQ(ListAll({{"taskName", "worker-replica-0"}}),
+            (std::vector<std::string>{"w1", "w4", "w7"}));
+  EXPECT_EQ(ListAll({{"trialId", "2"}, {"pageSize", "2"}}),
+            (std::vector<std::string>{"w1", "w4", "w7"}));
+  EXPECT_EQ(ListAll({{"trialId", ""}}), (std::vector<std::string>{"m3", "m5", "m8"}));
+  EXPECT_EQ(ListAll({{"startTime", Rfc3339(t0_ + 4 * kMicrosPerSecond)},
+                     {"endTime", Rfc3339(t0_ + 8 * kMicrosPerSecond)}}),
+            (std::vector<std::string>{"w4", "m5", "w7"}));
+}
+
+TEST_F(JobLogsTest, AListingThenAFollowerReadEveryLineOnce) {
+  std::string snapshot;
+  auto first = Get({{"pageSize", "4"}});
+  ASSERT_TRUE(first.ok());
+  snapshot = (*first)["snapshotInsertId"];
+  // Lines stored while the listing pages, some older than lines already listed.
+  Append("worker-replica-0", {{2, "w2", model::Severity::kInfo}}, "2");
+  Append("master-replica-0", {{9, "m9", model::Severity::kInfo}});
+  std::vector<std::string> got = Messages(*first);
+  auto second = Get({{"pageSize", "4"}, {"pageToken", (*first)["nextPageToken"]}});
+  ASSERT_TRUE(second.ok());
+  for (auto& m : Messages(*second)) got.push_back(m);
+  EXPECT_FALSE(second->contains("nextPageToken"));
+  EXPECT_EQ(got, (std::vector<std::string>{"w1", "m3", "w4", "m5", "w7", "m8"}));
+  // The follower picks up exactly what the listing did not hold.
+  auto follow = Get({{"afterInsertId", snapshot}});
+  ASSERT_TRUE(follow.ok());
+  EXPECT_EQ(Messages(*follow), (std::vector<std::string>{"w2", "m9"}));
+  auto again = Get({{"afterInsertId", (*follow)["nextAfterInsertId"]}});
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE((*again)["entries"].empty());
+  EXPECT_EQ((*again)["nextAfterInsertId"], (*follow)["nextAfterInsertId"]);
+}
+
+TEST_F(JobLogsTest, FollowersSkipFilteredLinesWithoutRescanning) {
+  auto page = Get({{"afterInsertId", "0"}, {"minSeverity", "ERROR"}, {"pageSize", "10"}});
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(Messages(*page), (std::vector<std::string>{"m8", "w4"}));  // ingestion order
+  auto last = store_->LastLogInsertId();
+  ASSERT_TRUE(last.ok());
+  // Every stored line was examined: the cursor is the newest id, not the last match's.
+  EXPECT_EQ((*page)["nextAfterInsertId"], std::to_string(*last));
+  // A full page stops at its last line.
+  page = Get({{"afterInsertId", "0"}, {"pageSize", "2"}});
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(Messages(*page), (std::vector<std::string>{"m3", "m5"}));
+  EXPECT_EQ((*page)["nextAfterInsertId"], (*page)["entries"][1]["insertId"]);
+}
+
+TEST_F(JobLogsTest, BadParametersAndUnknownJobs) {
+  for (const QueryParams& bad :
+       std::vector<QueryParams>{{{"pageSize", "-1"}},
+                                {{"pageSize", "x"}},
+                                {{"orderBy", "severity"}},
+                                {{"minSeverity", "LOUD"}},
+                                {{"startTime", "yesterday"}},
+                                {{"pageToken", "nope"}},
+                                {{"afterInsertId", "-1"}},
+                                {{"afterInsertId", "3"}, {"orderBy", "timestamp desc"}},
+                                {{"color", "red"}}}) {
+    auto r = Get(bad);
+    ASSERT_FALSE(r.ok()) << bad.begin()->first;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad.begin()->first;
+    EXPECT_NE(
+        r.status().message().find(bad.begin()->first == "color" ? "color" : bad.rbegin()->first),
+        std::string::npos)
+        << r.status().message();
+  }
+  auto missing = Get({}, "nope");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  missing = Get({{"afterInsertId", "0"}}, "nope");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
 }
 
 }  // namespace

@@ -102,22 +102,54 @@ TEST_F(ClientTest, DecodesLogEntriesAndFollowsTheCursor) {
   daemon_.AddLog("j", "INFO", "master-replica-0", "hello");
   daemon_.AddLog("j", "ERROR", "worker-replica-0", "boom", "3");
   Client c(Options());
-  auto page = c.ListJobLogs("j", "", "", 1000);
+  auto page = c.ListJobLogs("j", {.after_insert_id = "0", .page_size = 1000});
   ASSERT_TRUE(page.ok()) << page.status().ToString();
   ASSERT_EQ(page->entries.size(), 2u);
   EXPECT_EQ(page->entries[0].severity, "INFO");
   EXPECT_EQ(page->entries[0].task_name, "master-replica-0");
   EXPECT_EQ(page->entries[0].trial_id, "");
   EXPECT_EQ(page->entries[0].message, "hello");
+  EXPECT_EQ(nlohmann::json::parse(page->entries[0].json)["jsonPayload"]["message"], "hello");
   EXPECT_EQ(page->entries[1].trial_id, "3");
   EXPECT_EQ(page->next_after_insert_id, "2");
-  auto next = c.ListJobLogs("j", page->next_after_insert_id, "", 1000);
+  auto next = c.ListJobLogs("j", {.after_insert_id = page->next_after_insert_id});
   ASSERT_TRUE(next.ok());
   EXPECT_TRUE(next->entries.empty());
-  auto filtered = c.ListJobLogs("j", "", "worker-replica-0", 1000);
+  auto filtered = c.ListJobLogs("j", {.after_insert_id = "0", .task_name = "worker-replica-0"});
   ASSERT_TRUE(filtered.ok());
   ASSERT_EQ(filtered->entries.size(), 1u);
   EXPECT_EQ(filtered->entries[0].message, "boom");
+  EXPECT_EQ(daemon_.Requests().back().path,
+            "/v1/projects/p/jobs/j/logs?afterInsertId=0&taskName=worker-replica-0");
+}
+
+TEST_F(ClientTest, ListsLogsWithEveryParameter) {
+  daemon_.AddLog("j", "INFO", "master-replica-0", "a", "", "2026-11-21T10:00:01.000000Z");
+  daemon_.AddLog("j", "WARNING", "master-replica-0", "b", "", "2026-11-21T10:00:02.000000Z");
+  daemon_.AddLog("j", "ERROR", "master-replica-0", "c", "", "2026-11-21T10:00:03.000000Z");
+  Client c(Options());
+  auto page = c.ListJobLogs("j", {.descending = true,
+                                  .task_name = "master-replica-0",
+                                  .trial_id = "",
+                                  .min_severity = "WARNING",
+                                  .start_time = "2026-11-21T10:00:00Z",
+                                  .page_size = 1});
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  // As the fake records it: decoded, parameters sorted.
+  EXPECT_EQ(daemon_.Requests().back().path,
+            "/v1/projects/p/jobs/j/logs?minSeverity=WARNING&orderBy=timestamp desc&pageSize=1&"
+            "startTime=2026-11-21T10:00:00Z&taskName=master-replica-0&trialId=");
+  ASSERT_EQ(page->entries.size(), 1u);
+  EXPECT_EQ(page->entries[0].message, "c");
+  EXPECT_EQ(page->snapshot_insert_id, "3");
+  ASSERT_FALSE(page->next_page_token.empty());
+  auto second = c.ListJobLogs("j", {.descending = true,
+                                    .page_token = page->next_page_token,
+                                    .min_severity = "WARNING",
+                                    .page_size = 1});
+  ASSERT_TRUE(second.ok());
+  ASSERT_EQ(second->entries.size(), 1u);
+  EXPECT_EQ(second->entries[0].message, "b");
 }
 
 TEST_F(ClientTest, UploadsAndDownloadsObjectsWithEncodedNames) {

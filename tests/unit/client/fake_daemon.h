@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -91,6 +92,14 @@ class FakeDaemon {
     return paused_;
   }
   int list_page_size_cap = 100;
+  // After `after` more log requests, the next `n` answer 503 UNAVAILABLE (a daemon
+  // restarting); when `then_add` is set, that line is stored once they have been answered.
+  void FailLogRequests(int after, int n, std::optional<json> then_add = std::nullopt) {
+    std::lock_guard<std::mutex> l(mu_);
+    unavailable_after_ = after;
+    unavailable_requests_ = n;
+    add_after_outage_ = std::move(then_add);
+  }
 
  private:
   struct PendingEnd {
@@ -147,33 +156,82 @@ class FakeDaemon {
                    jobs_[p][id]["state"] = "CANCELLING";
                    res.set_content("{}", "application/json");
                  });
-    server_.Get(
-        R"(/v1/projects/([^/]+)/jobs/([^/]+)/logs)", [this](const Request& req, Response& res) {
-          std::lock_guard<std::mutex> l(mu_);
-          Record(req);
-          std::string id = req.matches[2];
-          long long after =
-              req.has_param("afterInsertId") ? std::stoll(req.get_param_value("afterInsertId")) : 0;
-          std::string task = req.get_param_value("taskName");
-          json entries = json::array();
-          std::string next = std::to_string(after);
-          for (const auto& e : logs_[id]) {
-            long long ins = std::stoll(e["insertId"].get<std::string>());
-            if (ins <= after) continue;
-            if (!task.empty() && e["resource"]["labels"]["task_name"] != task) continue;
-            entries.push_back(e);
-            next = e["insertId"];
-          }
-          auto pe = pending_end_.find(id);
-          if (pe != pending_end_.end() && --pe->second.reads_left <= 0) {
-            json& job = jobs_[pe->second.project][id];
-            job["state"] = pe->second.state;
-            job["endTime"] = "2026-11-21T11:00:00Z";
-            pending_end_.erase(pe);
-          }
-          json body = {{"entries", entries}, {"nextAfterInsertId", next}};
-          res.set_content(body.dump(), "application/json");
+    server_.Get(R"(/v1/projects/([^/]+)/jobs/([^/]+)/logs)", [this](const Request& req,
+                                                                    Response& res) {
+      std::lock_guard<std::mutex> l(mu_);
+      Record(req);
+      if (unavailable_after_ > 0) {
+        --unavailable_after_;
+      } else if (unavailable_requests_ > 0) {
+        if (--unavailable_requests_ == 0 && add_after_outage_) {
+          json e = *add_after_outage_;
+          e["insertId"] = std::to_string(++next_insert_id_);
+          logs_[req.matches[2]].push_back(e);
+        }
+        return Error(res, 503, "UNAVAILABLE", "restarting");
+      }
+      std::string id = req.matches[2];
+      std::string task = req.get_param_value("taskName");
+      std::string severity = req.get_param_value("minSeverity");
+      std::string start = req.get_param_value("startTime");
+      auto matches = [&](const json& e) {
+        if (!task.empty() && e["resource"]["labels"]["task_name"] != task) return false;
+        if (req.has_param("trialId") && e.value("labels", json::object()).value("trial_id", "") !=
+                                            req.get_param_value("trialId")) {
+          return false;
+        }
+        if (!severity.empty() && Rank(e["severity"]) < Rank(severity)) return false;
+        // Same-width RFC 3339 strings compare as times.
+        if (!start.empty() && e["timestamp"].get<std::string>() < start) return false;
+        return true;
+      };
+      json entries = json::array();
+      json body;
+      if (req.has_param("afterInsertId")) {
+        // Follow mode: ingestion order after the cursor.
+        long long after = std::stoll(req.get_param_value("afterInsertId"));
+        std::string next = std::to_string(after);
+        for (const auto& e : logs_[id]) {
+          long long ins = std::stoll(e["insertId"].get<std::string>());
+          if (ins <= after) continue;
+          next = e["insertId"];
+          if (matches(e)) entries.push_back(e);
+        }
+        auto pe = pending_end_.find(id);
+        if (pe != pending_end_.end() && --pe->second.reads_left <= 0) {
+          json& job = jobs_[pe->second.project][id];
+          job["state"] = pe->second.state;
+          job["endTime"] = "2026-11-21T11:00:00Z";
+          pending_end_.erase(pe);
+        }
+        body = {{"entries", entries}, {"nextAfterInsertId", next}};
+      } else {
+        // A listing in (timestamp, insertId) order; the token is the offset into it.
+        if (logs_[id].empty() && !jobs_[req.matches[1]].count(id)) {
+          return Error(res, 404, "NOT_FOUND", "no job " + id);
+        }
+        std::vector<json> all;
+        for (const auto& e : logs_[id]) {
+          if (matches(e)) all.push_back(e);
+        }
+        std::stable_sort(all.begin(), all.end(), [](const json& a, const json& b) {
+          return a["timestamp"].get<std::string>() < b["timestamp"].get<std::string>();
         });
+        if (req.get_param_value("orderBy") == "timestamp desc") {
+          std::reverse(all.begin(), all.end());
+        }
+        size_t offset =
+            req.has_param("pageToken") ? std::stoul(req.get_param_value("pageToken").substr(1)) : 0;
+        size_t size =
+            req.has_param("pageSize") ? std::stoul(req.get_param_value("pageSize")) : 1000;
+        for (size_t i = offset; i < all.size() && i < offset + size; ++i) {
+          entries.push_back(all[i]);
+        }
+        body = {{"entries", entries}, {"snapshotInsertId", std::to_string(next_insert_id_)}};
+        if (offset + size < all.size()) body["nextPageToken"] = "o" + std::to_string(offset + size);
+      }
+      res.set_content(body.dump(), "application/json");
+    });
     server_.Get(R"(/v1/projects/([^/]+)/jobs/([^/]+))", [this](const Request& req, Response& res) {
       std::lock_guard<std::mutex> l(mu_);
       Record(req);
@@ -275,6 +333,18 @@ class FakeDaemon {
   std::map<std::string, std::vector<std::string>> order_;
   std::map<std::string, std::vector<json>> logs_;
   std::map<std::string, PendingEnd> pending_end_;
+  int unavailable_after_ = 0;
+  int unavailable_requests_ = 0;
+  std::optional<json> add_after_outage_;
+
+  static int Rank(const std::string& severity) {
+    static const char* const kOrder[] = {"DEFAULT", "DEBUG",    "INFO",  "NOTICE",   "WARNING",
+                                         "ERROR",   "CRITICAL", "ALERT", "EMERGENCY"};
+    for (int i = 0; i < 9; ++i) {
+      if (severity == kOrder[i]) return i;
+    }
+    return 0;
+  }
   std::set<std::string> buckets_;
   std::map<std::string, std::string> objects_;
   std::vector<Request> requests_;

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -763,6 +764,159 @@ TEST_P(JobStoreContractTest, ConcurrentLogAppendsAreEachReadExactlyOnce) {
 }
 
 std::string ImplName(const ::testing::TestParamInfo<Impl>& param) { return param.param.name; }
+
+// Reads every line of `query` in a timestamp order by resuming after the position of the last
+// line read, `page` lines at a time (what the Logging API's page tokens do).
+std::vector<LogEntry> ReadAllByTime(JobStore& store, LogQuery query, int page) {
+  std::vector<LogEntry> out;
+  query.limit = page;
+  while (true) {
+    auto got = store.ReadLogs(query);
+    EXPECT_TRUE(got.ok()) << got.status().ToString();
+    if (!got.ok() || got->empty()) break;
+    EXPECT_LE(got->size(), static_cast<size_t>(page));
+    query.position = LogPosition{got->back().timestamp, got->back().insert_id};
+    out.insert(out.end(), got->begin(), got->end());
+    if (out.size() > 100000) break;  // a position that does not advance
+  }
+  return out;
+}
+
+std::vector<int64_t> Ids(const std::vector<LogEntry>& entries) {
+  std::vector<int64_t> out;
+  for (const LogEntry& e : entries) out.push_back(e.insert_id);
+  return out;
+}
+
+// Three replicas of one job print concurrently; each replica's lines reach the store in
+// batches of its own, so a batch often holds lines older than lines of another replica stored
+// before it (and equal timestamps across replicas). A timestamp-ordered read, resumed after
+// the last position at any page size and in either direction, returns every line exactly once
+// in (timestamp, insert id) order, with every filter applied.
+TEST_P(JobStoreContractTest, TimestampOrderIsOneOrderAcrossPagesAndLateBatches) {
+  std::mt19937 rng(7);
+  std::vector<LogEntry> all;
+  const Timestamp t0 = 1700000000000000;
+  const std::vector<std::string> tasks = {"master-replica-0", "worker-replica-0",
+                                          "worker-replica-1"};
+  std::vector<Timestamp> clock(tasks.size(), t0);
+  std::vector<std::vector<LogEntry>> pending(tasks.size());
+  int n = 0;
+  for (int round = 0; round < 120; ++round) {
+    for (size_t t = 0; t < tasks.size(); ++t) {
+      const int lines = static_cast<int>(rng() % 12);
+      for (int i = 0; i < lines; ++i) {
+        // Steps of 0 (equal timestamps), microseconds, or up to 3 s (longer than a chunk).
+        const int kind = static_cast<int>(rng() % 10);
+        clock[t] += kind < 3 ? 0 : kind < 9 ? static_cast<Timestamp>(rng() % 2000) : 3'000'000;
+        pending[t].push_back(Line("j", tasks[t], clock[t], "n" + std::to_string(n++)));
+      }
+      // Replicas deliver when they like: some hold several rounds of lines back.
+      if (rng() % 3 == 0 || round == 119) {
+        ASSERT_TRUE(store_->AppendLogs(pending[t]).ok());
+        all.insert(all.end(), pending[t].begin(), pending[t].end());
+        pending[t].clear();
+      }
+    }
+    if (round % 40 == 0) {
+      std::vector<LogEntry> other = {Line("k", "master-replica-0", clock[0], "other job")};
+      ASSERT_TRUE(store_->AppendLogs(other).ok());
+    }
+  }
+  ASSERT_GT(all.size(), 1000u);
+  auto asc = [](const LogEntry& a, const LogEntry& b) {
+    return LogPosition{a.timestamp, a.insert_id} < LogPosition{b.timestamp, b.insert_id};
+  };
+  std::vector<LogEntry> sorted = all;
+  std::sort(sorted.begin(), sorted.end(), asc);
+  // The test's premise: the ingestion order is not the timestamp order.
+  ASSERT_NE(Ids(sorted), Ids(all));
+  auto want = [&](const std::function<bool(const LogEntry&)>& pred, bool descending) {
+    std::vector<int64_t> out;
+    for (const LogEntry& e : sorted) {
+      if (pred(e)) out.push_back(e.insert_id);
+    }
+    if (descending) std::reverse(out.begin(), out.end());
+    return out;
+  };
+  auto any = [](const LogEntry&) { return true; };
+  for (bool descending : {false, true}) {
+    const LogOrder order = descending ? LogOrder::kTimestampDesc : LogOrder::kTimestampAsc;
+    for (int page : {1, 7, 100, 1000, 5000}) {
+      EXPECT_EQ(Ids(ReadAllByTime(*store_, {.project = "p", .job_id = "j", .order = order}, page)),
+                want(any, descending))
+          << "page " << page << (descending ? " desc" : " asc");
+    }
+    // A project-wide read interleaves the other job's lines at their times.
+    std::vector<LogEntry> project = ReadAllByTime(*store_, {.project = "p", .order = order}, 64);
+    EXPECT_EQ(project.size(), all.size() + 3);
+    EXPECT_TRUE(std::is_sorted(
+        project.begin(), project.end(),
+        [&](const LogEntry& a, const LogEntry& b) { return descending ? asc(b, a) : asc(a, b); }));
+    // Task, time window, snapshot and id filters.
+    const Timestamp lo = sorted[sorted.size() / 4].timestamp;
+    const Timestamp hi = sorted[sorted.size() / 2].timestamp;
+    const int64_t snapshot = all[all.size() / 2].insert_id;
+    const int64_t after = all[all.size() / 8].insert_id;
+    EXPECT_EQ(Ids(ReadAllByTime(*store_,
+                                {.project = "p",
+                                 .job_id = "j",
+                                 .task_name = "worker-replica-1",
+                                 .min_timestamp = lo,
+                                 .max_timestamp = hi,
+                                 .order = order},
+                                9)),
+              want(
+                  [&](const LogEntry& e) {
+                    return e.task_name == "worker-replica-1" && e.timestamp >= lo &&
+                           e.timestamp < hi;
+                  },
+                  descending));
+    EXPECT_EQ(
+        Ids(ReadAllByTime(*store_,
+                          {.project = "p",
+                           .job_id = "j",
+                           .after_insert_id = after,
+                           .max_insert_id = snapshot,
+                           .order = order},
+                          50)),
+        want([&](const LogEntry& e) { return e.insert_id > after && e.insert_id <= snapshot; },
+             descending));
+    // Starting from a position taken from the middle (gcloud's lower bound, or a page token).
+    const LogEntry& mid = sorted[sorted.size() / 3];
+    auto from_mid = store_->ReadLogs({.project = "p",
+                                      .job_id = "j",
+                                      .order = order,
+                                      .position = LogPosition{mid.timestamp, mid.insert_id},
+                                      .limit = 100000});
+    ASSERT_TRUE(from_mid.ok());
+    EXPECT_EQ(Ids(*from_mid), want(
+                                  [&](const LogEntry& e) {
+                                    const LogPosition p{e.timestamp, e.insert_id};
+                                    const LogPosition m{mid.timestamp, mid.insert_id};
+                                    return descending ? p < m : p > m;
+                                  },
+                                  descending));
+  }
+}
+
+TEST_P(JobStoreContractTest, LastLogInsertIdIsTheHighestIdStored) {
+  auto none = store_->LastLogInsertId();
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, 0);
+  std::vector<LogEntry> batch = {Line("a", "t", 5, "x"), Line("b", "t", 1, "y")};
+  ASSERT_TRUE(store_->AppendLogs(batch).ok());
+  auto last = store_->LastLogInsertId();
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(*last, batch[1].insert_id);
+  // A snapshot read sees exactly the lines up to it.
+  std::vector<LogEntry> later = {Line("a", "t", 0, "z")};
+  ASSERT_TRUE(store_->AppendLogs(later).ok());
+  auto snap =
+      store_->ReadLogs({.project = "p", .max_insert_id = *last, .order = LogOrder::kTimestampAsc});
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(Messages(*snap), (std::vector<std::string>{"y", "x"}));
+}
 
 INSTANTIATE_TEST_SUITE_P(
     Impls, JobStoreContractTest,

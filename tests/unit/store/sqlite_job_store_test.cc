@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "log_chunk.h"
+#include "migrations.h"
 #include "store_test_util.h"
 #include "trainyard/core/time.h"
 #include "trainyard/store/store_sqlite.h"
@@ -28,7 +30,7 @@ using testing::MakeJob;
 using testing::TempDir;
 
 // The schema version this build writes (migrations.cc).
-constexpr int kLatestSchemaVersion = 1;
+constexpr int kLatestSchemaVersion = 2;
 
 std::unique_ptr<JobStore> MustOpen(const std::string& path, const std::string& sync = "NORMAL") {
   auto store = OpenSqliteJobStore({.path = path, .synchronous = sync});
@@ -208,6 +210,78 @@ TEST(SqliteJobStoreTest, LargeBatchesAreSplitIntoBoundedChunks) {
   ASSERT_TRUE(got.ok());
   ASSERT_EQ(got->size(), 25u);
   EXPECT_EQ((*got)[0].message, big[15].message);
+}
+
+TEST(SqliteJobStoreTest, ChunksSpanAtMostOneSecond) {
+  TempDir dir;
+  const std::string path = dir.path() + "/db";
+  auto store = MustOpen(path);
+  ASSERT_NE(store, nullptr);
+  // One batch of a replica's lines over 10 s (a backlog delivered at once): 0.25 s apart.
+  std::vector<model::LogEntry> batch;
+  for (int i = 0; i < 40; ++i) batch.push_back(LogLine("a", "t", i * 250000, std::to_string(i)));
+  ASSERT_TRUE(store->AppendLogs(batch).ok());
+  RawDb raw(path);
+  EXPECT_EQ(raw.Text("SELECT max(max_ts - min_ts) <= 1000000 FROM log_chunks"), "1");
+  EXPECT_EQ(raw.Text("SELECT count(*) FROM log_chunks"), "8");  // 5 lines (1 s) each
+  // The timestamp-ordered reads use the min_ts index.
+  EXPECT_NE(raw.Text("EXPLAIN QUERY PLAN SELECT last_id FROM log_chunks INDEXED BY "
+                     "log_chunks_job_ts WHERE project = 'p' AND job_id = 'a' AND min_ts >= 5 "
+                     "ORDER BY min_ts")
+                .size(),
+            0u);
+}
+
+// A database written before migration 2 may hold chunks spanning more than a second; the
+// migration records the longest, and timestamp-ordered reads starting inside such a chunk
+// still find its lines.
+TEST(SqliteJobStoreTest, LongChunksFromBeforeMigrationTwoStayReadableInTimeOrder) {
+  TempDir dir;
+  const std::string path = dir.path() + "/db";
+  {
+    RawDb raw(path);
+    raw.Exec(sqlite::Migrations()[0].sql);
+    raw.Exec("PRAGMA user_version = 1");
+    std::string data;
+    int64_t prev = 0;
+    for (int i = 0; i < 10; ++i) {
+      sqlite::AppendLogLine(&data, &prev, 1000000 + i * 60000000LL, 200, "old" + std::to_string(i));
+    }
+    std::string hex;
+    for (unsigned char c : data) {
+      static const char* digits = "0123456789ABCDEF";
+      hex += digits[c >> 4];
+      hex += digits[c & 15];
+    }
+    raw.Exec(
+        "INSERT INTO log_chunks (last_id, first_id, project, job_id, task_name, min_ts, "
+        "max_ts, data) VALUES (10, 1, 'p', 'a', 't', 1000000, 541000000, X'" +
+        hex + "')");
+  }
+  auto store = MustOpen(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(RawDb(path).Text("SELECT max_span FROM log_chunk_span"), "540000000");
+  std::vector<model::LogEntry> batch = {LogLine("a", "u", 400000000, "new")};
+  ASSERT_TRUE(store->AppendLogs(batch).ok());
+  EXPECT_EQ(batch[0].insert_id, 11);
+  auto got = store->ReadLogs({.project = "p",
+                              .job_id = "a",
+                              .order = LogOrder::kTimestampAsc,
+                              .position = LogPosition{300000000, 0},
+                              .limit = 3});
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ(got->size(), 3u);
+  EXPECT_EQ((*got)[0].message, "old5");  // 301 s
+  EXPECT_EQ((*got)[1].message, "old6");  // 361 s
+  EXPECT_EQ((*got)[2].message, "new");   // 400 s
+  got = store->ReadLogs({.project = "p",
+                         .order = LogOrder::kTimestampDesc,
+                         .position = LogPosition{400000000, 11},
+                         .limit = 2});
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ(got->size(), 2u);
+  EXPECT_EQ((*got)[0].message, "old6");
+  EXPECT_EQ((*got)[1].message, "old5");
 }
 
 TEST(SqliteJobStoreTest, TheWalIsCheckpointedInTheBackground) {

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,11 +58,29 @@ struct LogEntry {
   std::string task_name;
   std::string trial_id;  // "" when absent
   std::string message;
+  std::string json;  // the entry as the server sent it (for --format json)
+};
+
+// GET /v1/projects/{p}/jobs/{id}/logs parameters (docs/api.md, "Job logs"). Unset or empty
+// values are not sent.
+struct JobLogsRequest {
+  // Set: follow mode, the lines stored after this cursor in ingestion order ("0" = all).
+  // Unset: a listing in (timestamp, insertId) order.
+  std::optional<std::string> after_insert_id;
+  bool descending = false;  // listing order
+  std::string page_token;   // listing: the previous page's next_page_token
+  std::string task_name;
+  std::optional<std::string> trial_id;  // "" = lines outside any trial
+  std::string min_severity;             // e.g. "WARNING"
+  std::string start_time;               // RFC 3339: lines at or after it
+  int page_size = 0;                    // 0 = the server's default (1000)
 };
 
 struct LogPage {
-  std::vector<LogEntry> entries;     // ordered by insertId
-  std::string next_after_insert_id;  // cursor for the next call ("" = unchanged)
+  std::vector<LogEntry> entries;     // follow mode: by insertId; listing: in the order asked for
+  std::string next_after_insert_id;  // follow mode: cursor for the next call
+  std::string next_page_token;       // listing: "" on the last page
+  std::string snapshot_insert_id;    // listing: follow from here once the listing is read
 };
 
 class Client {
@@ -88,9 +107,8 @@ class Client {
                                      std::string_view etag);
 
   // --- job logs ----------------------------------------------------------------------------
-  // GET /v1/projects/{p}/jobs/{id}/logs. after_insert_id "" = from the beginning.
-  Result<LogPage> ListJobLogs(std::string_view job_id, std::string_view after_insert_id,
-                              std::string_view task_name, int page_size);
+  // GET /v1/projects/{p}/jobs/{id}/logs.
+  Result<LogPage> ListJobLogs(std::string_view job_id, const JobLogsRequest& request);
 
   // --- storage (Cloud Storage JSON API subset) -------------------------------------------
   Status CreateBucket(std::string_view bucket);

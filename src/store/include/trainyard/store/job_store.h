@@ -39,13 +39,35 @@ struct StateChange {
   std::string reason;
 };
 
+// The order ReadLogs returns entries in.
+enum class LogOrder {
+  kInsertId,       // ingestion order: insert ids ascending (followers' cursor)
+  kTimestampAsc,   // (timestamp, insert id) ascending: the one global order of a job's lines
+  kTimestampDesc,  // (timestamp, insert id) descending
+};
+
+// A place in the (timestamp, insert id) order.
+struct LogPosition {
+  Timestamp timestamp = 0;
+  int64_t insert_id = 0;
+  friend bool operator==(const LogPosition&, const LogPosition&) = default;
+  friend auto operator<=>(const LogPosition&, const LogPosition&) = default;
+};
+
 struct LogQuery {
   std::string project;
   std::string job_id;           // "" = every job of the project
   std::string task_name;        // "" = every task
-  int64_t after_insert_id = 0;  // cursor: entries with insert_id > this
+  int64_t after_insert_id = 0;  // entries with insert_id > this (the cursor of kInsertId)
+  int64_t max_insert_id = 0;    // entries with insert_id <= this (0 = no bound): a snapshot
   Timestamp min_timestamp = 0;  // entries with timestamp >= this (0 = no bound)
   Timestamp max_timestamp = 0;  // entries with timestamp < this (0 = no bound)
+  LogOrder order = LogOrder::kInsertId;
+  // Timestamp orders only: entries strictly after this position in the order asked for
+  // (ascending: above it; descending: below it). nullopt = from the first entry of the order.
+  std::optional<LogPosition> position;
+  std::optional<std::string> trial_id;  // lines of this trial ("" = lines outside tuning)
+  model::Severity min_severity = model::Severity::kDefault;  // lines at least this severe
   int limit = 1000;
 };
 
@@ -71,8 +93,12 @@ class JobStore {
   // Appends log lines in one transaction, assigning strictly increasing insert ids (written
   // back into `entries`).
   virtual Status AppendLogs(std::span<model::LogEntry> entries) = 0;
-  // Entries matching the query, ordered by insert id.
+  // Entries matching the query, in query.order, at most query.limit (<= 0 means 1000).
   virtual Result<std::vector<model::LogEntry>> ReadLogs(const LogQuery& query) = 0;
+  // The highest insert id stored (0 when there is none). Every id up to it is readable: ids
+  // are assigned in commit order, so a query with max_insert_id = this value reads a stable
+  // snapshot, and the entries with a higher id are exactly those stored after this call.
+  virtual Result<int64_t> LastLogInsertId() = 0;
 };
 
 }  // namespace trainyard::store
