@@ -88,6 +88,68 @@ constexpr char kGcsMountPoint[] = "/gcs";
 // Files named in the warning about a relative gs: directory.
 constexpr size_t kGsWarningFiles = 5;
 
+// <work_dir>/trainyard-site/sitecustomize.py, first on a Python trainer's PYTHONPATH: flushes
+// the trainer's stdout and stderr every 0.5 s, so that print() output reaches the logs while
+// the trainer runs although Python block-buffers a pipe. PYTHONUNBUFFERED would do it with a
+// write() per print, 10x the CPU of a chatty trainer (docs/benchmarks.md); this costs a
+// thread waking twice a second. A lock keeps flushes out of fork() (a child inheriting a held
+// stdout lock would hang) and out of interpreter shutdown (a daemon thread holding it there is
+// a fatal error). Then it runs the sitecustomize it shadows (Debian has one), if any.
+constexpr char kSiteDir[] = "trainyard-site";
+constexpr char kSiteCustomize[] = R"PY(# Written by trainyard-launcher (docs/writing-a-trainer.md).
+import atexit as _atexit
+import os as _os
+import sys as _sys
+import threading as _threading
+
+_trainyard_lock = _threading.Lock()
+
+
+def _trainyard_flush_loop():
+    import time
+    while True:
+        time.sleep(0.5)
+        with _trainyard_lock:
+            for stream in (_sys.stdout, _sys.stderr):
+                try:
+                    if stream is not None:
+                        stream.flush()
+                except Exception:
+                    pass
+
+
+def _trainyard_start():
+    _threading.Thread(target=_trainyard_flush_loop, name="trainyard-flush", daemon=True).start()
+
+
+def _trainyard_after_fork_in_child():
+    _trainyard_lock.release()
+    _trainyard_start()
+
+
+_trainyard_start()
+_os.register_at_fork(before=lambda: _trainyard_lock.acquire(),
+                     after_in_parent=lambda: _trainyard_lock.release(),
+                     after_in_child=_trainyard_after_fork_in_child)
+_atexit.register(_trainyard_lock.acquire)
+
+
+def _trainyard_chain():
+    here = _os.path.dirname(_os.path.abspath(__file__))
+    for entry in _sys.path:
+        if _os.path.abspath(entry or ".") == here:
+            continue
+        path = _os.path.join(entry or ".", "sitecustomize.py")
+        if _os.path.isfile(path):
+            with open(path) as f:
+                code = compile(f.read(), path, "exec")
+            exec(code, {"__name__": "sitecustomize", "__file__": path})
+            return
+
+
+_trainyard_chain()
+)PY";
+
 std::string Join(const std::string& dir, const char* file) { return dir + "/" + file; }
 
 // "64.0 MiB", "15.0 GiB" (memory limits in messages).
@@ -348,8 +410,22 @@ int Launcher::Run() {
   std::vector<std::string> argv = {*python, "-m", spec_.python_module};
   argv.insert(argv.end(), spec_.args.begin(), spec_.args.end());
   StorageClientFiles files;
-  const std::vector<std::string> env =
-      ToEnvLines(TrainerEnvironment(launcher_env_, PrepareTrainerDefaults(&files), spec_.env));
+  EnvMap env_map = TrainerEnvironment(launcher_env_, PrepareTrainerDefaults(&files), spec_.env);
+  const std::string site_dir = Join(work_dir_, kSiteDir);
+  Status site = MakeDirs(site_dir);
+  if (site.ok()) {
+    site = WriteFileAtomic(site_dir + "/sitecustomize.py", kSiteCustomize, /*durable=*/false);
+  }
+  if (site.ok()) {
+    std::string& python_path = env_map["PYTHONPATH"];
+    python_path = python_path.empty() ? site_dir : site_dir + ":" + python_path;
+  } else {
+    Service(Severity::kWarning, "Cannot write " + site_dir + "/sitecustomize.py (" +
+                                    site.message() +
+                                    "); the trainer's print() output may show only when it "
+                                    "flushes or exits.");
+  }
+  const std::vector<std::string> env = ToEnvLines(env_map);
   PrepareGcsMount();
 
   Service(Severity::kInfo, "Running module " + spec_.python_module + ".");
@@ -386,10 +462,7 @@ int Launcher::Run() {
 }
 
 EnvMap Launcher::PrepareTrainerDefaults(StorageClientFiles* files) {
-  // Python's output unbuffered, so a print() is in the logs at once (a trainer's stdout is a
-  // pipe, which Python would block-buffer until exit). The spec, or an operator's allowlisted
-  // host value, still wins.
-  EnvMap defaults = {{"PYTHONUNBUFFERED", "1"}};
+  EnvMap defaults;
   EnvMap storage = StorageClientEnvironment(spec_.env, work_dir_, files);
   if (!storage.empty()) {
     Status s = MakeDirs(files->config_dir);
@@ -818,6 +891,11 @@ int Launcher::RunContainer() {
   // The container's environment is Trainyard's defaults and the spec's, none of the host's.
   StorageClientFiles files;
   EnvMap env = PrepareTrainerDefaults(&files);
+  // Python in the image unbuffered, so print() output is in the logs at once (its stdout is a
+  // pipe, which Python would block-buffer until exit). Unlike for Python trainers, there is no
+  // cheaper way in: an image's PYTHONPATH and site-packages are unknown (the cost: a write()
+  // per print, docs/benchmarks.md). The spec's env still wins.
+  env["PYTHONUNBUFFERED"] = "1";
   for (const auto& [k, v] : spec_.env) env[k] = v;
   if (Status s = WriteContainerEnv(env); !s.ok()) {
     return launch_failure("Cannot write " + env_file + ": " + s.message());

@@ -76,7 +76,8 @@ def test_trainer_environment_is_clean(td):
     # What a trainer needs is still there.
     assert env["PATH"] and env["CLOUD_ML_JOB_ID"] == "env_clean"
     assert json.loads(env["TF_CONFIG"])["task"]["type"] in ("master", "chief")
-    assert env["PYTHONUNBUFFERED"] == "1"
+    assert "PYTHONUNBUFFERED" not in env  # the daemon had it (empty); the flusher replaces it
+    assert env["PYTHONPATH"].split(":")[0].endswith("/trainyard-site")
     assert env["STORAGE_EMULATOR_HOST"] == td.url
     assert env["CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE"] == td.url + "/storage/v1/"
     assert env["CLOUDSDK_AUTH_DISABLE_CREDENTIALS"] == "True"
