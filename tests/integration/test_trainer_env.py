@@ -139,3 +139,57 @@ def test_gsutil_gcloud_and_gcs_paths_reach_the_buckets(td):
                              "exit.json")
     with open(exit_file) as f:
         assert "gs:/%s/lost/model.pt" % BUCKET in " ".join(json.load(f)["warnings"])
+
+
+EXAMPLE = "localhost/trainyard-example:1"
+
+
+def have_example_image():
+    import shutil
+    import subprocess
+    if shutil.which("podman") is None:
+        return False
+    conf = "/tmp/trainyard-itest-trainer-env.conf"
+    with open(conf, "w") as f:
+        f.write('[containers]\ndefault_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]\n'
+                '[engine]\nruntime = "runc"\ncgroup_manager = "cgroupfs"\n')
+    env = dict(os.environ)
+    if shutil.which("runc"):
+        env.setdefault("CONTAINERS_CONF", conf)
+    return subprocess.run(["podman", "image", "exists", EXAMPLE], env=env,
+                          capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(not have_example_image(),
+                    reason="needs podman and %s (examples/container/build.sh)" % EXAMPLE)
+def test_container_gets_clean_env_gcs_and_its_local_job_dir(td, tmp_path):
+    job_dir = str(tmp_path / "ctr-job-dir")
+    os.makedirs(job_dir)
+    code = """
+import json, os, sys
+env = dict(os.environ)
+print("ENV " + json.dumps(env, sort_keys=True))
+print("BOTO " + str(os.path.isfile(env["BOTO_CONFIG"])))
+os.makedirs("/gcs/%(b)s/ctr", exist_ok=True)
+with open("/gcs/%(b)s/ctr/model.txt", "w") as f:
+    f.write("container via /gcs")
+job_dir = sys.argv[sys.argv.index("--job-dir") + 1]
+with open(os.path.join(job_dir, "model.txt"), "w") as f:
+    f.write("container job dir")
+""" % {"b": BUCKET}
+    status, body = td.request("POST", JOBS, {"jobId": "ctr_env", "trainingInput": {
+        "region": "us-central1", "jobDir": job_dir,
+        "masterConfig": {"imageUri": EXAMPLE, "containerCommand": ["python3", "-c", code]}}})
+    assert status == 200, body
+    job = td.wait_state("ctr_env", ("SUCCEEDED", "FAILED", "CANCELLED"), timeout=300)
+    lines = messages(td, "ctr_env")
+    assert job["state"] == "SUCCEEDED", (job, lines[-20:])
+    assert not [l for l in lines if CANARY in l]
+    env = json.loads([l for l in lines if l.startswith("ENV ")][0][4:])
+    assert "AWS_SECRET_ACCESS_KEY" not in env
+    assert env["PYTHONUNBUFFERED"] == "1"
+    assert env["CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE"] == td.url + "/storage/v1/"
+    assert "BOTO True" in lines  # the per-replica gsutil config is mounted into the container
+    assert object_bytes(td, "ctr/model.txt") == b"container via /gcs"
+    with open(os.path.join(job_dir, "model.txt")) as f:
+        assert f.read() == "container job dir"
