@@ -49,60 +49,6 @@ Status MergeIntoFile(const std::string& path, const Ini& updates) {
 
 }  // namespace
 
-// --- INI ---------------------------------------------------------------------------------
-
-Ini ParseIni(std::string_view text) {
-  Ini ini;
-  for (const std::string& raw : Split(text, '\n')) {
-    std::string line = Trim(raw);
-    if (line.empty() || line[0] == '#' || line[0] == ';') continue;
-    if (line.front() == '[' && line.back() == ']') {
-      ini.push_back(IniSection{Trim(std::string_view(line).substr(1, line.size() - 2)), {}});
-      continue;
-    }
-    size_t eq = line.find_first_of("=:");
-    if (eq == std::string::npos || ini.empty()) continue;
-    std::string key = Trim(std::string_view(line).substr(0, eq));
-    if (key.empty()) continue;
-    ini.back().entries.emplace_back(key, Trim(std::string_view(line).substr(eq + 1)));
-  }
-  return ini;
-}
-
-std::string RenderIni(const Ini& ini) {
-  std::string out;
-  for (const IniSection& section : ini) {
-    if (!out.empty()) out += "\n";
-    out += "[" + section.name + "]\n";
-    for (const auto& [key, value] : section.entries) out += key + " = " + value + "\n";
-  }
-  return out;
-}
-
-Ini MergeIni(Ini base, const Ini& updates) {
-  for (const IniSection& update : updates) {
-    IniSection* target = nullptr;
-    for (IniSection& s : base) {
-      if (s.name == update.name) target = &s;
-    }
-    if (target == nullptr) {
-      base.push_back(IniSection{update.name, {}});
-      target = &base.back();
-    }
-    for (const auto& [key, value] : update.entries) {
-      bool found = false;
-      for (auto& entry : target->entries) {
-        if (entry.first == key) {
-          entry.second = value;
-          found = true;
-        }
-      }
-      if (!found) target->entries.emplace_back(key, value);
-    }
-  }
-  return base;
-}
-
 // --- settings ----------------------------------------------------------------------------
 
 bool IsValidGcloudConfigName(std::string_view name) {
@@ -111,22 +57,6 @@ bool IsValidGcloudConfigName(std::string_view name) {
     if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
   }
   return true;
-}
-
-Result<std::string> NormalizeEndpoint(std::string_view endpoint) {
-  std::string e = Trim(endpoint);
-  if (e.find("://") == std::string::npos) e = "http://" + e;
-  if (!StartsWith(e, "http://") && !StartsWith(e, "https://")) {
-    return Status(StatusCode::kInvalidArgument,
-                  "endpoint [" + std::string(endpoint) + "] must be an http:// or https:// URL");
-  }
-  while (!e.empty() && e.back() == '/') e.pop_back();
-  size_t host_start = e.find("://") + 3;
-  if (host_start >= e.size() || e[host_start] == '/' || e[host_start] == ':') {
-    return Status(StatusCode::kInvalidArgument,
-                  "endpoint [" + std::string(endpoint) + "] has no host");
-  }
-  return e;
 }
 
 Result<std::pair<std::string, std::string>> ParseTlsEndpoint(std::string_view endpoint) {
@@ -182,48 +112,25 @@ std::string BotoFilePath(const GcloudSetup& setup) {
   return (fs::path(setup.config_dir) / (setup.name + ".boto")).string();
 }
 
-Ini GcloudProperties(const GcloudSetup& s) {
-  return {
-      {"core",
-       {{"project", s.project},
-        {"disable_usage_reporting", "True"},
-        {"pass_credentials_to_gsutil", "False"}}},
-      {"compute", {{"region", s.region}}},
-      // Only models, versions and operations read this; a region there makes gcloud prefix the
-      // endpoint's host with "REGION-" (us-central1-127.0.0.1), which cannot resolve. Jobs use
-      // compute/region.
-      {"ai_platform", {{"region", "global"}}},
-      {"ml_engine", {{"polling_interval", "1"}}},
-      {"auth", {{"access_token_file", GcloudTokenFilePath(s)}}},
-      {"component_manager", {{"disable_update_check", "True"}}},
-      {"survey", {{"disable_prompts", "True"}}},
-      // The generated clients append their relative paths to these: `v1/projects/...` (ml),
-      // `b/...` (storage; uploads and downloads swap `/storage/v1/` for `/upload/storage/v1/`
-      // and `/download/storage/v1/`), `v2/entries:list` (logging).
-      {"api_endpoint_overrides",
-       {{"ml", s.endpoint + "/"},
-        {"storage", s.endpoint + "/storage/v1/"},
-        {"logging", s.endpoint + "/"}}},
-  };
+namespace {
+
+gcloud::GcloudSetup Shared(const GcloudSetup& s) {
+  gcloud::GcloudSetup g;
+  g.name = s.name;
+  g.endpoint = s.endpoint;
+  g.tls_host = s.tls_host;
+  g.tls_port = s.tls_port;
+  g.project = s.project;
+  g.region = s.region;
+  g.token_file = GcloudTokenFilePath(s);
+  return g;
 }
 
-Ini BotoSettings(const GcloudSetup& s) {
-  return {
-      // gs_host/gs_port: the XML API, which gsutil falls back to for a few operations. The
-      // daemon has none, but pointing it there keeps such calls local instead of sending them
-      // to Google.
-      {"Credentials",
-       {{"gs_json_host", s.tls_host},
-        {"gs_json_port", s.tls_port},
-        {"gs_host", s.tls_host},
-        {"gs_port", s.tls_port}}},
-      {"Boto", {{"https_validate_certificates", "False"}}},
-      {"GSUtil",
-       {{"default_project_id", s.project},
-        {"prefer_api", "json"},
-        {"software_update_check_period", "0"}}},
-  };
-}
+}  // namespace
+
+Ini GcloudProperties(const GcloudSetup& s) { return gcloud::GcloudProperties(Shared(s)); }
+
+Ini BotoSettings(const GcloudSetup& s) { return gcloud::BotoSettings(Shared(s)); }
 
 // --- the command -------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "trainyard/core/status.h"
+#include "trainyard/gcloud/gcloud_settings.h"
 
 namespace trainyard::cli {
 
@@ -17,20 +18,13 @@ namespace trainyard::cli {
 inline constexpr char kDefaultTlsEndpoint[] = "https://127.0.0.1:8471";
 inline constexpr char kDefaultGcloudConfigName[] = "trainyard";
 
-// An INI file as gcloud (configparser) and boto read it: sections in order, keys in order.
-struct IniSection {
-  std::string name;
-  std::vector<std::pair<std::string, std::string>> entries;
-};
-using Ini = std::vector<IniSection>;
-
-// Lenient parse: comments (`#`, `;`) and lines that are neither sections nor `key = value` are
-// dropped; keys before any section are dropped.
-Ini ParseIni(std::string_view text);
-// `[section]` blocks separated by blank lines, `key = value` lines.
-std::string RenderIni(const Ini& ini);
-// base with every key of updates set (existing keys keep their place; new ones are appended).
-Ini MergeIni(Ini base, const Ini& updates);
+// The INI helpers and the settings themselves are shared with the launcher (ty_gcloud).
+using gcloud::Ini;
+using gcloud::IniSection;
+using gcloud::MergeIni;
+using gcloud::NormalizeEndpoint;
+using gcloud::ParseIni;
+using gcloud::RenderIni;
 
 struct GcloudSetup {
   std::string name = kDefaultGcloudConfigName;  // gcloud configuration name
@@ -45,9 +39,6 @@ struct GcloudSetup {
 // gcloud's rule for configuration names: a lowercase letter, then lowercase letters, digits and
 // dashes.
 bool IsValidGcloudConfigName(std::string_view name);
-// "host:port" -> "http://host:port"; drops trailing '/'. Refuses non-http(s) schemes and an
-// empty host.
-Result<std::string> NormalizeEndpoint(std::string_view endpoint);
 // "https://HOST:PORT" -> {HOST, PORT}. gsutil hard-codes https and has no base path, so any other
 // scheme, a path or a missing port is refused with a message saying why.
 Result<std::pair<std::string, std::string>> ParseTlsEndpoint(std::string_view endpoint);

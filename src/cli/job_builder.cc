@@ -1,6 +1,7 @@
 #include "job_builder.h"
 
 #include <algorithm>
+#include <cctype>
 #include <nlohmann/json.hpp>
 
 namespace trainyard::cli {
@@ -154,6 +155,23 @@ Result<std::optional<StagingLocation>> GetStagingLocation(std::string_view job_i
         StagingLocation{p->bucket, dir.empty() ? "packages" : dir + "/packages"});
   }
   return std::optional<StagingLocation>();
+}
+
+StagingLocation DefaultStagingLocation(std::string_view project, std::string_view job_id) {
+  std::string safe(project.empty() ? "default" : project);
+  // Domain-scoped project ids ("example.com:proj") hold characters bucket names cannot.
+  for (char& c : safe) {
+    if (c == ':') c = '-';
+  }
+  for (size_t pos; (pos = safe.find("google")) != std::string::npos;) {
+    safe.replace(pos, 6, "elgoog");
+  }
+  std::string bucket = safe + "-trainyard-staging";
+  if (bucket.size() > 63) bucket.resize(63);
+  while (!bucket.empty() && !std::isalnum(static_cast<unsigned char>(bucket.back()))) {
+    bucket.pop_back();
+  }
+  return StagingLocation{bucket, std::string(job_id)};
 }
 
 std::string StagingObjectName(const StagingLocation& location, std::string_view sha256_hex,

@@ -80,6 +80,13 @@ Result<std::optional<StagingLocation>> GetStagingLocation(std::string_view job_i
                                                           std::string_view staging_bucket,
                                                           std::string_view job_dir);
 
+// Where local packages go when neither --staging-bucket nor a gs:// --job-dir is given (gcloud
+// refuses then, compat §9.1; Trainyard stages them as gcloud's other commands do with a bucket
+// derived from the project, cf. `<project>_cloudbuild`): gs://<project>-trainyard-staging/JOB.
+// "google" in a project id becomes "elgoog" (bucket names may not contain it), and the name is
+// cut to 63 characters.
+StagingLocation DefaultStagingLocation(std::string_view project, std::string_view job_id);
+
 // The object name for one upload: PREFIX/SHA256/BASENAME (gcloud's uploads.UploadFiles).
 std::string StagingObjectName(const StagingLocation& location, std::string_view sha256_hex,
                               std::string_view basename);

@@ -222,6 +222,20 @@ int RunSubmitTraining(const Invocation& inv, const SubmitTrainingArgs& a) {
     if (!built.ok()) return inv.Fail(built.status().message());
   }
 
+  // The module must be in the package before anything is built or uploaded (issue 16).
+  if (a.package_path) {
+    auto module = a.module_name;
+    if (!module && !config_json.empty()) {
+      std::string m = StringField(ParseJson(config_json)["trainingInput"], "pythonModule");
+      if (!m.empty()) module = m;
+    }
+    if (module) {
+      Status in_package =
+          CheckModuleInPackage(*a.package_path, *module, !remote.empty() || !local.empty());
+      if (!in_package.ok()) return inv.Fail(in_package.message());
+    }
+  }
+
   auto c = inv.MakeClient();
   if (package_flags) {
     std::vector<std::string> uris = remote;
@@ -238,9 +252,18 @@ int RunSubmitTraining(const Invocation& inv, const SubmitTrainingArgs& a) {
           GetStagingLocation(a.job, a.staging_bucket.value_or(""), a.job_dir.value_or(""));
       if (!staging.ok()) return inv.Fail(staging.status().message());
       if (!staging->has_value()) {
-        return inv.Fail(
-            "If local packages are provided, the `--staging-bucket` or `--job-dir` flag must "
-            "be given.");
+        // Neither --staging-bucket nor a gs:// --job-dir (a local --job-dir cannot hold
+        // packages the daemon reads): the project's default staging bucket, made on first use.
+        StagingLocation def = DefaultStagingLocation(inv.ResolvedClientOptions().project, a.job);
+        auto exists = c->BucketExists(def.bucket);
+        if (!exists.ok()) return inv.Fail(exists.status());
+        if (!*exists) {
+          Status made = c->CreateBucket(def.bucket);
+          if (!made.ok() && made.code() != StatusCode::kAlreadyExists) return inv.Fail(made);
+        }
+        inv.Err() << "Staging the packages in gs://" << def.bucket << "/" << def.prefix
+                  << " (no --staging-bucket and no gs:// --job-dir was given).\n";
+        *staging = def;
       }
       Status dup = CheckDuplicateBasenames(local);
       if (!dup.ok()) return inv.Fail(dup.message());

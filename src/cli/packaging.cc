@@ -38,6 +38,51 @@ Status SetuptoolsFailed(const std::string& output, bool generated) {
   return FailedPrecondition(msg);
 }
 
+// The normalizer (NormalizeArchives): a Python script, because the runtime Python that built the
+// sdist is at hand and brings tarfile, gzip and zipfile.
+constexpr char kNormalizeScript[] = R"PY(
+import gzip, io, os, sys, tarfile, zipfile
+epoch = int(os.environ.get("SOURCE_DATE_EPOCH") or 315532800)
+def mode(m):
+    return 0o755 if m & 0o111 else 0o644
+for path in sys.argv[1:]:
+    tmp = path + ".tmp"
+    if path.endswith((".tar.gz", ".tgz")):
+        with tarfile.open(path, "r:gz") as src:
+            entries = []
+            for m in src.getmembers():
+                data = src.extractfile(m).read() if m.isfile() else None
+                entries.append((m, data))
+        entries.sort(key=lambda e: e[0].name)
+        with open(tmp, "wb") as raw:
+            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
+                with tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as dst:
+                    for m, data in entries:
+                        m.mtime = epoch
+                        m.uid = m.gid = 0
+                        m.uname = m.gname = ""
+                        m.mode = 0o755 if m.isdir() else mode(m.mode)
+                        m.pax_headers = {}
+                        dst.addfile(m, io.BytesIO(data) if data is not None else None)
+    elif path.endswith(".zip"):
+        import time
+        stamp = time.gmtime(max(epoch, 315532800))[:6]
+        with zipfile.ZipFile(path) as src:
+            entries = sorted((i.filename, i.external_attr >> 16, src.read(i))
+                             for i in src.infolist())
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as dst:
+            for name, perm, data in entries:
+                z = zipfile.ZipInfo(name, date_time=stamp)
+                is_dir = name.endswith("/")
+                kind = 0o040000 if is_dir else 0o100000
+                z.external_attr = (kind | (0o755 if is_dir else mode(perm))) << 16
+                z.compress_type = zipfile.ZIP_DEFLATED
+                dst.writestr(z, data)
+    else:
+        continue
+    os.replace(tmp, path)
+)PY";
+
 }  // namespace
 
 std::string GenerateSetupPy(std::string_view package_name) {
@@ -133,7 +178,64 @@ Result<std::vector<std::string>> BuildPackages(const std::string& package_path,
   if (files.empty()) {
     return FailedPrecondition("Packaging [" + pkg.string() + "] produced no files");
   }
+  TRAINYARD_RETURN_IF_ERROR(NormalizeArchives(files, python));
   return files;
+}
+
+Status NormalizeArchives(const std::vector<std::string>& files, const std::string& python) {
+  if (files.empty()) return Status::Ok();
+  std::vector<std::string> argv = {python, "-c", kNormalizeScript};
+  argv.insert(argv.end(), files.begin(), files.end());
+  TRAINYARD_ASSIGN_OR_RETURN(ProcessResult r, RunCaptured(argv, ""));
+  if (r.exit_code != 0) {
+    return FailedPrecondition(
+        "Packaging of user Python code failed while making the archive "
+        "reproducible:\n\n" +
+        r.output);
+  }
+  return Status::Ok();
+}
+
+Status CheckModuleInPackage(const std::string& package_path, std::string_view module_name,
+                            bool other_packages) {
+  std::error_code ec;
+  fs::path pkg = fs::absolute(package_path, ec).lexically_normal();
+  if (!pkg.has_filename()) pkg = pkg.parent_path();
+  const std::vector<std::string> parts = Split(module_name, '.');
+  for (const std::string& part : parts) {
+    if (part.empty()) {
+      return InvalidArgument("argument --module-name: [" + std::string(module_name) +
+                             "] is not a Python module name");
+    }
+  }
+  if (parts.empty() || parts[0] != pkg.filename().string()) {
+    if (other_packages) return Status::Ok();
+    return InvalidArgument("The module [" + std::string(module_name) +
+                           "] is not in --package-path [" + pkg.string() +
+                           "]: its modules are named " + pkg.filename().string() +
+                           ".NAME (and no --packages were given that could bring it).");
+  }
+  fs::path dir = pkg;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const bool last = i + 1 == parts.size();
+    fs::path file = dir / (parts[i] + ".py");
+    fs::path sub = dir / parts[i];
+    if (last && fs::is_regular_file(file, ec)) return Status::Ok();
+    if (fs::is_regular_file(sub / "__init__.py", ec)) {
+      dir = sub;
+      continue;
+    }
+    return InvalidArgument("The module [" + std::string(module_name) + "] does not exist in " +
+                           "--package-path [" + pkg.string() + "]: there is no " + file.string() +
+                           (last ? " or " : " and no ") + (sub / "__init__.py").string() + ".");
+  }
+  // `python -m pkg` (or pkg.sub): a package runs through its __main__.py.
+  if (!fs::is_regular_file(dir / "__main__.py", ec)) {
+    return InvalidArgument("The module [" + std::string(module_name) + "] is a package without " +
+                           "__main__.py in --package-path [" + pkg.string() +
+                           "]; python -m cannot run it.");
+  }
+  return Status::Ok();
 }
 
 }  // namespace trainyard::cli

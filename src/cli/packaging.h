@@ -23,10 +23,26 @@ std::string RuntimePython();
 // directory) for copies and build artifacts; returns the built files, sorted. The user's
 // directory gets no generated files. Errors carry gcloud's texts (missing __init__.py,
 // "Packaging of user Python code failed with message: ..." with the tool's output).
+// The archives are made reproducible (NormalizeArchives): the same files give the same bytes,
+// hence the same sha256, and the daemon reuses the environment it prepared for them.
 Result<std::vector<std::string>> BuildPackages(const std::string& package_path,
                                                const std::string& python,
                                                const std::string& output_dir,
                                                const std::string& work_dir);
+
+// Rewrites .tar.gz/.tgz and .zip archives in place so that their bytes depend only on the
+// names, contents and executable bits of their files: entries sorted by name, every mtime
+// SOURCE_DATE_EPOCH (else 1980-01-01, the earliest a zip can hold), owner 0/0 without names,
+// modes 0644/0755, no gzip timestamp or file name. Other files are left alone.
+Status NormalizeArchives(const std::vector<std::string>& files, const std::string& python);
+
+// Checks, before anything is built or uploaded, that --module-name names a module of
+// --package-path: for "pkg.sub.mod" with a package directory named "pkg", pkg/sub/mod.py or
+// pkg/sub/mod/__init__.py (a package run with -m needs __main__.py) must exist, with an
+// __init__.py in every package on the way. A module outside the package directory's own
+// package is accepted only when `other_packages` is true (--packages may bring it).
+Status CheckModuleInPackage(const std::string& package_path, std::string_view module_name,
+                            bool other_packages);
 
 // A temporary directory removed (recursively) on destruction.
 class TempDir {

@@ -16,6 +16,14 @@
 // helpers (conmon, the rootless pause process) daemonize and must not be adopted, and killed,
 // as leftovers of the replica. The container itself is stopped through `podman run` (SIGTERM
 // reaches it with the default --sig-proxy) and always removed with `rm -f` once that ends.
+//
+// Children never see the launcher's (the daemon's) environment as a whole: an allowlist of
+// harmless host variables, Trainyard's defaults and the replica spec's env (trainer_env.h).
+// Buckets reach the trainer three ways (docs/writing-a-trainer.md): gcloud/gsutil configured
+// per replica (CLOUDSDK_*, BOTO_CONFIG under <work_dir>/cloudsdk), STORAGE_EMULATOR_HOST for
+// the client libraries, and Vertex-style /gcs/<bucket>/<path> paths: a bind mount of the
+// bucket store in a private mount namespace of the trainer (process replicas, when the
+// launcher may create one) or a volume (containers).
 
 #include "launcher.h"
 
@@ -24,6 +32,7 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -39,6 +48,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +57,7 @@
 #include "output.h"
 #include "proc_util.h"
 #include "protocol_private.h"
+#include "trainer_env.h"
 #include "trainyard/core/time.h"
 #include "trainyard/core/util.h"
 #include "trainyard/executor/executor.h"
@@ -72,6 +83,72 @@ constexpr Duration kCleanupTimeout = 5 * kMicrosPerSecond;
 constexpr Duration kDrainTimeout = 1 * kMicrosPerSecond;
 // Lines of pip output kept for the install failure message.
 constexpr size_t kInstallTailLines = 20;
+// Where Vertex AI mounts Cloud Storage (gcsfuse): /gcs/<bucket>/<object>.
+constexpr char kGcsMountPoint[] = "/gcs";
+// Files named in the warning about a relative gs: directory.
+constexpr size_t kGsWarningFiles = 5;
+
+// <work_dir>/trainyard-site/sitecustomize.py, first on a Python trainer's PYTHONPATH: flushes
+// the trainer's stdout and stderr every 0.5 s, so that print() output reaches the logs while
+// the trainer runs although Python block-buffers a pipe. PYTHONUNBUFFERED would do it with a
+// write() per print, 10x the CPU of a chatty trainer (docs/benchmarks.md); this costs a
+// thread waking twice a second. A lock keeps flushes out of fork() (a child inheriting a held
+// stdout lock would hang) and out of interpreter shutdown (a daemon thread holding it there is
+// a fatal error). Then it runs the sitecustomize it shadows (Debian has one), if any.
+constexpr char kSiteDir[] = "trainyard-site";
+constexpr char kSiteCustomize[] = R"PY(# Written by trainyard-launcher (docs/writing-a-trainer.md).
+import atexit as _atexit
+import os as _os
+import sys as _sys
+import threading as _threading
+
+_trainyard_lock = _threading.Lock()
+
+
+def _trainyard_flush_loop():
+    import time
+    while True:
+        time.sleep(0.5)
+        with _trainyard_lock:
+            for stream in (_sys.stdout, _sys.stderr):
+                try:
+                    if stream is not None:
+                        stream.flush()
+                except Exception:
+                    pass
+
+
+def _trainyard_start():
+    _threading.Thread(target=_trainyard_flush_loop, name="trainyard-flush", daemon=True).start()
+
+
+def _trainyard_after_fork_in_child():
+    _trainyard_lock.release()
+    _trainyard_start()
+
+
+_trainyard_start()
+_os.register_at_fork(before=lambda: _trainyard_lock.acquire(),
+                     after_in_parent=lambda: _trainyard_lock.release(),
+                     after_in_child=_trainyard_after_fork_in_child)
+_atexit.register(_trainyard_lock.acquire)
+
+
+def _trainyard_chain():
+    here = _os.path.dirname(_os.path.abspath(__file__))
+    for entry in _sys.path:
+        if _os.path.abspath(entry or ".") == here:
+            continue
+        path = _os.path.join(entry or ".", "sitecustomize.py")
+        if _os.path.isfile(path):
+            with open(path) as f:
+                code = compile(f.read(), path, "exec")
+            exec(code, {"__name__": "sitecustomize", "__file__": path})
+            return
+
+
+_trainyard_chain()
+)PY";
 
 std::string Join(const std::string& dir, const char* file) { return dir + "/" + file; }
 
@@ -193,7 +270,9 @@ class Launcher {
   // Runs `<engine> args...` to its end with the engine's environment (Sink::kEngine).
   std::optional<ChildStatus> RunEngine(const std::vector<std::string>& args);
   // Writes <work_dir>/container.env from spec.env.
-  Status WriteContainerEnv();
+  Status WriteContainerEnv(const EnvMap& env);
+  // The volumes Trainyard adds to the spec's: the storage client files, /gcs, a local job dir.
+  std::vector<std::string> ContainerMounts(const StorageClientFiles& files);
   // OOMKilled of the ended container, then `rm -f` of it (also after a SIGKILL escalation).
   void InspectAndRemoveContainer(ReplicaExit* exit);
   // The last engine stderr lines as one message ("" when there were none).
@@ -235,8 +314,24 @@ class Launcher {
   int sfd_ = -1;
   std::vector<char> read_buf_;
   std::vector<std::string> base_env_;  // the launcher's environment
-  std::string process_error_;          // why the last RunChild could not start
-  ReplicaExit failure_;                // why PrepareEnvironment failed
+  EnvMap launcher_env_;                // the same as a map
+  // What every child but the engine gets of the host: the allowlist (trainer_env.h).
+  std::vector<std::string> host_env_;
+  std::string process_error_;  // why the last RunChild could not start
+  ReplicaExit failure_;        // why PrepareEnvironment failed
+  // Warnings for exit.json's "warnings" (e.g. outputs in a relative gs: directory).
+  std::vector<std::string> exit_warnings_;
+
+  // Storage clients and /gcs (see the header comment).
+  // Trainyard's defaults for the trainer's environment (before the host's and the spec's).
+  EnvMap PrepareTrainerDefaults(StorageClientFiles* files);
+  // Decides whether the trainer gets /gcs through a mount namespace of its own.
+  void PrepareGcsMount();
+  void CheckRelativeGs();
+  std::string buckets_dir_;  // TRAINYARD_BUCKETS_DIR of the spec ("" = none)
+  // RunChild puts the child (the trainer) into a private mount namespace with buckets_dir_
+  // bind-mounted at /gcs.
+  bool gcs_namespace_ = false;
 
   // The replica's cgroups (memory first, then cpu); empty without cgroups.
   std::vector<std::string> cgroup_dirs_;
@@ -294,6 +389,8 @@ void Launcher::MarkRunning() {
 int Launcher::Run() {
   read_buf_.resize(kReadBuffer);
   for (char** e = environ; *e != nullptr; ++e) base_env_.emplace_back(*e);
+  launcher_env_ = ToEnvMap(base_env_);
+  host_env_ = ToEnvLines(HostEnvironment(launcher_env_));
   std::string error;
   if (!Init(&error)) {
     ReplicaExit exit;
@@ -312,23 +409,29 @@ int Launcher::Run() {
 
   std::vector<std::string> argv = {*python, "-m", spec_.python_module};
   argv.insert(argv.end(), spec_.args.begin(), spec_.args.end());
-  std::map<std::string, std::string> env_map;
-  for (const std::string& kv : base_env_) {
-    size_t eq = kv.find('=');
-    if (eq != std::string::npos) env_map[kv.substr(0, eq)] = kv.substr(eq + 1);
+  StorageClientFiles files;
+  EnvMap env_map = TrainerEnvironment(launcher_env_, PrepareTrainerDefaults(&files), spec_.env);
+  const std::string site_dir = Join(work_dir_, kSiteDir);
+  Status site = MakeDirs(site_dir);
+  if (site.ok()) {
+    site = WriteFileAtomic(site_dir + "/sitecustomize.py", kSiteCustomize, /*durable=*/false);
   }
-  // Trainers get Python's default buffering, as on AI Platform, whatever the daemon happened to
-  // be started with: an unbuffered trainer makes a write() per print, which costs a printing
-  // trainer ~40% of its speed. A job can still ask for it (spec env) and logging flushes anyway.
-  env_map.erase("PYTHONUNBUFFERED");
-  for (const auto& [k, v] : spec_.env) env_map[k] = v;
-  std::vector<std::string> env;
-  env.reserve(env_map.size());
-  for (const auto& [k, v] : env_map) env.push_back(k + "=" + v);
+  if (site.ok()) {
+    std::string& python_path = env_map["PYTHONPATH"];
+    python_path = python_path.empty() ? site_dir : site_dir + ":" + python_path;
+  } else {
+    Service(Severity::kWarning, "Cannot write " + site_dir + "/sitecustomize.py (" +
+                                    site.message() +
+                                    "); the trainer's print() output may show only when it "
+                                    "flushes or exits.");
+  }
+  const std::vector<std::string> env = ToEnvLines(env_map);
+  PrepareGcsMount();
 
   Service(Severity::kInfo, "Running module " + spec_.python_module + ".");
   Service(Severity::kInfo, "Running command: " + executor::ShellJoin(argv));
   auto st = RunChild(argv, env, Sink::kTrainer, [this] { MarkRunning(); });
+  gcs_namespace_ = false;
   ReplicaExit exit;
   exit.phase = "run";
   if (!st) {
@@ -353,8 +456,85 @@ int Launcher::Run() {
   CheckOom(&exit);  // now, so that the reason follows the exit line
   FinishChild();
   if (st->exit_code != 0) exit.error_tail = BuildErrorTail(stderr_tail_.Lines());
+  CheckRelativeGs();
   Service(Severity::kInfo, "Clean up finished.");
   return Finish(exit);
+}
+
+EnvMap Launcher::PrepareTrainerDefaults(StorageClientFiles* files) {
+  EnvMap defaults;
+  EnvMap storage = StorageClientEnvironment(spec_.env, work_dir_, files);
+  if (!storage.empty()) {
+    Status s = MakeDirs(files->config_dir);
+    if (s.ok()) s = WriteFileAtomic(files->boto_file, files->boto_text, /*durable=*/false);
+    if (s.ok()) {
+      defaults.merge(storage);
+    } else {
+      files->dir.clear();
+      Service(Severity::kWarning, "Cannot configure gcloud and gsutil for the replica (" +
+                                      s.message() + "); they would not reach Trainyard's storage.");
+    }
+  }
+  return defaults;
+}
+
+void Launcher::PrepareGcsMount() {
+  gcs_namespace_ = false;
+  if (buckets_dir_.empty()) return;
+  struct stat want;
+  if (::stat(buckets_dir_.c_str(), &want) != 0) return;
+  struct stat have;
+  if (::stat(kGcsMountPoint, &have) == 0 && have.st_dev == want.st_dev &&
+      have.st_ino == want.st_ino) {
+    return;  // /gcs already is the bucket store (e.g. an operator's symlink)
+  }
+  auto unavailable = [&](const std::string& why) {
+    Service(Severity::kInfo, std::string("Buckets are not mounted at ") + kGcsMountPoint + " (" +
+                                 why +
+                                 "); gs://BUCKET/PATH is $TRAINYARD_BUCKETS_DIR/BUCKET/PATH.");
+  };
+  if (::geteuid() != 0) return unavailable("the launcher does not run as root");
+  if (::lstat(kGcsMountPoint, &have) != 0) {
+    // The mount point: an empty directory, the only change to the host's filesystem.
+    if (::mkdir(kGcsMountPoint, 0755) != 0 && errno != EEXIST) {
+      return unavailable(std::string("cannot create ") + kGcsMountPoint + ": " +
+                         std::strerror(errno));
+    }
+  } else if (!S_ISDIR(have.st_mode)) {
+    return unavailable(std::string(kGcsMountPoint) + " exists and is not a directory");
+  }
+  // Try it in a throwaway child first, so that the outcome is known (and said) before the
+  // trainer starts.
+  pid_t pid = ::fork();
+  if (pid < 0) return unavailable(std::string("cannot fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    if (::unshare(CLONE_NEWNS) != 0) ::_exit(errno);
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) ::_exit(errno);
+    if (::mount(buckets_dir_.c_str(), kGcsMountPoint, nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+      ::_exit(errno);
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  const int err = WIFEXITED(status) ? WEXITSTATUS(status) : EIO;
+  if (err != 0) {
+    return unavailable("cannot make a mount namespace: " + std::string(std::strerror(err)));
+  }
+  gcs_namespace_ = true;
+  Service(Severity::kInfo, std::string("Buckets are mounted at ") + kGcsMountPoint +
+                               ": gs://BUCKET/PATH is " + kGcsMountPoint + "/BUCKET/PATH.");
+}
+
+void Launcher::CheckRelativeGs() {
+  const std::string cwd = spec_.cwd.empty() ? work_dir_ : spec_.cwd;
+  size_t total = 0;
+  std::vector<std::string> files = RelativeGsFiles(cwd, kGsWarningFiles, &total);
+  std::string warning = RelativeGsWarning(cwd, files, total);
+  if (warning.empty()) return;
+  Service(Severity::kWarning, warning);
+  exit_warnings_.push_back(std::move(warning));
 }
 
 int Launcher::StoppedBeforeStart() {
@@ -401,6 +581,9 @@ bool Launcher::Init(std::string* error) {
     return false;
   }
   spec_ = std::move(spec).value();
+  if (auto b = spec_.env.find("TRAINYARD_BUCKETS_DIR"); b != spec_.env.end()) {
+    buckets_dir_ = b->second;
+  }
   if (IsContainer()) {
     executor::ContainerSpec& c = spec_.container;
     if (c.engine.empty()) c.engine = "podman";
@@ -434,7 +617,17 @@ int Launcher::Finish(ReplicaExit exit) {
   CheckOom(&exit);
   ReleaseCgroups();
   log_.Flush();
-  Status s = WriteFileAtomic(Join(work_dir_, executor::kExitFile), executor::ExitToJson(exit));
+  std::string report = executor::ExitToJson(exit);
+  if (!exit_warnings_.empty()) {
+    // An addition of the launcher's to exit.json (docs/on-disk-layout.md); readers that do not
+    // know it ignore it.
+    nlohmann::json j = nlohmann::json::parse(report, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object()) {
+      j["warnings"] = exit_warnings_;
+      report = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+  }
+  Status s = WriteFileAtomic(Join(work_dir_, executor::kExitFile), report);
   if (!s.ok()) {
     std::fprintf(stderr, "trainyard-launcher: %s\n", s.ToString().c_str());
     return 1;
@@ -472,7 +665,7 @@ std::optional<std::string> Launcher::PythonVersion() {
     }
   }
   capture_.clear();
-  auto status = RunChild({spec_.python, "-c", "import sys;print(sys.version)"}, base_env_,
+  auto status = RunChild({spec_.python, "-c", "import sys;print(sys.version)"}, host_env_,
                          Sink::kCapture, {});
   if (status) FinishChild();
   if (!status || status->exit_code != 0) {
@@ -578,7 +771,7 @@ std::optional<std::string> Launcher::BuildEnvironment(const std::string& hash,
   std::vector<std::string> venv = {spec_.python,    "-m", "venv", "--system-site-packages",
                                    "--without-pip", dir};
   Service(Severity::kInfo, "Running command: " + executor::ShellJoin(venv));
-  auto st = RunChild(venv, base_env_, Sink::kInstall, {});
+  auto st = RunChild(venv, host_env_, Sink::kInstall, {});
   if (st) FinishChild();
   if (!st || st->exit_code != 0 || term_requested_) {
     (void)executor::RemoveTree(dir);
@@ -612,11 +805,13 @@ std::optional<std::string> Launcher::BuildEnvironment(const std::string& hash,
   Service(Severity::kInfo, "Running command: " + executor::ShellJoin(pip));
   // pip sees what the trainer will see on its PYTHONPATH: the cloudml-hypertune Trainyard ships
   // there satisfies a package that requires it (Google's samples do), with no index to fetch it.
-  std::vector<std::string> pip_env = base_env_;
+  // The host part is the trainer's plus PIP_* (an operator's index, find-links, timeouts):
+  // building a package runs its setup.py, which is the user's code too.
+  EnvMap pip_env_map = HostEnvironment(launcher_env_, {"PIP_*"});
   if (auto pp = spec_.env.find("PYTHONPATH"); pp != spec_.env.end()) {
-    std::erase_if(pip_env, [](const std::string& kv) { return kv.starts_with("PYTHONPATH="); });
-    pip_env.push_back("PYTHONPATH=" + pp->second);
+    pip_env_map["PYTHONPATH"] = pp->second;
   }
+  const std::vector<std::string> pip_env = ToEnvLines(pip_env_map);
   st = RunChild(pip, pip_env, Sink::kInstall, {});
   if (st) FinishChild();
   if (!st || st->exit_code != 0 || term_requested_) {
@@ -693,7 +888,16 @@ int Launcher::RunContainer() {
   };
 
   const std::string env_file = Join(work_dir_, "container.env");
-  if (Status s = WriteContainerEnv(); !s.ok()) {
+  // The container's environment is Trainyard's defaults and the spec's, none of the host's.
+  StorageClientFiles files;
+  EnvMap env = PrepareTrainerDefaults(&files);
+  // Python in the image unbuffered, so print() output is in the logs at once (its stdout is a
+  // pipe, which Python would block-buffer until exit). Unlike for Python trainers, there is no
+  // cheaper way in: an image's PYTHONPATH and site-packages are unknown (the cost: a write()
+  // per print, docs/benchmarks.md). The spec's env still wins.
+  env["PYTHONUNBUFFERED"] = "1";
+  for (const auto& [k, v] : spec_.env) env[k] = v;
+  if (Status s = WriteContainerEnv(env); !s.ok()) {
     return launch_failure("Cannot write " + env_file + ": " + s.message());
   }
   // A container of an earlier attempt of this replica (the launcher died before removing it)
@@ -710,6 +914,10 @@ int Launcher::RunContainer() {
   for (const char* a : {"--pull=never", "--network=host", "--env-file"}) argv.push_back(a);
   argv.push_back(env_file);
   for (const std::string& m : c.mounts) {
+    argv.push_back("-v");
+    argv.push_back(m);
+  }
+  for (const std::string& m : ContainerMounts(files)) {
     argv.push_back("-v");
     argv.push_back(m);
   }
@@ -818,9 +1026,36 @@ std::optional<ChildStatus> Launcher::RunEngine(const std::vector<std::string>& a
   return st;
 }
 
-Status Launcher::WriteContainerEnv() {
+std::vector<std::string> Launcher::ContainerMounts(const StorageClientFiles& files) {
+  std::vector<std::string> mounts;
+  if (!files.dir.empty()) mounts.push_back(files.dir + ":" + files.dir);
+  if (!buckets_dir_.empty()) mounts.push_back(buckets_dir_ + ":" + kGcsMountPoint);
+  // A job dir on the host (not in a bucket, which is mounted already) at the same path, so
+  // what the trainer writes there outlives the container (compat §6.4: --job-dir DIR).
+  auto job = spec_.env.find("CLOUD_ML_JOB");
+  const std::string job_dir =
+      job != spec_.env.end() ? LocalJobDirFromCloudMlJob(job->second) : std::string();
+  if (!job_dir.empty()) {
+    struct stat st;
+    if (job_dir == "/" || job_dir.find(':') != std::string::npos ||
+        job_dir.find(',') != std::string::npos) {
+      Service(Severity::kWarning, "The job directory " + job_dir +
+                                      " cannot be mounted into the container; what the trainer "
+                                      "writes there stays in the container and is lost.");
+    } else if (::stat(job_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      Service(Severity::kWarning, "The job directory " + job_dir +
+                                      " is not a directory on this machine; it is not mounted "
+                                      "into the container.");
+    } else {
+      mounts.push_back(job_dir + ":" + job_dir);
+    }
+  }
+  return mounts;
+}
+
+Status Launcher::WriteContainerEnv(const EnvMap& env) {
   std::string text;
-  for (const auto& [k, v] : spec_.env) {
+  for (const auto& [k, v] : env) {
     if (!ValidEnvFileKey(k)) {
       Service(Severity::kWarning, "The environment variable \"" + k +
                                       "\" cannot be passed to the container; it is left out.");
@@ -1048,6 +1283,8 @@ std::optional<ChildStatus> Launcher::RunChild(const std::vector<std::string>& ar
   const char* const* join_paths = join.data();
   int* const join_errno = join_errno_;
   if (join_errno != nullptr) std::fill(join_errno, join_errno + join_count, 0);
+  const bool gcs_ns = gcs_namespace_;
+  const char* const gcs_source = buckets_dir_.c_str();
 
   pid_t pid = ::fork();
   if (pid < 0) {
@@ -1069,6 +1306,14 @@ std::optional<ChildStatus> Launcher::RunChild(const std::vector<std::string>& ar
         if (join_errno != nullptr) join_errno[i] = errno != 0 ? errno : EIO;
       }
       if (fd >= 0) ::close(fd);
+    }
+    if (gcs_ns) {
+      // /gcs in a mount namespace of the trainer's own: slave, so that nothing mounted here
+      // propagates back to the host (PrepareGcsMount has tried the same steps already).
+      if (::unshare(CLONE_NEWNS) == 0 &&
+          ::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) == 0) {
+        ::mount(gcs_source, kGcsMountPoint, nullptr, MS_BIND | MS_REC, nullptr);
+      }
     }
     sigset_t none;
     sigemptyset(&none);

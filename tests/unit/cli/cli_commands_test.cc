@@ -215,15 +215,45 @@ TEST_F(CliCommandsTest, SubmitBuildsAndUploadsThePackagePath) {
   EXPECT_EQ(uri.substr(uri.size() - 19), "/trainer-0.0.tar.gz") << uri;
 }
 
-TEST_F(CliCommandsTest, SubmitLocalPackagesNeedAStagingLocation) {
+// gcloud refuses local packages without --staging-bucket or a gs:// --job-dir (compat §9.1);
+// Trainyard stages them in the project's default bucket, made on first use. A local --job-dir
+// is no staging location (the daemon reads packages from buckets) and no error either.
+TEST_F(CliCommandsTest, SubmitLocalPackagesWithoutStagingUseTheProjectsBucket) {
   TempDir tmp;
   std::string pkg = tmp.path() + "/p.tar.gz";
   ASSERT_TRUE(WriteFileAtomic(pkg, "x").ok());
-  CliResult r = Run({"jobs", "submit", "training", "j1", "--packages", pkg, "--module-name", "m"});
+  CliResult r = Run({"jobs", "submit", "training", "j1", "--packages", pkg, "--module-name", "m",
+                     "--job-dir", tmp.path() + "/out"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::string uri = SubmittedBody("j1")["trainingInput"]["packageUris"][0];
+  const std::string object = "j1/" + Sha256Hex("x") + "/p.tar.gz";
+  ASSERT_EQ(uri.rfind("gs://", 0), 0u) << uri;
+  const std::string bucket = uri.substr(5, uri.find('/', 5) - 5);
+  EXPECT_TRUE(bucket.ends_with("-trainyard-staging")) << uri;
+  EXPECT_EQ(daemon_.Objects().at(bucket + "/" + object), "x");
+  EXPECT_NE(r.err.find("Staging the packages in gs://" + bucket + "/j1"), std::string::npos)
+      << r.err;
+  // The second submit finds the bucket.
+  ASSERT_EQ(Run({"jobs", "submit", "training", "j2", "--packages", pkg, "--module-name", "m"}).rc,
+            0);
+}
+
+TEST_F(CliCommandsTest, SubmitRefusesAModuleOutsideThePackagePathBeforeUploading) {
+  TempDir tmp;
+  ASSERT_TRUE(tmp.ok());
+  std::filesystem::create_directories(tmp.path() + "/src/trainer");
+  ASSERT_TRUE(WriteFileAtomic(tmp.path() + "/src/trainer/__init__.py", "").ok());
+  ASSERT_TRUE(WriteFileAtomic(tmp.path() + "/src/trainer/task.py", "print(1)\n").ok());
+  ASSERT_EQ(Run({"buckets", "create", "gs://b"}).rc, 0);
+  CliResult r =
+      Run({"jobs", "submit", "training", "j1", "--package-path", tmp.path() + "/src/trainer",
+           "--module-name", "trainer.tsak", "--staging-bucket", "gs://b"});
   EXPECT_EQ(r.rc, 1);
-  EXPECT_EQ(r.err,
-            "ERROR: (trainyard.jobs.submit.training) If local packages are provided, the "
-            "`--staging-bucket` or `--job-dir` flag must be given.\n");
+  EXPECT_NE(r.err.find("The module [trainer.tsak] does not exist in --package-path"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(daemon_.Objects().empty());
+  EXPECT_TRUE(SubmittedBody("j1").is_null());
 }
 
 TEST_F(CliCommandsTest, SubmitWithoutPackagesUsesGcloudsMessage) {

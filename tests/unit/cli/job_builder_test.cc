@@ -188,6 +188,16 @@ TEST(StagingTest, NoStagingForLocalJobDir) {
   EXPECT_FALSE(loc->has_value());
 }
 
+TEST(StagingTest, DefaultStagingBucketComesFromTheProject) {
+  StagingLocation loc = DefaultStagingLocation("my-proj", "job_1");
+  EXPECT_EQ(loc.bucket, "my-proj-trainyard-staging");
+  EXPECT_EQ(loc.prefix, "job_1");
+  EXPECT_EQ(DefaultStagingLocation("google-ml", "j").bucket, "elgoog-ml-trainyard-staging");
+  EXPECT_EQ(DefaultStagingLocation("example.com:p", "j").bucket, "example.com-p-trainyard-staging");
+  EXPECT_LE(DefaultStagingLocation(std::string(60, 'a'), "j").bucket.size(), 63u);
+  EXPECT_EQ(DefaultStagingLocation("", "j").bucket, "default-trainyard-staging");
+}
+
 TEST(StagingTest, RejectsStagingBucketWithObjectPath) {
   EXPECT_FALSE(GetStagingLocation("j1", "gs://b/dir", "").ok());
   EXPECT_FALSE(GetStagingLocation("j1", "b", "").ok());

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include "trainyard/core/util.h"
@@ -81,6 +82,53 @@ TEST_F(SdistTest, ReportsSetupToolsFailureWithItsOutput) {
   EXPECT_NE(r.status().message().find("Packaging of user Python code failed with message:"),
             std::string::npos);
   EXPECT_NE(r.status().message().find("broken setup"), std::string::npos);
+}
+
+// Same files -> same bytes: builds in different scratch directories, with the sources touched in
+// between, give identical archives (so the same sha256, and the daemon's cached environment).
+TEST_F(SdistTest, SdistsAreReproducible) {
+  ASSERT_TRUE(WriteFileAtomic(src_ + "/setup.py",
+                              "from setuptools import setup\nsetup(name='trainer', "
+                              "version='0.1', packages=['trainer', 'trainer.sub'])\n")
+                  .ok());
+  auto first = BuildPackages(src_ + "/trainer", "/usr/bin/python3", tmp_.path() + "/out1",
+                             tmp_.path() + "/work1");
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  const auto later = fs::last_write_time(src_ + "/trainer/task.py") + std::chrono::seconds(5);
+  fs::last_write_time(src_ + "/trainer/task.py", later);
+  sleep(1);  // a different second for every timestamp the build writes
+  auto second = BuildPackages(src_ + "/trainer", "/usr/bin/python3", tmp_.path() + "/out2",
+                              tmp_.path() + "/work2");
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  ASSERT_EQ(first->size(), 1u);
+  ASSERT_EQ(second->size(), 1u);
+  EXPECT_EQ(Sha256FileHex((*first)[0]).value(), Sha256FileHex((*second)[0]).value());
+  // A changed file changes the archive.
+  ASSERT_TRUE(WriteFileAtomic(src_ + "/trainer/task.py", "print('changed')\n").ok());
+  auto third = BuildPackages(src_ + "/trainer", "/usr/bin/python3", tmp_.path() + "/out3",
+                             tmp_.path() + "/work3");
+  ASSERT_TRUE(third.ok()) << third.status().ToString();
+  EXPECT_NE(Sha256FileHex((*first)[0]).value(), Sha256FileHex((*third)[0]).value());
+}
+
+TEST_F(SdistTest, ModuleMustExistInThePackagePath) {
+  const std::string pkg = src_ + "/trainer";
+  EXPECT_TRUE(CheckModuleInPackage(pkg, "trainer.task", false).ok());
+  ASSERT_TRUE(WriteFileAtomic(src_ + "/trainer/sub/mod.py", "").ok());
+  EXPECT_TRUE(CheckModuleInPackage(pkg, "trainer.sub.mod", false).ok());
+  Status typo = CheckModuleInPackage(pkg, "trainer.tsak", false);
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.message().find("does not exist in --package-path"), std::string::npos)
+      << typo.message();
+  EXPECT_NE(typo.message().find("trainer/tsak.py"), std::string::npos) << typo.message();
+  // Another top-level package: only --packages could bring it.
+  EXPECT_FALSE(CheckModuleInPackage(pkg, "other.task", false).ok());
+  EXPECT_TRUE(CheckModuleInPackage(pkg, "other.task", true).ok());
+  // python -m on a package needs its __main__.py.
+  EXPECT_FALSE(CheckModuleInPackage(pkg, "trainer", false).ok());
+  ASSERT_TRUE(WriteFileAtomic(src_ + "/trainer/__main__.py", "").ok());
+  EXPECT_TRUE(CheckModuleInPackage(pkg, "trainer", false).ok());
+  EXPECT_FALSE(CheckModuleInPackage(pkg, "trainer..task", false).ok());
 }
 
 }  // namespace

@@ -530,10 +530,13 @@ TEST_F(LocalExecutorTest, KillDuringPackageInstallStopsPip) {
       "slowpkg", "import os, time\nif os.environ.get('TY_TEST_SLOW'):\n    time.sleep(1000)\n",
       "print('never')\n");
   ::setenv("TY_TEST_SLOW", "1", 1);  // inherited by the launcher and pip, not by setup.py sdist
+  // pip gets only allowlisted variables of the launcher's environment (trainer_env.h).
+  ::setenv("TRAINYARD_TRAINER_ENV_ALLOW", "TY_TEST_SLOW", 1);
   ReplicaSpec spec = Spec("slowpkg.task");
   spec.packages = {sdist};
   ASSERT_TRUE(executor_->Launch(spec).ok());
   ::unsetenv("TY_TEST_SLOW");
+  ::unsetenv("TRAINYARD_TRAINER_ENV_ALLOW");
   ASSERT_TRUE(WaitUntil([&] {
     for (const auto& e : recorder_.Logs()) {
       if (e.task_name == "master-replica-0" && e.message.find(" -m pip ") != std::string::npos) {
@@ -947,6 +950,38 @@ class ContainerTest : public LocalExecutorTest {
   std::string engine_dir_;
 };
 
+// What the launcher adds for every container (docs/writing-a-trainer.md): the per-replica
+// gcloud/gsutil files, the bucket store at /gcs, and a local job dir at its own path.
+TEST_F(ContainerTest, MountsStorageClientFilesGcsAndALocalJobDir) {
+  ReplicaSpec spec = ContainerSpec("mounts");
+  const std::string job_dir = spec.work_dir + "-job dir";
+  ASSERT_TRUE(MakeDirs(job_dir).ok());
+  spec.env = {{"STORAGE_EMULATOR_HOST", "http://127.0.0.1:8470"},
+              {"CLOUD_ML_PROJECT_ID", "proj"},
+              {"TRAINYARD_BUCKETS_DIR", "/srv/buckets"},
+              {"CLOUD_ML_JOB", R"({"job_dir":")" + job_dir + R"("})"}};
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 0);
+  auto calls = Calls();
+  ASSERT_FALSE(calls.empty());
+  const std::string cloudsdk = spec.work_dir + "/cloudsdk";
+  const std::vector<std::string> expected_mounts = {
+      "-v", cloudsdk + ":" + cloudsdk, "-v", "/srv/buckets:/gcs", "-v", job_dir + ":" + job_dir};
+  EXPECT_NE(
+      std::search(calls[0].begin(), calls[0].end(), expected_mounts.begin(), expected_mounts.end()),
+      calls[0].end())
+      << ::testing::PrintToString(calls[0]);
+  const std::string env = ReadFile(spec.work_dir + "/container.env").value();
+  EXPECT_NE(env.find("CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE=http://127.0.0.1:8470/storage/v1/\n"),
+            std::string::npos)
+      << env;
+  EXPECT_NE(env.find("BOTO_CONFIG=" + cloudsdk + "/boto\n"), std::string::npos) << env;
+  EXPECT_NE(ReadFile(cloudsdk + "/boto").value().find("use_gcloud_storage = True"),
+            std::string::npos);
+}
+
 TEST_F(ContainerTest, RunsTheImageWithTheSpecsArgvEnvironmentAndLimits) {
   ReplicaSpec spec = ContainerSpec("full");
   spec.env = {{"TF_CONFIG", R"({"task":{"type":"master","index":0}})"}, {"MY_VAR", "my value"}};
@@ -988,7 +1023,8 @@ TEST_F(ContainerTest, RunsTheImageWithTheSpecsArgvEnvironmentAndLimits) {
                      }));
   // The container gets spec.env through the file; the engine CLI gets only engine_env.
   EXPECT_EQ(ReadFile(engine_dir_ + "/env.copy").value(),
-            "MY_VAR=my value\nTF_CONFIG={\"task\":{\"type\":\"master\",\"index\":0}}\n");
+            "MY_VAR=my "
+            "value\nPYTHONUNBUFFERED=1\nTF_CONFIG={\"task\":{\"type\":\"master\",\"index\":0}}\n");
   EXPECT_EQ(ReadFile(env_file).value(), ReadFile(engine_dir_ + "/env.copy").value());
 
   auto expect = [&](const std::string& msg, Severity sev) {
@@ -1028,7 +1064,8 @@ TEST_F(ContainerTest, WithoutEntrypointOrLimitsTheImageKeepsItsOwn) {
             (std::vector<std::string>{
                 "run", "--name", "ty-plain", "--replace", "--pull=never", "--network=host",
                 "--env-file", spec.work_dir + "/container.env", "--", "localhost/trainer:1"}));
-  EXPECT_EQ(ReadFile(spec.work_dir + "/container.env").value(), "");
+  // Only what Trainyard adds for every container (docs/writing-a-trainer.md).
+  EXPECT_EQ(ReadFile(spec.work_dir + "/container.env").value(), "PYTHONUNBUFFERED=1\n");
 }
 
 TEST_F(ContainerTest, AnEmptyEntrypointClearsTheImagesEntrypointAndCommand) {
@@ -1148,7 +1185,7 @@ TEST_F(ContainerTest, EnvironmentValuesWithLineBreaksAreLeftOutWithAWarning) {
   auto exit = recorder_.WaitExit(spec.key);
   ASSERT_TRUE(exit.has_value());
   EXPECT_EQ(exit->exit_code, 0);
-  EXPECT_EQ(ReadFile(spec.work_dir + "/container.env").value(), "GOOD=a b=c\n");
+  EXPECT_EQ(ReadFile(spec.work_dir + "/container.env").value(), "GOOD=a b=c\nPYTHONUNBUFFERED=1\n");
   auto bad = recorder_.Find(
       "The value of the environment variable BAD has a line break and cannot be passed to the "
       "container; it is left out.");
