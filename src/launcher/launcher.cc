@@ -91,7 +91,7 @@ constexpr size_t kGsWarningFiles = 5;
 // <work_dir>/trainyard-site/sitecustomize.py, first on a Python trainer's PYTHONPATH: flushes
 // the trainer's stdout and stderr every 0.5 s, so that print() output reaches the logs while
 // the trainer runs although Python block-buffers a pipe. PYTHONUNBUFFERED would do it with a
-// write() per print, 10x the CPU of a chatty trainer (docs/benchmarks.md); this costs a
+// write() per print, 10x the CPU of a chatty trainer (docs/writing-a-trainer.md); this costs a
 // thread waking twice a second. A lock keeps flushes out of fork() (a child inheriting a held
 // stdout lock would hang) and out of interpreter shutdown (a daemon thread holding it there is
 // a fatal error). Then it runs the sitecustomize it shadows (Debian has one), if any.
@@ -269,7 +269,7 @@ class Launcher {
   void MarkRunning();
   // Runs `<engine> args...` to its end with the engine's environment (Sink::kEngine).
   std::optional<ChildStatus> RunEngine(const std::vector<std::string>& args);
-  // Writes <work_dir>/container.env from spec.env.
+  // Writes <work_dir>/container.env (the container's whole environment).
   Status WriteContainerEnv(const EnvMap& env);
   // The volumes Trainyard adds to the spec's: the storage client files, /gcs, a local job dir.
   std::vector<std::string> ContainerMounts(const StorageClientFiles& files);
