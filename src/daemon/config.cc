@@ -177,6 +177,21 @@ const std::vector<Field>& Fields() {
          return Status::Ok();
        },
        [](const DaemonConfig& c) { return JoinList(c.pip_find_links); }},
+      {"job_dir_roots",
+       "comma-separated host directories under which a job may name a local jobDir (empty = "
+       "gs:// only)",
+       [](DaemonConfig& c, const std::string& v) {
+         c.job_dir_roots.clear();
+         for (auto& s : Split(v, ',')) {
+           if (s.empty()) continue;
+           if (s[0] != '/') {
+             return InvalidArgument("config job_dir_roots: \"" + s + "\" is not an absolute path");
+           }
+           c.job_dir_roots.push_back(s);
+         }
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return JoinList(c.job_dir_roots); }},
       {"sqlite_synchronous", "NORMAL (survives a daemon crash) or FULL (also power loss)",
        [](DaemonConfig& c, const std::string& v) {
          if (v != "NORMAL" && v != "FULL")

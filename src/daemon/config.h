@@ -23,6 +23,9 @@ struct DaemonConfig {
   std::string cancel_grace = "10s";
   std::string pip_index_url;
   std::vector<std::string> pip_find_links;
+  // Host directories under which a job may name a local jobDir (absolute path or file://);
+  // empty = jobDir must be gs://. The data dir is never one of them.
+  std::vector<std::string> job_dir_roots = {"/tmp", "/var/tmp", "/home", "/srv", "/mnt", "/data"};
   std::string sqlite_synchronous = "NORMAL";
   std::string launcher_path;  // default: trainyard-launcher beside trainyardd
   int api_threads = 16;

@@ -161,6 +161,7 @@ int Run(int argc, char** argv) {
   auto store = store::OpenSqliteJobStore(so);
   if (!store.ok()) Fatal("cannot open the job store " + so.path + ": " + store.status().message());
   storage::BucketStore buckets(dd + "/buckets");
+  buckets.SetLocalJobDirRoots(config.job_dir_roots);
 
   ListenerProxy proxy;
   executor::LocalExecutorOptions eo;

@@ -328,6 +328,9 @@ class Launcher {
   // Decides whether the trainer gets /gcs through a mount namespace of its own.
   void PrepareGcsMount();
   void CheckRelativeGs();
+  // Creates a local job dir (a host path the daemon accepted under its job-dir roots) before
+  // the trainer starts: the create-time check made nothing.
+  void PrepareLocalJobDir();
   std::string buckets_dir_;  // TRAINYARD_BUCKETS_DIR of the spec ("" = none)
   // RunChild puts the child (the trainer) into a private mount namespace with buckets_dir_
   // bind-mounted at /gcs.
@@ -401,6 +404,7 @@ int Launcher::Run() {
     return Finish(exit);
   }
 
+  PrepareLocalJobDir();
   if (IsContainer()) return RunContainer();
   SetUpCgroups();
   std::optional<std::string> python = PrepareEnvironment();
@@ -525,6 +529,17 @@ void Launcher::PrepareGcsMount() {
   gcs_namespace_ = true;
   Service(Severity::kInfo, std::string("Buckets are mounted at ") + kGcsMountPoint +
                                ": gs://BUCKET/PATH is " + kGcsMountPoint + "/BUCKET/PATH.");
+}
+
+void Launcher::PrepareLocalJobDir() {
+  auto job = spec_.env.find("CLOUD_ML_JOB");
+  if (job == spec_.env.end()) return;
+  const std::string dir = LocalJobDirFromCloudMlJob(job->second);
+  if (dir.empty()) return;
+  if (Status s = MakeDirs(dir); !s.ok()) {
+    Service(Severity::kWarning, "Cannot create the job directory " + dir + " (" + s.message() +
+                                    "); the trainer may fail to write there.");
+  }
 }
 
 void Launcher::CheckRelativeGs() {

@@ -257,7 +257,14 @@ Result<std::vector<ObjectInfo>> BucketStore::ListObjects(std::string_view bucket
 Status BucketStore::ValidateJobDir(std::string_view uri) const {
   const std::string where = "jobDir " + std::string(uri) + ": ";
   if (uri.substr(0, 5) != "gs://") {
-    return InvalidArgument(where + "must be a gs:// URI (gs://BUCKET/PATH)");
+    if (job_dir_roots_.empty()) {
+      return InvalidArgument(where + "must be a gs:// URI (gs://BUCKET/PATH)");
+    }
+    auto local = ParseLocation(uri);
+    if (!local.ok() || local->kind != Location::Kind::kLocal) {
+      return InvalidArgument(where + "must be a gs:// URI (gs://BUCKET/PATH) or an absolute path");
+    }
+    return ValidateLocalJobDir(where, local->path);
   }
   auto loc = ParseLocation(uri);
   if (!loc.ok()) return InvalidArgument(where + loc.status().message());
@@ -290,6 +297,76 @@ Status BucketStore::ValidateJobDir(std::string_view uri) const {
     dir = dir.substr(0, dir.rfind('/'));
   }
   return InvalidArgument(where + "bucket \"" + loc->bucket + "\" does not exist");
+}
+
+namespace {
+
+// True when `path` is `root` or below it (both lexically normal, absolute).
+bool Under(const std::string& path, const std::string& root) {
+  if (root == "/") return true;
+  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
+                          path[root.size()] == '/');
+}
+
+std::string Normal(const std::string& p) {
+  std::string out = std::filesystem::path(p).lexically_normal().string();
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+// A local jobDir: under a configured root, lexically and after resolving symlinks of the part
+// that exists, never inside the daemon's data dir, and the nearest existing directory on
+// the way writable. The roots are checked before anything is looked at, so a refused path says
+// nothing about host files. Nothing is created: the launcher makes the directory when the job's
+// replicas start.
+Status BucketStore::ValidateLocalJobDir(const std::string& where, const std::string& path) const {
+  const std::string dir = Normal(path);
+  std::string roots;
+  for (const auto& r : job_dir_roots_) roots += (roots.empty() ? "" : ", ") + r;
+  const std::string outside = where +
+                              "a local job directory must be below one of the job-dir roots (" +
+                              roots + "; setting job_dir_roots), or use gs://BUCKET/PATH";
+  auto under_root = [&](const std::string& p, bool resolve) {
+    for (const auto& r : job_dir_roots_) {
+      std::string root = Normal(r);
+      if (resolve) {
+        std::error_code ec;
+        auto real = std::filesystem::weakly_canonical(root, ec);
+        if (ec) continue;
+        root = Normal(real.string());
+      }
+      if (Under(p, root)) return true;
+    }
+    return false;
+  };
+  if (!under_root(dir, false)) return InvalidArgument(outside);
+  // The nearest existing ancestor, with its symlinks resolved, must still be under a root.
+  std::string existing = dir;
+  struct stat st {};
+  while (::stat(existing.c_str(), &st) != 0) {
+    if (existing == "/") return InvalidArgument(outside);
+    existing = std::filesystem::path(existing).parent_path().string();
+  }
+  std::error_code ec;
+  std::string real = Normal(std::filesystem::canonical(existing, ec).string());
+  if (ec || !under_root(real, true)) return InvalidArgument(outside);
+  // The daemon's data dir (the bucket store's parent) holds the database and replica work
+  // dirs: never a job dir.
+  const std::string data_dir = Normal(
+      std::filesystem::weakly_canonical(std::filesystem::path(root_).parent_path(), ec).string());
+  if (!ec && Under(real, data_dir)) {
+    return InvalidArgument(where + "is inside the daemon's data directory; use gs://BUCKET/PATH");
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return InvalidArgument(where + (existing == dir ? "exists and is not a directory"
+                                                    : "a file is in the way (" + existing + ")"));
+  }
+  if (::access(existing.c_str(), W_OK) != 0) {
+    return InvalidArgument(where + "the daemon cannot write in " + existing);
+  }
+  return Status::Ok();
 }
 
 }  // namespace trainyard::storage

@@ -383,6 +383,41 @@ TEST_F(BucketStoreTest, ValidateJobDirRefusesHostPathsWithoutTouchingThem) {
   EXPECT_FALSE(fs::exists(dir_.path() + "/local"));
 }
 
+TEST_F(BucketStoreTest, LocalJobDirsOnlyBelowTheConfiguredRoots) {
+  // As the daemon lays it out: <data dir>/buckets, job-dir roots elsewhere.
+  BucketStore store(dir_.path() + "/dd/buckets");
+  fs::create_directories(dir_.path() + "/dd/buckets/bkt");
+  const std::string roots = dir_.path() + "/roots";
+  const std::string allowed = roots + "/allowed";
+  fs::create_directories(allowed);
+  store.SetLocalJobDirRoots({allowed});
+  // Below a root: accepted, nothing created (the launcher makes it when replicas start).
+  EXPECT_TRUE(store.ValidateJobDir(allowed + "/run1/out").ok());
+  EXPECT_TRUE(store.ValidateJobDir("file://" + allowed + "/run2").ok());
+  EXPECT_TRUE(store.ValidateJobDir(allowed).ok());
+  EXPECT_FALSE(fs::exists(allowed + "/run1"));
+  // Outside every root, also through "..": refused with one message whether the path exists.
+  for (const std::string& uri : {std::string("/etc/shadow"), std::string("/sys/fs/cgroup/x"),
+                                 roots + "/other", allowed + "/../other"}) {
+    Status s = store.ValidateJobDir(uri);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << uri;
+    EXPECT_NE(s.message().find("job-dir roots"), std::string::npos) << s.message();
+  }
+  EXPECT_EQ(store.ValidateJobDir("relative").code(), StatusCode::kInvalidArgument);
+  // A symlink below a root that leads outside it is refused.
+  fs::create_directories(roots + "/outside");
+  fs::create_directory_symlink(roots + "/outside", allowed + "/escape");
+  EXPECT_EQ(store.ValidateJobDir(allowed + "/escape/out").code(), StatusCode::kInvalidArgument);
+  // A file in the way.
+  std::ofstream(allowed + "/file") << "x";
+  Status in_way = store.ValidateJobDir(allowed + "/file/out");
+  EXPECT_NE(in_way.message().find("a file is in the way"), std::string::npos) << in_way.message();
+  // The daemon's data dir (the bucket store's parent) is never a job dir, even below a root.
+  store.SetLocalJobDirRoots({dir_.path()});
+  Status data = store.ValidateJobDir(dir_.path() + "/dd/buckets/bkt/x");
+  EXPECT_NE(data.message().find("data directory"), std::string::npos) << data.message();
+}
+
 TEST_F(BucketStoreTest, ValidateJobDirNamesTheProblem) {
   Status missing = store_.ValidateJobDir("gs://nobucket/out");
   EXPECT_EQ(missing.code(), StatusCode::kInvalidArgument);

@@ -1,8 +1,8 @@
 // The bucket store behind gs://BUCKET/OBJECT: by default a directory tree under the data dir
 // (<root>/<bucket>/<object path>). Object names that would escape their bucket ("..", absolute
 // names, empty segments, NUL) are refused. ParseLocation() also reads local absolute paths and
-// file:// URIs, but what a job names (packageUris, jobDir) must be gs:// inside the store
-// (compat §2): a job never reaches other host files.
+// file:// URIs, but packageUris must be gs:// inside the store (compat §2), and a local jobDir
+// is accepted only under the configured job-dir roots: a job never reaches other host files.
 #pragma once
 
 #include <cstdint>
@@ -82,12 +82,18 @@ class BucketStore {
   // exists, no object has its name or a parent's, and the store can write there. Creates
   // nothing. INVALID_ARGUMENT names the problem.
   Status ValidateJobDir(std::string_view uri) const;
+  // Host directories under which ValidateJobDir accepts a local jobDir (absolute path or
+  // file://, a Trainyard extension for one-machine use). Empty (the default) = gs:// only.
+  // Set before the store is shared between threads.
+  void SetLocalJobDirRoots(std::vector<std::string> roots) { job_dir_roots_ = std::move(roots); }
 
   // Temp directory for uploads in progress (inside root, so renames stay on one filesystem).
   std::string TempDir() const;
 
  private:
   std::string root_;
+  std::vector<std::string> job_dir_roots_;
+  Status ValidateLocalJobDir(const std::string& where, const std::string& path) const;
 };
 
 }  // namespace trainyard::storage
