@@ -386,3 +386,11 @@ def test_bad_json_errors_name_the_field(hdaemon):
     assert status == 400, body
     assert body["error"]["details"][0]["fieldViolations"][0]["field"] == \
         "trainingInput.pythonModule"
+
+
+def test_refused_body_answer_reaches_a_client_that_asked_to_close(hdaemon):
+    # urllib sends "Connection: close" and the whole body before it reads the answer.
+    status, body = hdaemon.request("POST", JOBS, raw=b'{"jobId": "big", "x": "' +
+                                   b"a" * (9 << 20) + b'"}')
+    assert status == 413, body
+    assert body["error"]["message"] == "Request payload size exceeds the limit: 8388608 bytes."
