@@ -21,8 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string printed = trainyard::model::JobToJson(job);
   auto again = trainyard::model::ParseJobForCreate(printed, "proj", caps);
   if (!again.ok()) {
-    std::fprintf(stderr, "the printed job is refused: %s\n%s\n",
-                 again.status().ToString().c_str(), printed.c_str());
+    std::fprintf(stderr, "the printed job is refused: %s\n%s\n", again.status().ToString().c_str(),
+                 printed.c_str());
     std::abort();
   }
   if (again->job_id != first->job_id || again->labels != first->labels ||

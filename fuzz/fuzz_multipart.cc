@@ -18,7 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view body = in.substr(nl + 1);
   size_t total = 0;
   ti::MultipartParser parser(
-      *boundary, [](size_t, const ti::MultipartParser::Headers&) { return trainyard::Status::Ok(); },
+      *boundary,
+      [](size_t, const ti::MultipartParser::Headers&) { return trainyard::Status::Ok(); },
       [&total](size_t, const char*, size_t n) {
         total += n;
         return trainyard::Status::Ok();

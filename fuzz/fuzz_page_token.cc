@@ -10,7 +10,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string token(reinterpret_cast<const char*>(data), size);
   auto seq = trainyard::store::internal::DecodePageToken(token);
   if (!seq.ok() || !seq->has_value()) return 0;
-  auto again = trainyard::store::internal::DecodePageToken(trainyard::store::internal::EncodePageToken(**seq));
+  auto again = trainyard::store::internal::DecodePageToken(
+      trainyard::store::internal::EncodePageToken(**seq));
   if (!again.ok() || *again != *seq) {
     std::fprintf(stderr, "token %s does not round-trip\n", token.c_str());
     std::abort();
