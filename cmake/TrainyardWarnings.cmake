@@ -12,3 +12,10 @@ if(TRAINYARD_SANITIZE)
   target_compile_options(ty_warnings INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer)
   target_link_options(ty_warnings INTERFACE -fsanitize=address,undefined)
 endif()
+if(TRAINYARD_FUZZ)
+  # Every library is instrumented for coverage and checked; fuzz/ links libFuzzer's main.
+  target_compile_options(ty_warnings INTERFACE -fsanitize=fuzzer-no-link,address,undefined
+                                               -fno-sanitize-recover=undefined
+                                               -fno-omit-frame-pointer)
+  target_link_options(ty_warnings INTERFACE -fsanitize=address,undefined)
+endif()

@@ -13,8 +13,8 @@ PACKAGES=(
   python3-joblib python3-torch
   # custom containers: podman with runc, and debootstrap for the example image's base
   podman runc debootstrap
-  # tests
-  python3-pytest curl
+  # tests, and the fuzzers (clang with libFuzzer and the sanitizer runtimes)
+  python3-pytest curl clang libclang-rt-14-dev
   # the tuning engine (header-only) and the tuning benchmark's baseline
   libeigen3-dev liblbfgspp-dev python3-optuna
   # Google's Python API client, for the drop-in compatibility tests

@@ -8,5 +8,10 @@ scripts/build.sh
 # The custom-container tests run the example trainer image (built without a registry).
 examples/container/build.sh
 echo "==> Running tests"
-cd "${BUILD_DIR:-build}"
-ctest --output-on-failure --timeout 1500 "$@"
+(cd "${BUILD_DIR:-build}" && ctest --output-on-failure --timeout 1500 "$@")
+# Every libFuzzer harness, briefly, over its seed corpus (own build dir, clang; docs/fuzzing.md).
+# TRAINYARD_SKIP_FUZZ=1 leaves it out.
+if [ "${TRAINYARD_SKIP_FUZZ:-0}" != 1 ]; then
+  echo "==> Fuzzing"
+  scripts/fuzz.sh
+fi

@@ -701,11 +701,13 @@ void HttpServer::Serve(std::unique_ptr<Connection> conn) {
     bool ok = process_request(*conn, false, closed_by_client, nullptr);
     current_ = nullptr;
     if (!ok) return;  // the peer went away or a write failed
-    if (closed_by_client) return;
     if (conn->MustClose()) {
+      // The client may still be sending (a refused body): drain before closing, or the reset
+      // would destroy the answer before it is read. Also when it asked to close.
       parker_->Linger(std::move(conn));
       return;
     }
+    if (closed_by_client) return;
   }
 }
 

@@ -117,7 +117,9 @@ std::string JoinList(const std::vector<std::string>& v) {
 
 const std::vector<Field>& Fields() {
   static const std::vector<Field> kFields = {
-      {"listen", "HOST:PORT the API listens on (port 0 picks a free port)",
+      {"listen",
+       "HOST:PORT the API listens on (port 0 picks a free port; a non-loopback address is "
+       "logged as a warning, since authentication is off)",
        [](DaemonConfig& c, const std::string& v) {
          if (ParseHostPort(v)) {
            c.listen = v;
@@ -206,7 +208,9 @@ const std::vector<Field>& Fields() {
          return Status::Ok();
        },
        [](const DaemonConfig& c) { return c.launcher_path; }},
-      {"api_threads", "HTTP worker threads",
+      {"api_threads",
+       "HTTP worker threads kept ready (more start while all are busy, up to 1024; idle "
+       "keep-alive connections hold none)",
        [](DaemonConfig& c, const std::string& v) {
          return ParseIntValue("api_threads", v, &c.api_threads);
        },

@@ -436,7 +436,7 @@ Result<UploadFile> UploadFile::Create(const BucketStore& store) {
   f.fd_ = ::mkostemp(templ.data(), O_CLOEXEC);
   if (f.fd_ < 0)
     return Internal("cannot create a temp file in " + store.TempDir() + ": " + ErrnoText(errno));
-  ::fchmod(f.fd_, 0644);
+  // mkostemp makes it 0600: objects are the users' data, readable by the daemon's user only.
   f.path_ = templ;
   return f;
 }

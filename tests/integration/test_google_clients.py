@@ -238,7 +238,7 @@ def test_discovery_paths_credentials_and_body_limit(gd):
     assert status == 200
     status, body = gd.request("POST", "/v1/projects/%s/jobs" % PROJECT,
                               raw=b'{"jobId": "big", "x": "' + b"a" * (9 << 20) + b'"}')
-    assert status == 400 and "payload size exceeds" in body["error"]["message"], body
+    assert status == 413 and "payload size exceeds" in body["error"]["message"], body
     # Storage uploads are not limited by it.
     status, body = gd.request("POST", "/upload/storage/v1/b/itest-bkt/o?uploadType=media&name=big",
                               raw=b"b" * (9 << 20))

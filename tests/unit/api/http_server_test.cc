@@ -189,6 +189,22 @@ TEST_F(HttpServerTest, OversizedContentLengthIsRefusedBeforeTheBodyIsRead) {
   ::close(fd);
 }
 
+TEST_F(HttpServerTest, RefusalReachesAClientThatSendsTheWholeBodyAndAskedToClose) {
+  Start({});
+  int fd = Connect();
+  // The whole 4 MiB is sent before the answer is read: the server drains it instead of
+  // resetting the connection (which would lose the answer).
+  std::string body(4 << 20, 'b');
+  std::thread sender([&] {
+    Send(fd, "POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: " +
+                 std::to_string(body.size()) + "\r\n\r\n" + body);
+  });
+  sender.join();
+  std::string r = ReadResponse(fd);
+  EXPECT_NE(r.find("HTTP/1.1 413"), std::string::npos) << r;
+  ::close(fd);
+}
+
 TEST_F(HttpServerTest, ExpectContinueOverTheLimitIsRefusedWithoutContinue) {
   Start({});
   int fd = Connect();
