@@ -99,21 +99,24 @@ TEST_F(DataDirLockTest, HeldAcrossProcessesAndReleasedWhenTheHolderIsKilled) {
 }
 
 TEST_F(DataDirLockTest, ProgramsTheHolderExecsDoNotInheritTheLock) {
-  // The write end is close-on-exec: EOF on the read end means the child has exec'd.
-  int execd[2];
-  ASSERT_EQ(::pipe2(execd, O_CLOEXEC), 0);
+  // The exec'd program says "ready" on the pipe: it runs, so the exec (and the closing of the
+  // close-on-exec descriptors) is complete.
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
   pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
+    ::close(ready[0]);
     auto lock = DataDirLock::Acquire(dir_);
     if (!lock.ok()) ::_exit(3);
-    ::execl("/bin/sleep", "sleep", "600", static_cast<char*>(nullptr));
+    if (::dup2(ready[1], 1) < 0) ::_exit(5);
+    ::execl("/bin/sh", "sh", "-c", "echo ready; exec sleep 600", static_cast<char*>(nullptr));
     ::_exit(4);
   }
-  ::close(execd[1]);
-  char c;
-  EXPECT_EQ(::read(execd[0], &c, 1), 0);
-  ::close(execd[0]);
+  ::close(ready[1]);
+  char buf[6] = {};
+  ASSERT_EQ(::read(ready[0], buf, 5), 5);
+  EXPECT_STREQ(buf, "ready");
   // The child (now a replica-like program) still runs, but holds no lock.
   ASSERT_EQ(::kill(child, 0), 0);
   auto taken = DataDirLock::Acquire(dir_);
@@ -121,6 +124,7 @@ TEST_F(DataDirLockTest, ProgramsTheHolderExecsDoNotInheritTheLock) {
   ::kill(child, SIGKILL);
   int status = 0;
   ::waitpid(child, &status, 0);
+  ::close(ready[0]);
   EXPECT_TRUE(WIFSIGNALED(status)) << "the child exited " << WEXITSTATUS(status);
 }
 
