@@ -131,6 +131,7 @@ class CommandTree {
              AdminAction::kPause);
     AddAdmin(admin, "resume", "Resume admitting queued jobs.", AdminAction::kResume);
     AddAdmin(admin, "status", "Show whether admission is paused.", AdminAction::kStatus);
+    AddAdminStop(admin);
   }
 
   void AddSubmit(CLI::App* jobs) {
@@ -342,6 +343,21 @@ class CommandTree {
   void AddAdmin(CLI::App* admin, const char* name, const char* help, AdminAction action) {
     CLI::App* c = admin->add_subcommand(name, help);
     leaves_[c] = Leaf{[action](const Invocation& inv) { return RunAdmin(inv, action); }, false};
+  }
+
+  void AddAdminStop(CLI::App* admin) {
+    auto* a = Keep<AdminStopArgs>();
+    CLI::App* c = admin->add_subcommand(
+        "stop",
+        "Stop the trainyardd running on this machine's data dir cleanly (SIGTERM to the pid in "
+        "its lock file) and wait until it has exited. Running replicas keep running and are "
+        "re-attached when a daemon starts on the data dir again.");
+    binder_.Add(c, "--data-dir", &a->data_dir,
+                "The daemon's data dir (default: $TRAINYARD_DATA_DIR, else "
+                "$XDG_DATA_HOME/trainyard, else ~/.local/share/trainyard).");
+    binder_.Add(c, "--timeout", &a->timeout,
+                "How long to wait for the daemon to exit, e.g. 30s or 2m (default 60s).");
+    leaves_[c] = Leaf{[a](const Invocation& inv) { return RunAdminStop(inv, *a); }, false};
   }
 
   Binder binder_;

@@ -113,4 +113,12 @@ int RunGcloudConfig(const Invocation& inv, const GcloudConfigArgs& args);
 enum class AdminAction { kPause, kResume, kStatus };
 int RunAdmin(const Invocation& inv, AdminAction action);
 
+struct AdminStopArgs {
+  std::optional<std::string> data_dir;  // default: as trainyardd's (TRAINYARD_DATA_DIR, ...)
+  std::optional<std::string> timeout;   // a duration, default 60s
+};
+// Sends SIGTERM to the trainyardd holding the data dir's lock (data_dir_lock.h) and waits until
+// it has released the lock. A data dir no daemon holds is not an error (nothing to stop).
+int RunAdminStop(const Invocation& inv, const AdminStopArgs& args);
+
 }  // namespace trainyard::cli

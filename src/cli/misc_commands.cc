@@ -1,8 +1,17 @@
 // buckets, cp, admin (local train is in local_train.cc).
+#include <signal.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include "commands.h"
+#include "data_dir_lock.h"
 #include "job_builder.h"
+#include "trainyard/core/time.h"
 #include "trainyard/core/util.h"
 
 namespace trainyard::cli {
@@ -88,6 +97,68 @@ int RunAdmin(const Invocation& inv, AdminAction action) {
   if (action == AdminAction::kPause) inv.Err() << "Paused admission of queued jobs.\n";
   if (action == AdminAction::kResume) inv.Err() << "Resumed admission of queued jobs.\n";
   inv.Out() << "paused: " << (*paused ? "true" : "false") << "\n";
+  return kExitOk;
+}
+
+namespace {
+
+// The data dir trainyardd uses when none is configured (daemon/config.cc FinalizeConfig).
+std::string DefaultDataDir() {
+  if (const char* d = std::getenv("TRAINYARD_DATA_DIR"); d != nullptr && *d) return d;
+  if (const char* x = std::getenv("XDG_DATA_HOME"); x != nullptr && *x) {
+    return std::string(x) + "/trainyard";
+  }
+  if (const char* h = std::getenv("HOME"); h != nullptr && *h) {
+    return std::string(h) + "/.local/share/trainyard";
+  }
+  return "";
+}
+
+}  // namespace
+
+int RunAdminStop(const Invocation& inv, const AdminStopArgs& args) {
+  const std::string dir = args.data_dir ? *args.data_dir : DefaultDataDir();
+  if (dir.empty()) return inv.Fail("No data dir: give --data-dir or set TRAINYARD_DATA_DIR.");
+  Duration timeout = 60 * kMicrosPerSecond;
+  if (args.timeout) {
+    auto t = ParseDuration(*args.timeout);
+    if (!t.ok()) return inv.Fail("Invalid value for [--timeout]: " + t.status().message());
+    timeout = *t;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(timeout);
+  auto holder = daemon::DataDirLockHolder(dir);
+  if (!holder.ok()) return inv.Fail(holder.status());
+  if (!holder->has_value()) {
+    inv.Err() << "No trainyardd is running on " << dir << ".\n";
+    return kExitOk;
+  }
+  pid_t pid = **holder;
+  // A daemon that has just taken the lock writes its pid right after.
+  while (pid == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    holder = daemon::DataDirLockHolder(dir);
+    if (!holder.ok()) return inv.Fail(holder.status());
+    if (!holder->has_value()) return kExitOk;
+    pid = **holder;
+  }
+  if (pid == 0) return inv.Fail("The lock file of " + dir + " names no pid.");
+  if (::kill(pid, SIGTERM) != 0 && errno != ESRCH) {
+    return inv.Fail("Cannot signal trainyardd (pid " + std::to_string(pid) +
+                    "): " + std::strerror(errno));
+  }
+  inv.Err() << "Stopping trainyardd (pid " << pid << ") on " << dir << "...\n";
+  // The lock goes when the daemon's process has exited, not before: that is "stopped".
+  while (true) {
+    holder = daemon::DataDirLockHolder(dir);
+    if (!holder.ok()) return inv.Fail(holder.status());
+    if (!holder->has_value()) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return inv.Fail("trainyardd (pid " + std::to_string(pid) + ") still holds " + dir +
+                      " after " + FormatDuration(timeout) + ".");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  inv.Err() << "Stopped trainyardd (pid " << pid << ").\n";
   return kExitOk;
 }
 

@@ -471,14 +471,46 @@ Status FinalizeConfig(DaemonConfig& config) {
   return Status::Ok();
 }
 
+namespace {
+
+// A YAML double-quoted scalar: loads back as exactly `value`, whatever it holds ("*" is an
+// alias in plain YAML, "#" a comment, ": " a mapping, "" an empty string).
+std::string YamlQuote(const std::string& value) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out = "\"";
+  for (unsigned char ch : value) {
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += static_cast<char>(ch);
+    } else if (ch < 0x20 || ch == 0x7f) {
+      out += "\\x";
+      out += kHex[ch >> 4];
+      out += kHex[ch & 15];
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out + "\"";
+}
+
+std::string YamlFlowList(const std::vector<std::string>& values) {
+  std::string out = "[";
+  for (size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + YamlQuote(values[i]);
+  return out + "]";
+}
+
+}  // namespace
+
 std::string DumpConfig(const DaemonConfig& config) {
+  // Every scalar is double-quoted, so ApplyConfigFile loads the text back to the same config
+  // and dumping that gives the same text.
   std::ostringstream out;
-  for (const auto& f : Fields()) out << f.key << ": \"" << f.get(config) << "\"\n";
+  for (const auto& f : Fields()) out << f.key << ": " << YamlQuote(f.get(config)) << "\n";
   out << "runtimes:\n";
   for (const auto& rt : config.runtimes) {
-    out << "  - name: " << rt.name << "\n    python: " << rt.python << "\n    runtime_versions: ["
-        << JoinList(rt.runtime_versions) << "]\n"
-        << "    python_versions: [" << JoinList(rt.python_versions) << "]\n";
+    out << "  - name: " << YamlQuote(rt.name) << "\n    python: " << YamlQuote(rt.python)
+        << "\n    runtime_versions: " << YamlFlowList(rt.runtime_versions)
+        << "\n    python_versions: " << YamlFlowList(rt.python_versions) << "\n";
   }
   return out.str();
 }

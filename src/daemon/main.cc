@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "config.h"
+#include "data_dir_lock.h"
 #include "python_support.h"
 #include "trainyard/api/api_server.h"
 #include "trainyard/core/log.h"
@@ -104,6 +105,8 @@ int Run(int argc, char** argv) {
   app.add_option("--listen", listen, "HOST:PORT to listen on (default 127.0.0.1:8470)");
   app.add_option("--data-dir", data_dir, "data directory (default ~/.local/share/trainyard)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
+  std::string pidfile;
+  app.add_option("--pidfile", pidfile, "write the daemon's pid here (removed on a clean exit)");
   app.add_flag("--admission-paused", paused, "start with admission paused");
   app.add_flag("--print-config", print_config, "print the effective configuration and exit");
   app.add_flag("--config-reference", config_reference, "print the settings table and exit");
@@ -142,6 +145,13 @@ int Run(int argc, char** argv) {
     return 0;
   }
   SetLogLevel(config.log_level);
+
+  // One daemon per data dir, held until exit: refuse before touching the store or any job.
+  auto lock = DataDirLock::Acquire(config.data_dir);
+  if (!lock.ok()) Fatal(lock.status().message());
+  if (!pidfile.empty()) {
+    if (Status st = (*lock)->WritePidfile(pidfile); !st.ok()) Fatal(st.message());
+  }
 
   // Block the stop signals in every thread; one thread waits for them.
   sigset_t stop_signals;

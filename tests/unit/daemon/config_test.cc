@@ -101,8 +101,48 @@ TEST_F(ConfigTest, ReadsRuntimes) {
   ASSERT_EQ(c.runtimes.size(), 1u);
   EXPECT_EQ(c.runtimes[0].name, "py");
   EXPECT_EQ(c.runtimes[0].runtime_versions, std::vector<std::string>{"2.*"});
-  EXPECT_NE(DumpConfig(c).find("runtime_versions: [2.*]"), std::string::npos);
+  EXPECT_NE(DumpConfig(c).find("runtime_versions: [\"2.*\"]"), std::string::npos);
   EXPECT_NE(ConfigReference().find("`TRAINYARD_CANCEL_GRACE`"), std::string::npos);
+}
+
+// `trainyardd --print-config` output is a config file: print -> load -> print gives the same
+// text, and the loaded config is the printed one (the defaults' "*" once broke the load).
+TEST_F(ConfigTest, PrintedConfigLoadsBackUnchanged) {
+  DaemonConfig defaults;
+  defaults.data_dir = "/var/lib/trainyard";
+  DaemonConfig odd = defaults;
+  ASSERT_TRUE(
+      SetConfigValue(odd, "pip_index_url", "http://mirror:3141/simple # not a comment").ok());
+  ASSERT_TRUE(SetConfigValue(odd, "pip_find_links", "/wheels/a b,/wheels/*").ok());
+  ASSERT_TRUE(SetConfigValue(odd, "default_project", "\"quoted\" \\ back\tslash: [x] &y *z").ok());
+  ASSERT_TRUE(SetConfigValue(odd, "node_memory", "1.5GiB").ok());
+  ASSERT_TRUE(SetConfigValue(odd, "cpu_overcommit", "2.5").ok());
+  ASSERT_TRUE(SetConfigValue(odd, "admission_paused", "true").ok());
+  ASSERT_TRUE(SetConfigValue(odd, "tls_listen", "[::1]:0").ok());
+  odd.data_dir = "/srv/tr\xc3\xa4inyard/data #1";
+  odd.runtimes = {scheduler::RuntimeOptions{}, scheduler::RuntimeOptions{}};
+  odd.runtimes[1].name = "py-3.10";
+  odd.runtimes[1].python = "/opt/py 3/bin/python3";
+  odd.runtimes[1].runtime_versions = {"2.11", "2.*", "null"};
+  odd.runtimes[1].python_versions = {};
+  for (const DaemonConfig* c : {&defaults, &odd}) {
+    const std::string printed = DumpConfig(*c);
+    Write(printed);
+    DaemonConfig loaded;
+    Status st = ApplyConfigFile(path_, loaded);
+    ASSERT_TRUE(st.ok()) << st.message() << "\n" << printed;
+    EXPECT_EQ(DumpConfig(loaded), printed);
+    EXPECT_EQ(loaded.data_dir, c->data_dir);
+    EXPECT_EQ(loaded.default_project, c->default_project);
+    EXPECT_EQ(loaded.pip_find_links, c->pip_find_links);
+    ASSERT_EQ(loaded.runtimes.size(), c->runtimes.size());
+    for (size_t i = 0; i < c->runtimes.size(); ++i) {
+      EXPECT_EQ(loaded.runtimes[i].name, c->runtimes[i].name);
+      EXPECT_EQ(loaded.runtimes[i].python, c->runtimes[i].python);
+      EXPECT_EQ(loaded.runtimes[i].runtime_versions, c->runtimes[i].runtime_versions);
+      EXPECT_EQ(loaded.runtimes[i].python_versions, c->runtimes[i].python_versions);
+    }
+  }
 }
 
 // A directory of fake executables, used as PATH.
