@@ -82,6 +82,10 @@ class ListenerProxy : public executor::ExecutorListener {
   Status OnReplicaLogs(std::span<model::LogEntry> entries) override {
     return target_->OnReplicaLogs(entries);
   }
+  void OnReplicaMetrics(const executor::ReplicaKey& key,
+                        std::span<const executor::MetricRecord> records) override {
+    target_->OnReplicaMetrics(key, records);
+  }
   void OnReplicaExit(const executor::ReplicaKey& key, const executor::ReplicaExit& exit) override {
     target_->OnReplicaExit(key, exit);
   }
@@ -164,6 +168,7 @@ int Run(int argc, char** argv) {
   ListenerProxy proxy;
   executor::LocalExecutorOptions eo;
   eo.launcher_path = config.launcher_path;
+  eo.jobs_dir = dd + "/jobs";
   auto executor = executor::NewLocalExecutor(eo, &proxy);
 
   scheduler::SchedulerOptions opts;
