@@ -83,8 +83,8 @@ class ListenerProxy : public executor::ExecutorListener {
     return target_->OnReplicaLogs(entries);
   }
   void OnReplicaMetrics(const executor::ReplicaKey& key,
-                        std::span<const executor::MetricRecord> records) override {
-    target_->OnReplicaMetrics(key, records);
+                        std::span<const executor::MetricRecord> records, bool ended) override {
+    target_->OnReplicaMetrics(key, records, ended);
   }
   void OnReplicaExit(const executor::ReplicaKey& key, const executor::ReplicaExit& exit) override {
     target_->OnReplicaExit(key, exit);

@@ -647,7 +647,7 @@ void LocalExecutor::PollMetrics(Replica& r, bool final) {
   if (!text || *text == r.metrics_seen) return;
   r.metrics_seen = std::move(*text);
   const std::vector<MetricRecord> records = ParseMetricFile(r.metrics_seen, r.metric_tag);
-  if (!records.empty()) listener_->OnReplicaMetrics(r.key, records);
+  if (!records.empty()) listener_->OnReplicaMetrics(r.key, records, final);
 }
 
 void LocalExecutor::ReportExit(Replica& r) {

@@ -46,8 +46,8 @@ Status JobService::OnReplicaLogs(std::span<model::LogEntry> entries) {
   return core_->OnReplicaLogs(entries);
 }
 void JobService::OnReplicaMetrics(const executor::ReplicaKey& key,
-                                  std::span<const executor::MetricRecord> records) {
-  core_->OnReplicaMetrics(key, records);
+                                  std::span<const executor::MetricRecord> records, bool ended) {
+  core_->OnReplicaMetrics(key, records, ended);
 }
 void JobService::OnReplicaExit(const executor::ReplicaKey& key, const executor::ReplicaExit& exit) {
   core_->OnReplicaExit(key, exit);

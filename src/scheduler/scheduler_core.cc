@@ -594,7 +594,7 @@ Status SchedulerCore::OnReplicaLogs(std::span<model::LogEntry> entries) {
 }
 
 void SchedulerCore::OnReplicaMetrics(const executor::ReplicaKey& key,
-                                     std::span<const executor::MetricRecord> records) {
+                                     std::span<const executor::MetricRecord> records, bool ended) {
   Unlocker lock(this);
   auto it = active_.find({key.project, key.job_id});
   if (it == active_.end() || !it->second.tuning || key.trial_id.empty()) return;
@@ -602,7 +602,9 @@ void SchedulerCore::OnReplicaMetrics(const executor::ReplicaKey& key,
   for (auto& r : aj.replicas) {
     if (r.key == key) r.metrics.assign(records.begin(), records.end());
   }
-  OnTrialMetricsLocked(aj, std::stoll(key.trial_id));
+  // The last records of a trainer that ended are the trial's result, fed when the trial ends;
+  // the median rule only stops trials that still run.
+  if (!ended) OnTrialMetricsLocked(aj, std::stoll(key.trial_id));
 }
 
 void SchedulerCore::OnReplicaExit(const executor::ReplicaKey& key,

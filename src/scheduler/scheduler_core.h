@@ -76,7 +76,7 @@ class SchedulerCore {
   void OnReplicaRunning(const executor::ReplicaKey& key);
   Status OnReplicaLogs(std::span<model::LogEntry> entries);
   void OnReplicaMetrics(const executor::ReplicaKey& key,
-                        std::span<const executor::MetricRecord> records);
+                        std::span<const executor::MetricRecord> records, bool ended);
   void OnReplicaExit(const executor::ReplicaKey& key, const executor::ReplicaExit& exit);
 
  private:

@@ -66,9 +66,10 @@ class Recorder : public ExecutorListener {
     cv_.notify_all();
     return Status::Ok();
   }
-  void OnReplicaMetrics(const ReplicaKey& key, std::span<const MetricRecord> records) override {
+  void OnReplicaMetrics(const ReplicaKey& key, std::span<const MetricRecord> records,
+                        bool ended) override {
     std::lock_guard<std::mutex> lock(mu_);
-    events_.push_back("metrics " + key.TaskName());
+    events_.push_back(std::string(ended ? "last " : "") + "metrics " + key.TaskName());
     metrics_[key].assign(records.begin(), records.end());
     cv_.notify_all();
   }
@@ -416,7 +417,10 @@ with open(os.environ["CLOUD_ML_HP_METRIC_FILE"], "w") as f:
   EXPECT_EQ(records[1].step, 20);
   EXPECT_DOUBLE_EQ(records[1].value, 0.75);
   auto events = recorder_.Events();
-  auto metrics = std::find(events.begin(), events.end(), "metrics master-replica-0");
+  // Read while it ran or after it ended (then as its last records): either way before the exit.
+  auto metrics = std::find_if(events.begin(), events.end(), [](const std::string& e) {
+    return e == "metrics master-replica-0" || e == "last metrics master-replica-0";
+  });
   ASSERT_NE(metrics, events.end());
   EXPECT_LT(metrics - events.begin(),
             std::find(events.begin(), events.end(), "exit master-replica-0") - events.begin());

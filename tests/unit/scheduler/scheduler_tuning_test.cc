@@ -45,8 +45,8 @@ class TuningTest : public SchedulerTest {
   }
   // Plays the executor reading the trainer's metric file: every record so far, as an event,
   // and kept for ReplicaMetrics (a restarted scheduler reads them there).
-  void Report(const executor::ReplicaSpec& spec,
-              const std::vector<std::pair<int, double>>& points) {
+  void Report(const executor::ReplicaSpec& spec, const std::vector<std::pair<int, double>>& points,
+              bool ended = false) {
     ASSERT_EQ(spec.metric_tag, "accuracy");
     std::vector<executor::MetricRecord> records;
     double ts = 1000;
@@ -55,7 +55,7 @@ class TuningTest : public SchedulerTest {
       std::lock_guard<std::mutex> lock(exec_.mu);
       exec_.metrics[spec.key] = records;
     }
-    sched_->OnReplicaMetrics(spec.key, records);
+    sched_->OnReplicaMetrics(spec.key, records, ended);
   }
   json Output(const std::string& id) {
     auto job = sched_->GetJob("p", id);
@@ -286,6 +286,31 @@ TEST_F(TuningTest, EarlyStoppingStopsAHopelessTrialGracefully) {
   EXPECT_FALSE(out["trials"][0].contains("isTrialStoppedEarly"));
   sched_->OnReplicaExit(TrialMaster("e", 7), CleanExit());
   ASSERT_TRUE(WaitFor([&] { return StateOf("e") == JobState::kSucceeded; }));
+}
+
+TEST_F(TuningTest, TheLastRecordsOfATrainerThatEndedNeverStopItsTrialEarly) {
+  StartScheduler();
+  json hp = GridSpec(6, 1);
+  hp["algorithm"] = "RANDOM_SEARCH";
+  hp["enableTrialEarlyStopping"] = true;
+  hp["params"][0]["maxValue"] = 100;
+  ASSERT_TRUE(sched_->Submit(MakeTuningJob("le", hp)).ok());
+  for (int trial = 1; trial <= 5; ++trial) {
+    ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == static_cast<size_t>(trial); }));
+    Report(*LaunchedTrial(trial), {{1, 0.5}, {2, 0.6}, {3, 0.7}, {4, 0.8}, {5, 0.9}, {6, 0.95}});
+    sched_->OnReplicaExit(TrialMaster("le", trial), CleanExit());
+  }
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 6; }));
+  // The whole hopeless curve arrives only as the trainer's last records: it ran to its end.
+  Report(*LaunchedTrial(6), {{1, 0.1}, {2, 0.1}, {3, 0.1}, {4, 0.1}, {5, 0.1}}, /*ended=*/true);
+  sched_->RunUntilIdle();
+  EXPECT_TRUE(exec_.Killed().empty());
+  sched_->OnReplicaExit(TrialMaster("le", 6), CleanExit());
+  ASSERT_TRUE(WaitFor([&] { return StateOf("le") == JobState::kSucceeded; }));
+  json out = Output("le");
+  EXPECT_EQ(out["trials"][5]["state"], "SUCCEEDED");
+  EXPECT_FALSE(out["trials"][5].contains("isTrialStoppedEarly"));
+  EXPECT_EQ(out["trials"][5]["finalMetric"]["trainingStep"], "5");
 }
 
 TEST_F(TuningTest, ALaunchFailureEndsOnlyItsTrialAndTheNextTrialRunsItsOwnCluster) {

@@ -162,8 +162,11 @@ class ExecutorListener {
   virtual Status OnReplicaLogs(std::span<model::LogEntry> entries) = 0;
   // Every record of the replica's metric tag its trainer has reported so far, in file order
   // (the file is rewritten whole; hypertune keeps the last 100). Only for specs with a
-  // metric_tag; called when they change, and once more before the exit when they changed.
-  virtual void OnReplicaMetrics(const ReplicaKey& key, std::span<const MetricRecord> records) = 0;
+  // metric_tag; called when they change while the replica runs, and once more after its
+  // trainer ended (`ended`: these are the last records, OnReplicaExit follows) when they
+  // changed since.
+  virtual void OnReplicaMetrics(const ReplicaKey& key, std::span<const MetricRecord> records,
+                                bool ended) = 0;
   // The replica ended; all of its log lines and metrics were delivered before this call.
   virtual void OnReplicaExit(const ReplicaKey& key, const ReplicaExit& exit) = 0;
 };

@@ -89,7 +89,7 @@ class JobService final : public executor::ExecutorListener {
   void OnReplicaRunning(const executor::ReplicaKey& key) override;
   Status OnReplicaLogs(std::span<model::LogEntry> entries) override;
   void OnReplicaMetrics(const executor::ReplicaKey& key,
-                        std::span<const executor::MetricRecord> records) override;
+                        std::span<const executor::MetricRecord> records, bool ended) override;
   void OnReplicaExit(const executor::ReplicaKey& key, const executor::ReplicaExit& exit) override;
 
  private:
