@@ -36,8 +36,13 @@ class NullExecutor : public ty::executor::Executor {
     ++launched;
     return ty::Status::Ok();
   }
-  void Kill(const ty::executor::ReplicaKey&, ty::Duration) override {}
-  std::vector<ty::executor::ReplicaKey> Recover(const std::vector<std::string>&) override {
+  void Kill(const ty::executor::ReplicaKey&, ty::Duration, const std::string&) override {}
+  std::vector<ty::executor::RecoveredReplica> Recover(
+      const std::vector<ty::executor::ReplicaKey>&) override {
+    return {};
+  }
+  std::vector<ty::executor::MetricRecord> ReplicaMetrics(const ty::executor::ReplicaKey&,
+                                                         const std::string&) override {
     return {};
   }
   int RunningCount() const override { return 0; }

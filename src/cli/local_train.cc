@@ -12,11 +12,12 @@
 #include "commands.h"
 #include "job_builder.h"
 #include "packaging.h"
-#include "trainyard/model/torch_env.h"
+#include "trainyard/cluster_env/cluster_env.h"
 
 namespace trainyard::cli {
 
 namespace fs = std::filesystem;
+namespace cenv = cluster_env;
 using ordered_json = nlohmann::ordered_json;
 
 namespace {
@@ -25,40 +26,6 @@ namespace {
 constexpr std::chrono::milliseconds kHelperGrace{3000};
 
 constexpr int64_t kMaxPort = 65535;
-
-// Python's json.dumps with its defaults: ", " and ": " separators, non-ASCII escaped as \uXXXX,
-// keys in insertion order. Trainers only parse TF_CONFIG, but matching gcloud byte for byte
-// keeps logs and tests comparable.
-void DumpPythonJson(const ordered_json& j, std::string* out) {
-  constexpr auto kReplace = nlohmann::json::error_handler_t::replace;
-  if (j.is_object()) {
-    *out += '{';
-    bool first = true;
-    for (const auto& [key, value] : j.items()) {
-      if (!first) *out += ", ";
-      first = false;
-      *out += ordered_json(key).dump(-1, ' ', true, kReplace);
-      *out += ": ";
-      DumpPythonJson(value, out);
-    }
-    *out += '}';
-  } else if (j.is_array()) {
-    *out += '[';
-    for (size_t i = 0; i < j.size(); ++i) {
-      if (i > 0) *out += ", ";
-      DumpPythonJson(j[i], out);
-    }
-    *out += ']';
-  } else {
-    *out += j.dump(-1, ' ', true, kReplace);
-  }
-}
-
-std::string PythonJsonDumps(const ordered_json& j) {
-  std::string out;
-  DumpPythonJson(j, &out);
-  return out;
-}
 
 ordered_json JobEntry(const std::string& module, const std::vector<std::string>& args) {
   ordered_json job = ordered_json::object();
@@ -98,7 +65,9 @@ std::string LocalTrainTfConfig(const std::string& module, const std::vector<std:
   config["task"] = ordered_json::object();
   config["cluster"] = ordered_json::object();
   config["environment"] = "cloud";
-  return PythonJsonDumps(config);
+  // Trainers only parse TF_CONFIG, but matching gcloud's json.dumps byte for byte keeps logs
+  // and tests comparable.
+  return cenv::Dump(config, cenv::JsonStyle::kPython);
 }
 
 Status ValidateDistributedLayout(const DistributedLayout& layout) {
@@ -131,36 +100,30 @@ std::vector<LocalTask> DistributedLocalTasks(const std::string& module,
                                              const std::vector<std::string>& args,
                                              const DistributedLayout& layout) {
   const int64_t primary_port = layout.start_port;
-  ordered_json ps = ordered_json::array();
+  // The cluster in gcloud's port order: the primary, the parameter servers, the workers;
+  // evaluators take no port and are not in it.
+  std::vector<cenv::Task> cluster_tasks = {{"master", 0, LocalAddress(primary_port)}};
   for (int64_t i = 0; i < layout.parameter_servers; ++i) {
-    ps.push_back(LocalAddress(primary_port + 1 + i));
+    cluster_tasks.push_back({"ps", i, LocalAddress(primary_port + 1 + i)});
   }
-  ordered_json workers = ordered_json::array();
   for (int64_t i = 0; i < layout.workers; ++i) {
-    workers.push_back(LocalAddress(primary_port + 1 + layout.parameter_servers + i));
+    cluster_tasks.push_back(
+        {"worker", i, LocalAddress(primary_port + 1 + layout.parameter_servers + i)});
   }
-  ordered_json cluster = ordered_json::object();
-  cluster[layout.primary] = ordered_json::array({LocalAddress(primary_port)});
-  cluster["ps"] = ps;
-  cluster["worker"] = workers;
+  const ordered_json cluster =
+      cenv::TfCluster(cluster_tasks, layout.primary, {layout.primary, "ps", "worker"});
   const ordered_json job = JobEntry(module, args);
 
   auto make = [&](const std::string& type, int64_t index) {
-    ordered_json task = ordered_json::object();
-    task["type"] = type;
-    task["index"] = index;
-    ordered_json config = ordered_json::object();
-    config["job"] = job;
-    config["task"] = task;
-    config["cluster"] = cluster;
-    config["environment"] = "cloud";
-    LocalTask t{type, index, {{"TF_CONFIG", PythonJsonDumps(config)}}};
+    const ordered_json config = cenv::TfConfig(job, {type, index, "", ""}, cluster);
+    LocalTask t{type, index, {{"TF_CONFIG", cenv::Dump(config, cenv::JsonStyle::kPython)}}};
     // PyTorch's env:// rendezvous, by the service's rule; replicas outside the world get the
     // variables cleared (the user's shell may have set them).
-    auto torch = model::TorchDistributedEnv(type == layout.primary, type == "worker" ? index : -1,
-                                            layout.workers, static_cast<int>(primary_port));
+    auto torch =
+        cenv::TorchDistributedEnv(type == layout.primary, type == "worker" ? index : -1,
+                                  layout.workers, "127.0.0.1", static_cast<int>(primary_port));
     if (torch.empty()) {
-      for (const char* name : model::kTorchEnvNames) t.env.emplace_back(name, std::nullopt);
+      for (const char* name : cenv::kTorchEnvNames) t.env.emplace_back(name, std::nullopt);
     } else {
       for (auto& [name, value] : torch) t.env.emplace_back(name, std::move(value));
     }

@@ -84,6 +84,10 @@ class ListenerProxy : public executor::ExecutorListener {
   Status OnReplicaLogs(std::span<model::LogEntry> entries) override {
     return target_->OnReplicaLogs(entries);
   }
+  void OnReplicaMetrics(const executor::ReplicaKey& key,
+                        std::span<const executor::MetricRecord> records, bool ended) override {
+    target_->OnReplicaMetrics(key, records, ended);
+  }
   void OnReplicaExit(const executor::ReplicaKey& key, const executor::ReplicaExit& exit) override {
     target_->OnReplicaExit(key, exit);
   }
@@ -176,6 +180,7 @@ int Run(int argc, char** argv) {
   ListenerProxy proxy;
   executor::LocalExecutorOptions eo;
   eo.launcher_path = config.launcher_path;
+  eo.jobs_dir = dd + "/jobs";
   auto executor = executor::NewLocalExecutor(eo, &proxy);
 
   scheduler::SchedulerOptions opts;

@@ -61,6 +61,9 @@ std::string SpecToJson(const ReplicaSpec& spec) {
       {"limits",
        {{"memoryBytes", spec.limits.memory_bytes}, {"cpuMillis", spec.limits.cpu_millis}}},
   };
+  // Set only when they say something, so most specs' spec.json stays as it was.
+  if (spec.attempt != 0) j["attempt"] = spec.attempt;
+  if (!spec.metric_tag.empty()) j["metricTag"] = spec.metric_tag;
   // Only container replicas carry the key, so python replicas' spec.json stays as it was.
   if (!spec.container.image.empty()) {
     const ContainerSpec& c = spec.container;
@@ -88,6 +91,8 @@ Result<ReplicaSpec> SpecFromJson(std::string_view text) {
       Get(k, "index", &spec.key.index);
     }
     Get(j, "workDir", &spec.work_dir);
+    Get(j, "attempt", &spec.attempt);
+    Get(j, "metricTag", &spec.metric_tag);
     Get(j, "python", &spec.python);
     Get(j, "packages", &spec.packages);
     Get(j, "packageUris", &spec.package_uris);

@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "cgroup_v1.h"
+#include "hypertune_metrics.h"
 #include "proc_util.h"
 #include "protocol_private.h"
 #include "trainyard/core/log.h"
@@ -92,12 +93,14 @@ struct Replica {
   // Immutable after creation.
   ReplicaKey key;
   std::string work_dir;
+  std::string metric_tag;   // "" = no metric file to watch
   pid_t pid = 0;            // 0: no launcher is known (recovered dir without launcher.pid)
   uint64_t start_time = 0;  // 0: unknown
   bool is_child = false;    // started by this process (waitpid works)
 
   // Guarded by LocalExecutor::mu_.
   bool kill_requested = false;
+  std::string stop_reason;             // given to Kill()
   int64_t kill_deadline = 0;           // monotonic; SIGKILL the trainer's processes
   int64_t launcher_kill_deadline = 0;  // monotonic; SIGKILL the launcher as well
   bool trainer_swept = false;
@@ -110,6 +113,8 @@ struct Replica {
   bool running_reported = false;
   int drain_retries = 0;  // polls spent re-delivering the last lines after the launcher exited
   bool delivered_lines = false;  // the last poll delivered lines (the replica is printing)
+  int64_t metrics_read_at = 0;   // monotonic; when the metric file was last looked at
+  std::string metrics_seen;      // its text when last delivered
 };
 
 class LocalExecutor final : public Executor {
@@ -127,8 +132,9 @@ class LocalExecutor final : public Executor {
   }
 
   Status Launch(const ReplicaSpec& spec) override;
-  void Kill(const ReplicaKey& key, Duration grace) override;
-  std::vector<ReplicaKey> Recover(const std::vector<std::string>& work_dirs) override;
+  void Kill(const ReplicaKey& key, Duration grace, const std::string& reason) override;
+  std::vector<RecoveredReplica> Recover(const std::vector<ReplicaKey>& keys) override;
+  std::vector<MetricRecord> ReplicaMetrics(const ReplicaKey& key, const std::string& tag) override;
   int RunningCount() const override {
     std::lock_guard<std::mutex> lock(mu_);
     return static_cast<int>(replicas_.size());
@@ -144,6 +150,11 @@ class LocalExecutor final : public Executor {
   // Delivers new complete records; returns false when the listener refused some (they stay
   // for the next call).
   bool TailLog(Replica& r, bool to_end);
+  // Delivers the metric file's records when they changed (every metrics_interval, and at the
+  // end when `final`).
+  void PollMetrics(Replica& r, bool final);
+  // <jobs_dir>/<project>/<job>[/trial-<id>]/<task>-replica-<i>
+  std::string WorkDirFor(const ReplicaKey& key) const;
   void ReportExit(Replica& r);
   // SIGKILLs every process of the replica's session and every descendant of its launcher;
   // the launcher itself only when include_launcher.
@@ -166,8 +177,18 @@ class LocalExecutor final : public Executor {
   }
 };
 
-Status LocalExecutor::Launch(const ReplicaSpec& spec) {
-  if (spec.work_dir.empty()) return InvalidArgument("replica work_dir is empty");
+std::string LocalExecutor::WorkDirFor(const ReplicaKey& key) const {
+  std::string dir = options_.jobs_dir + "/" + key.project + "/" + key.job_id;
+  if (!key.trial_id.empty()) dir += "/trial-" + key.trial_id;
+  return dir + "/" + key.TaskName();
+}
+
+Status LocalExecutor::Launch(const ReplicaSpec& given) {
+  ReplicaSpec spec = given;
+  if (spec.work_dir.empty()) {
+    if (options_.jobs_dir.empty()) return InvalidArgument("replica work_dir is empty");
+    spec.work_dir = WorkDirFor(spec.key);
+  }
   if (options_.launcher_path.empty()) return FailedPrecondition("launcher_path is not set");
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -179,9 +200,18 @@ Status LocalExecutor::Launch(const ReplicaSpec& spec) {
   }
   TRAINYARD_RETURN_IF_ERROR(MakeDirs(spec.work_dir));
   // A work dir may be reused for a new attempt: clear the previous launcher's files.
-  for (const char* f :
-       {kPidFile, kRunningFile, kLogFile, kLogOffsetFile, kExitFile, kKillFile, kLauncherErrFile}) {
+  for (const char* f : {kPidFile, kRunningFile, kLogFile, kLogOffsetFile, kExitFile, kKillFile,
+                        kStopReasonFile, kLauncherErrFile}) {
     TRAINYARD_RETURN_IF_ERROR(RemoveTree(Join(spec.work_dir, f)));
+  }
+  if (!spec.metric_tag.empty()) {
+    // The trial's own metric file (compat §6.3); a container sees it at the same path.
+    const std::string metric_dir = Join(spec.work_dir, kMetricDir);
+    TRAINYARD_RETURN_IF_ERROR(MakeDirs(metric_dir));
+    spec.env["CLOUD_ML_HP_METRIC_FILE"] = Join(spec.work_dir, kMetricFile);
+    if (!spec.container.image.empty()) {
+      spec.container.mounts.insert(spec.container.mounts.begin(), metric_dir + ":" + metric_dir);
+    }
   }
   TRAINYARD_RETURN_IF_ERROR(WriteFileAtomic(Join(spec.work_dir, kSpecFile), SpecToJson(spec)));
 
@@ -225,6 +255,7 @@ Status LocalExecutor::Launch(const ReplicaSpec& spec) {
   auto r = std::make_shared<Replica>();
   r->key = spec.key;
   r->work_dir = spec.work_dir;
+  r->metric_tag = spec.metric_tag;
   r->pid = pid;
   r->is_child = true;
   if (auto st = ReadProcStat(pid)) r->start_time = st->start_time;
@@ -245,7 +276,7 @@ Status LocalExecutor::Launch(const ReplicaSpec& spec) {
   return Status::Ok();
 }
 
-void LocalExecutor::Kill(const ReplicaKey& key, Duration grace) {
+void LocalExecutor::Kill(const ReplicaKey& key, Duration grace, const std::string& reason) {
   std::shared_ptr<Replica> r;
   const int64_t now = MonotonicMicros();
   if (grace < 0) grace = 0;
@@ -256,8 +287,13 @@ void LocalExecutor::Kill(const ReplicaKey& key, Duration grace) {
     r = it->second;
     if (r->kill_requested && r->kill_deadline <= now + grace) return;  // an earlier kill stands
     r->kill_requested = true;
+    if (!reason.empty()) r->stop_reason = reason;
     r->kill_deadline = now + grace;
     r->launcher_kill_deadline = now + grace + kLauncherReportGrace;
+  }
+  if (!reason.empty()) {
+    Status s = WriteFileAtomic(Join(r->work_dir, kStopReasonFile), reason, /*durable=*/false);
+    if (!s.ok()) TY_LOG_WARN(kLog, "{}", s.ToString());
   }
   Status s = WriteFileAtomic(Join(r->work_dir, kKillFile), std::to_string(grace) + "\n",
                              /*durable=*/false);
@@ -268,22 +304,35 @@ void LocalExecutor::Kill(const ReplicaKey& key, Duration grace) {
   Wake();
 }
 
-std::vector<ReplicaKey> LocalExecutor::Recover(const std::vector<std::string>& work_dirs) {
-  std::vector<ReplicaKey> attached;
-  for (const std::string& dir : work_dirs) {
+std::vector<RecoveredReplica> LocalExecutor::Recover(const std::vector<ReplicaKey>& keys) {
+  std::vector<RecoveredReplica> found;
+  for (const ReplicaKey& key : keys) {
+    const std::string dir = WorkDirFor(key);
     auto text = ReadFile(Join(dir, kSpecFile));
     if (!text.ok()) {
-      TY_LOG_WARN(kLog, "cannot recover {}: {}", dir, text.status().ToString());
-      continue;
+      if (text.status().code() != StatusCode::kNotFound) {
+        TY_LOG_WARN(kLog, "cannot recover {}: {}", dir, text.status().ToString());
+      }
+      continue;  // never launched
     }
     auto spec = SpecFromJson(*text);
-    if (!spec.ok()) {
+    if (spec.ok()) {
+      spec->work_dir = dir;
+    } else {
+      // Launched (the spec is written first) but unreadable: found, without a spec to restart.
       TY_LOG_WARN(kLog, "cannot recover {}: {}", dir, spec.status().ToString());
-      continue;
+      spec = ReplicaSpec();
+    }
+    spec->key = key;
+    if (spec->attempt == 0) {
+      if (auto n = ReadFile(Join(dir, kLegacyRestartsFile)); n.ok()) {
+        spec->attempt = std::atoi(n->c_str());
+      }
     }
     auto r = std::make_shared<Replica>();
-    r->key = spec->key;
+    r->key = key;
     r->work_dir = dir;
+    r->metric_tag = spec->metric_tag;
     if (auto pid_text = ReadFile(Join(dir, kPidFile)); pid_text.ok()) {
       pid_t pid = 0;
       uint64_t start = 0;
@@ -311,26 +360,46 @@ std::vector<ReplicaKey> LocalExecutor::Recover(const std::vector<std::string>& w
       r->kill_requested = true;
       r->kill_deadline = now + std::max<Duration>(grace, 0);
       r->launcher_kill_deadline = r->kill_deadline + kLauncherReportGrace;
+      if (auto reason = ReadFile(Join(dir, kStopReasonFile)); reason.ok()) r->stop_reason = *reason;
     }
+    RecoveredReplica rec;
+    rec.spec = std::move(spec).value();
+    rec.kill_requested = r->kill_requested;
+    rec.stop_reason = r->stop_reason;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (replicas_.count(r->key) != 0) {
-        attached.push_back(r->key);
+      if (replicas_.count(key) != 0) {
+        rec.running = true;  // launched by this process
+        found.push_back(std::move(rec));
         continue;
       }
-      replicas_[r->key] = r;
+      replicas_[key] = r;
     }
+    rec.running = alive;
     if (alive) {
-      attached.push_back(r->key);
-      TY_LOG_INFO(kLog, "re-attached to {} of job {} (launcher pid {})", r->key.TaskName(),
-                  r->key.job_id, r->pid);
+      TY_LOG_INFO(kLog, "re-attached to {} of job {} (launcher pid {})", key.TaskName(), key.job_id,
+                  r->pid);
     } else {
-      TY_LOG_INFO(kLog, "{} of job {} ended while the daemon was down", r->key.TaskName(),
-                  r->key.job_id);
+      TY_LOG_INFO(kLog, "{} of job {} ended while the daemon was down", key.TaskName(), key.job_id);
     }
+    found.push_back(std::move(rec));
   }
   Wake();
-  return attached;
+  return found;
+}
+
+std::vector<MetricRecord> LocalExecutor::ReplicaMetrics(const ReplicaKey& key,
+                                                        const std::string& tag) {
+  std::string dir;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = replicas_.find(key);
+    if (it != replicas_.end()) dir = it->second->work_dir;
+  }
+  if (dir.empty()) dir = WorkDirFor(key);
+  auto text = ReadMetricFile(Join(dir, kMetricFile));
+  if (!text) return {};
+  return ParseMetricFile(*text, tag);
 }
 
 void LocalExecutor::Shutdown() {
@@ -411,6 +480,7 @@ bool LocalExecutor::Poll(Replica& r) {
     listener_->OnReplicaRunning(r.key);
   }
   bool drained = TailLog(r, gone);
+  PollMetrics(r, gone);
   if (!gone) return false;
   if (r.pid_fd >= 0) {
     // Stays readable once the process is gone: close it so retries wait a poll interval.
@@ -568,6 +638,18 @@ bool LocalExecutor::TailLog(Replica& r, bool to_end) {
   return !refused;
 }
 
+void LocalExecutor::PollMetrics(Replica& r, bool final) {
+  if (r.metric_tag.empty()) return;
+  const int64_t now = MonotonicMicros();
+  if (!final && now - r.metrics_read_at < options_.metrics_interval) return;
+  r.metrics_read_at = now;
+  auto text = ReadMetricFile(Join(r.work_dir, kMetricFile));
+  if (!text || *text == r.metrics_seen) return;
+  r.metrics_seen = std::move(*text);
+  const std::vector<MetricRecord> records = ParseMetricFile(r.metrics_seen, r.metric_tag);
+  if (!records.empty()) listener_->OnReplicaMetrics(r.key, records, final);
+}
+
 void LocalExecutor::ReportExit(Replica& r) {
   if (r.log_fd >= 0) {
     ::close(r.log_fd);
@@ -628,6 +710,7 @@ void LocalExecutor::ReportExit(Replica& r) {
     // not stopped by it (the master finishing while a worker's failure is being handled).
     exit.killed_by_request =
         r.kill_requested && (!reported || exit.phase != "run" || exit.stop_requested);
+    if (r.kill_requested) exit.stop_reason = r.stop_reason;
     // Out of the table before the listener hears of the exit, so it may launch the same
     // replica again (a restart) from inside the callback.
     auto it = replicas_.find(r.key);

@@ -13,6 +13,16 @@ namespace trainyard::executor {
 // Written by the executor before it signals the launcher: the grace period in microseconds
 // (decimal). Its presence also records that the kill was requested (survives daemon restarts).
 inline constexpr const char* kKillFile = "kill";
+// Written by the executor with the kill file: the reason given to Kill() (returned by Recover
+// and in the exit's stop_reason). The launcher does not read it.
+inline constexpr const char* kStopReasonFile = "stop-reason";
+// A tuning trial's metric file (CLOUD_ML_HP_METRIC_FILE), in a directory of its own that is
+// bind-mounted into containers at the same path.
+inline constexpr const char* kMetricDir = "hypertune";
+inline constexpr const char* kMetricFile = "hypertune/output.metrics";
+// Written by daemons before the attempt count moved into spec.json: read by Recover when the
+// spec has none, so replicas launched by an older daemon keep their restart count.
+inline constexpr const char* kLegacyRestartsFile = "restarts";
 // The launcher's own stdout and stderr (its diagnostics, not the trainer's output).
 inline constexpr const char* kLauncherErrFile = "launcher.err";
 // Grace the launcher uses when it is sent SIGTERM without a kill file.

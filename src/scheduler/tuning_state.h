@@ -7,12 +7,27 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
-#include "hp_metrics.h"
 #include "trainyard/core/time.h"
+#include "trainyard/executor/executor.h"
 #include "trainyard/tuning/study.h"
 
 namespace trainyard::scheduler {
+
+using executor::MetricRecord;
+
+// The stop reason of a trial's replicas stopped by the median rule (kept by the executor, so
+// a restarted daemon still counts the trial's end as a stop).
+inline constexpr const char* kStopEarlyReason = "stopped early by the median stopping rule";
+
+// The record finalMetric reports: the latest timestamp, ties broken by the highest step.
+std::optional<MetricRecord> LatestRecord(const std::vector<MetricRecord>& records);
+
+// What a study's suggestions depend on (Study::Suggest is a function of the config and the
+// trials' ids, assignments, states and values): a suggestion made for one fingerprint is the
+// one the study would make while it has that fingerprint.
+uint64_t StudyFingerprint(const tuning::Study& study);
 
 // One trial of this job (HyperparameterOutput).
 struct TrialRun {
@@ -38,6 +53,11 @@ struct TuningState {
   std::map<int64_t, TrialRun> trials;  // this job's own trials, by id
   bool exhausted = false;              // the study has nothing more to suggest
   std::string failing;                 // errorMessage once too many trials failed
+  // A suggestion computed outside the lock (PrepareSuggestions): Suggest(1)'s answer (empty =
+  // the space is exhausted) for the study with fingerprint `prepared_for`.
+  std::optional<std::vector<tuning::Trial>> prepared;
+  uint64_t prepared_for = 0;
+  bool wants_suggestion = false;  // a trial could start but no suggestion was ready
 };
 
 }  // namespace trainyard::scheduler

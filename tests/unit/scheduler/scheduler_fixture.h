@@ -1,16 +1,18 @@
 // The scheduler tests' fixture: a fake executor the tests play the replicas' part through, an
-// in-memory store and a scheduler on a 2-CPU node.
+// in-memory store, a fake clock, and a scheduler on a 2-CPU node in step mode: nothing happens
+// unless the test calls an API method, delivers an executor event, or steps the scheduler
+// (RunUntilIdle), and time passes only when the test advances the clock. No test sleeps.
 #pragma once
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <mutex>
-#include <thread>
+#include <set>
 
 #include "trainyard/scheduler/scheduler.h"
 #include "trainyard/store/store_sqlite.h"
@@ -21,25 +23,52 @@ using model::Job;
 using model::JobState;
 
 // Records what the scheduler asks for; tests play the replica's part by calling the listener.
+// Like a real executor it keeps what it launched (the spec with its attempt, a kill and its
+// reason, the metrics) across scheduler restarts, and gives it back from Recover.
 class FakeExecutor : public executor::Executor {
  public:
-  Status Launch(const executor::ReplicaSpec& spec) override {
+  Status Launch(const executor::ReplicaSpec& given) override {
     std::lock_guard<std::mutex> lock(mu);
     if (static_cast<int>(launched.size()) == fail_launch_at) {
       fail_launch_at = -1;  // once
       return Internal("no launcher today");
     }
+    executor::ReplicaSpec spec = given;
+    if (spec.work_dir.empty())
+      spec.work_dir = "/fake/" + spec.key.job_id + "/" + spec.key.TaskName();
     launched.push_back(spec);
+    persisted[spec.key] = {spec, false, false, ""};
     return launch_status;
   }
-  void Kill(const executor::ReplicaKey& key, Duration grace) override {
+  void Kill(const executor::ReplicaKey& key, Duration grace, const std::string& reason) override {
     std::lock_guard<std::mutex> lock(mu);
     killed.push_back(key);
+    kill_reasons.push_back(reason);
     last_grace = grace;
+    if (auto it = persisted.find(key); it != persisted.end()) {
+      it->second.kill_requested = true;
+      it->second.stop_reason = reason;
+    }
   }
-  std::vector<executor::ReplicaKey> Recover(const std::vector<std::string>& dirs) override {
-    recovered_dirs = dirs;
-    return reattach;
+  std::vector<executor::RecoveredReplica> Recover(
+      const std::vector<executor::ReplicaKey>& keys) override {
+    std::lock_guard<std::mutex> lock(mu);
+    recover_keys = keys;
+    std::vector<executor::RecoveredReplica> out;
+    for (const auto& key : keys) {
+      auto it = persisted.find(key);
+      if (it == persisted.end()) continue;
+      executor::RecoveredReplica r = it->second;
+      r.running = reattach.count(key) != 0;
+      out.push_back(r);
+    }
+    return out;
+  }
+  std::vector<executor::MetricRecord> ReplicaMetrics(const executor::ReplicaKey& key,
+                                                     const std::string&) override {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = metrics.find(key);
+    return it != metrics.end() ? it->second : std::vector<executor::MetricRecord>{};
   }
   int RunningCount() const override { return 0; }
   void Shutdown() override {}
@@ -56,26 +85,21 @@ class FakeExecutor : public executor::Executor {
   std::mutex mu;
   std::vector<executor::ReplicaSpec> launched;
   std::vector<executor::ReplicaKey> killed;
+  std::vector<std::string> kill_reasons;
   Duration last_grace = 0;
   Status launch_status;
   int fail_launch_at = -1;  // the launch (0-based, counting successful ones) that fails once
-  std::vector<std::string> recovered_dirs;
-  std::vector<executor::ReplicaKey> reattach;
+  // What a real executor keeps durably, by replica.
+  std::map<executor::ReplicaKey, executor::RecoveredReplica> persisted;
+  std::map<executor::ReplicaKey, std::vector<executor::MetricRecord>> metrics;
+  std::vector<executor::ReplicaKey> recover_keys;
+  std::set<executor::ReplicaKey> reattach;  // still running at Recover
 };
 
 inline executor::ReplicaExit CleanExit() {
   executor::ReplicaExit e;
   e.phase = "run";
   return e;
-}
-
-inline bool WaitFor(const std::function<bool()>& pred, int timeout_ms = 5000) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return pred();
 }
 
 class SchedulerTest : public ::testing::Test {
@@ -93,6 +117,8 @@ class SchedulerTest : public ::testing::Test {
     options_.jobs_dir = (dir_ / "jobs").string();
     options_.env_cache_dir = (dir_ / "envs").string();
     options_.tick = 5 * 1000;
+    options_.step_mode = true;
+    options_.clock = &clock_;
     // A 2-CPU, 24 GiB node with the daemon's default overcommit and no GPUs.
     options_.node.cpus = 2;
     options_.node.cpu_overcommit = 32;
@@ -109,6 +135,17 @@ class SchedulerTest : public ::testing::Test {
   void StartScheduler() {
     sched_ = std::make_unique<Scheduler>(options_, *store_, exec_, *buckets_);
     ASSERT_TRUE(sched_->Start().ok());
+  }
+
+  // Lets the scheduler do everything it can without time passing, then checks `pred`.
+  bool WaitFor(const std::function<bool()>& pred) {
+    if (sched_) sched_->RunUntilIdle();
+    return pred();
+  }
+  // Time passes (deadlines, consumedMLUnits), then the scheduler catches up.
+  void Advance(Duration d) {
+    clock_.Advance(d);
+    if (sched_) sched_->RunUntilIdle();
   }
 
   Job MakeJob(const std::string& id, int priority = 0) {
@@ -141,6 +178,7 @@ class SchedulerTest : public ::testing::Test {
   }
 
   std::filesystem::path dir_;
+  FakeClock clock_;
   SchedulerOptions options_;
   std::unique_ptr<store::JobStore> store_;
   std::unique_ptr<storage::BucketStore> buckets_;

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -12,10 +11,8 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <thread>
 
 #include "scheduler_fixture.h"
-#include "trainyard/executor/launcher_protocol.h"
 #include "trainyard/store/store_sqlite.h"
 
 namespace trainyard::scheduler {
@@ -161,7 +158,10 @@ TEST_F(SchedulerTest, MaxRunningTimeCancelsWithAMessageNamingTheLimit) {
   ASSERT_TRUE(sched_->Submit(job).ok());
   ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 1; }));
   sched_->OnReplicaRunning(Master("sleeper"));
-  ASSERT_TRUE(WaitFor([&] { return !exec_.Killed().empty(); }));
+  Advance(50 * 1000);
+  EXPECT_TRUE(exec_.Killed().empty()) << "at the limit, not past it";
+  Advance(1);
+  ASSERT_EQ(exec_.Killed().size(), 1u);
   executor::ReplicaExit e;
   e.signal = 15;
   e.killed_by_request = true;
@@ -179,7 +179,10 @@ TEST_F(SchedulerTest, MaxWaitTimeCancelsAJobStillQueued) {
   job.spec.scheduling.max_wait_time = 20 * 1000;  // 20 ms
   ASSERT_TRUE(sched_->Submit(job).ok());
   ASSERT_TRUE(sched_->Submit(MakeJob("patient")).ok());
-  ASSERT_TRUE(WaitFor([&] { return StateOf("waiter") == JobState::kCancelled; }));
+  Advance(20 * 1000);
+  EXPECT_EQ(StateOf("waiter"), JobState::kQueued);
+  Advance(1);
+  ASSERT_EQ(StateOf("waiter"), JobState::kCancelled);
   auto done = sched_->GetJob("p", "waiter");
   EXPECT_NE(done->error_message.find("scheduling.maxWaitTime (0.02s)"), std::string::npos)
       << done->error_message;
@@ -232,11 +235,14 @@ TEST_F(SchedulerTest, RecoveryKeepsReattachedReplicas) {
   Job running = MakeJob("running");
   running.state = JobState::kRunning;
   ASSERT_TRUE(store_->CreateJob(running).ok());
-  std::filesystem::create_directories(dir_ / "jobs" / "p" / "running" / "master-replica-0");
-  std::ofstream(dir_ / "jobs" / "p" / "running" / "master-replica-0" / "spec.json") << "{}";
+  executor::RecoveredReplica found;
+  found.spec.key = Master("running");
+  found.spec.work_dir = "/fake/running";
+  exec_.persisted[Master("running")] = found;
   exec_.reattach = {Master("running")};
   StartScheduler();
-  ASSERT_EQ(exec_.recovered_dirs.size(), 1u);
+  ASSERT_EQ(exec_.recover_keys.size(), 1u);
+  EXPECT_EQ(exec_.recover_keys[0], Master("running"));
   EXPECT_EQ(StateOf("running"), JobState::kRunning);
   sched_->OnReplicaExit(Master("running"), CleanExit());
   EXPECT_EQ(StateOf("running"), JobState::kSucceeded);
@@ -278,7 +284,9 @@ TEST_F(SchedulerTest, RecoveryRequeuesAPreparingJobThatNeverLaunched) {
   ASSERT_TRUE(store_->CreateJob(job).ok());
   options_.admission_paused = true;
   StartScheduler();
-  EXPECT_TRUE(exec_.recovered_dirs.empty());
+  // It asked the executor about the master, which had never been launched.
+  ASSERT_EQ(exec_.recover_keys.size(), 1u);
+  EXPECT_EQ(exec_.recover_keys[0], Master("prep"));
   auto got = sched_->GetJob("p", "prep");
   EXPECT_EQ(got->state, JobState::kQueued);
   EXPECT_EQ(got->job_position, 1);
@@ -291,8 +299,10 @@ TEST_F(SchedulerTest, RecoveryResendsTheKillOfACancellingJob) {
   job.state = JobState::kCancelling;
   job.error_message = "The job was cancelled at the user's request.";
   ASSERT_TRUE(store_->CreateJob(job).ok());
-  std::filesystem::create_directories(dir_ / "jobs" / "p" / "stopping" / "master-replica-0");
-  std::ofstream(dir_ / "jobs" / "p" / "stopping" / "master-replica-0" / "spec.json") << "{}";
+  executor::RecoveredReplica found;
+  found.spec.key = Master("stopping");
+  found.spec.work_dir = "/fake/stopping";
+  exec_.persisted[Master("stopping")] = found;
   exec_.reattach = {Master("stopping")};
   StartScheduler();
   ASSERT_EQ(exec_.Killed().size(), 1u);
@@ -503,7 +513,7 @@ TEST_F(SchedulerTest, GpusGoToOneJobAtATimeInPriorityOrder) {
   sched_->SetAdmissionPaused(false);
   // The GPU job first; the CPU-only job behind the blocked GPU jobs may start too.
   ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 2; }));
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  sched_->RunUntilIdle();
   auto specs = exec_.Launched();
   ASSERT_EQ(specs.size(), 2u);
   EXPECT_EQ(specs[0].key.job_id, "high");
@@ -526,7 +536,7 @@ TEST_F(SchedulerTest, AJobShortOfCpuBlocksTheJobsBehindIt) {
   ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 1; }));
   ASSERT_TRUE(sched_->Submit(CustomJob("big", 1, 0, 0)).ok());  // needs 8 vCPUs
   ASSERT_TRUE(sched_->Submit(CustomJob("small", 0, 0, 0)).ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  sched_->RunUntilIdle();
   EXPECT_EQ(exec_.Launched().size(), 1u) << "small must not overtake big";
   sched_->OnReplicaExit(Key("a", "master", 0), CleanExit());
   ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 3; }));
@@ -557,23 +567,29 @@ TEST_F(SchedulerTest, ConsumedMLUnitsAccrueWhileRunning) {
   ASSERT_TRUE(sched_->Submit(CustomJob("mu", 1, 0, 0)).ok());
   ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 2; }));
   EXPECT_FALSE(sched_->GetJob("p", "mu")->consumed_ml_units_set);
+  Advance(3600LL * kMicrosPerSecond);  // PREPARING costs nothing
   for (const auto& spec : exec_.Launched()) sched_->OnReplicaRunning(spec.key);
-  ASSERT_TRUE(WaitFor([&] { return sched_->GetJob("p", "mu")->consumed_ml_units > 0; }));
   EXPECT_TRUE(sched_->GetJob("p", "mu")->consumed_ml_units_set);
-  ASSERT_TRUE(WaitFor([&] { return store_->GetJob("p", "mu")->consumed_ml_units > 0; }))
+  EXPECT_EQ(sched_->GetJob("p", "mu")->consumed_ml_units, 0);
+  // 2 x n1-standard-4 = 0.7756 units/h.
+  Advance(1800LL * kMicrosPerSecond);
+  const double half_hour = sched_->GetJob("p", "mu")->consumed_ml_units;
+  EXPECT_NEAR(half_hour, 0.7756 / 2, 0.001);
+  EXPECT_DOUBLE_EQ(store_->GetJob("p", "mu")->consumed_ml_units, half_hour)
       << "persisted while running";
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  Advance(1800LL * kMicrosPerSecond);
   sched_->OnReplicaExit(Key("mu", "master", 0), CleanExit());
   executor::ReplicaExit stopped = SignalExit(SIGTERM);
   stopped.killed_by_request = true;
+  Advance(3600LL * kMicrosPerSecond);  // stopping the others: still running, still counted
   sched_->OnReplicaExit(Key("mu", "worker", 0), stopped);
   auto done = store_->GetJob("p", "mu");
   ASSERT_EQ(done->state, JobState::kSucceeded);
-  // 2 x n1-standard-4 = 0.7756 units/h; the job ran for at least 50 ms.
-  const double hours = static_cast<double>(done->end_time - done->start_time) / 3.6e9;
-  EXPECT_GT(done->consumed_ml_units, 0.7756 * 0.05 / 3600 * 0.9);
-  EXPECT_LE(done->consumed_ml_units, 0.7756 * hours * 1.01);
+  EXPECT_DOUBLE_EQ(done->consumed_ml_units, 4 * half_hour);
+  Advance(3600LL * kMicrosPerSecond);
+  EXPECT_DOUBLE_EQ(sched_->GetJob("p", "mu")->consumed_ml_units, 4 * half_hour) << "ended";
 }
+
 TEST_F(SchedulerTest, AFailedLaunchFreesTheGpuOnlyOnceTheStartedReplicasAreGone) {
   options_.node.gpus = {Gpu{0, "NVIDIA_TESLA_T4", ""}};
   exec_.fail_launch_at = 1;  // the worker of the first job
@@ -584,7 +600,7 @@ TEST_F(SchedulerTest, AFailedLaunchFreesTheGpuOnlyOnceTheStartedReplicasAreGone)
   ASSERT_TRUE(WaitFor([&] { return exec_.Killed().size() == 1; }));
   EXPECT_EQ(exec_.Killed()[0], Key("first", "master", 0));
   ASSERT_TRUE(sched_->Submit(GpuJob("second", 1)).ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  sched_->RunUntilIdle();
   EXPECT_EQ(exec_.Launched().size(), 1u) << "the GPU is still held by the first job's master";
   EXPECT_EQ(StateOf("first"), JobState::kPreparing);
   executor::ReplicaExit stopped = SignalExit(SIGTERM);
@@ -631,28 +647,26 @@ TEST_F(SchedulerTest, AMasterStoppedAfterAWorkerFailedDoesNotTurnTheJobIntoSucce
   EXPECT_EQ(StateOf("wf2"), JobState::kFailed);
 }
 
-TEST_F(SchedulerTest, RecoveryRestoresGpusAndRestartCountsFromTheWorkDir) {
+TEST_F(SchedulerTest, RecoveryRestoresGpusAndRestartCountsFromTheExecutor) {
   options_.node.gpus = {Gpu{0, "NVIDIA_TESLA_T4", ""}, Gpu{1, "NVIDIA_TESLA_T4", ""}};
   options_.replica_restarts = 2;
   Job running = GpuJob("rec", 1);
   running.state = JobState::kRunning;
   ASSERT_TRUE(store_->CreateJob(running).ok());
-  const auto dir = dir_ / "jobs" / "p" / "rec" / "master-replica-0";
-  std::filesystem::create_directories(dir);
-  executor::ReplicaSpec spec;
-  spec.key = Master("rec");
-  spec.work_dir = dir.string();
-  spec.python_module = "trainer.task";
-  spec.env["CUDA_VISIBLE_DEVICES"] = "1";
-  std::ofstream(dir / "spec.json") << executor::SpecToJson(spec);
-  std::ofstream(dir / "restarts") << "2\n";
+  executor::RecoveredReplica found;
+  found.spec.key = Master("rec");
+  found.spec.work_dir = "/fake/rec";
+  found.spec.python_module = "trainer.task";
+  found.spec.env["CUDA_VISIBLE_DEVICES"] = "1";
+  found.spec.attempt = 2;  // restarted twice before the daemon restarted
+  exec_.persisted[Master("rec")] = found;
   exec_.reattach = {Master("rec")};
   StartScheduler();
   // GPU 1 is still the recovered master's: a new one-GPU job gets GPU 0, a second must wait.
   ASSERT_TRUE(sched_->Submit(GpuJob("new", 1)).ok());
   ASSERT_TRUE(sched_->Submit(GpuJob("waits", 1)).ok());
   ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 1; }));
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  sched_->RunUntilIdle();
   ASSERT_EQ(exec_.Launched().size(), 1u);
   EXPECT_EQ(exec_.Launched()[0].env.at("CUDA_VISIBLE_DEVICES"), "0");
   // Two restarts were used before the daemon restarted: a third loss fails the job.
@@ -892,16 +906,15 @@ TEST_F(SchedulerTest, RecoveryTakesAContainersGpusFromItsDevices) {
   running.spec.master.image_uri = "gcr.io/p/gpu:1";
   running.state = JobState::kRunning;
   ASSERT_TRUE(store_->CreateJob(running).ok());
-  const auto dir = dir_ / "jobs" / "p" / "rec" / "master-replica-0";
-  std::filesystem::create_directories(dir);
-  executor::ReplicaSpec spec;
+  executor::RecoveredReplica found;
+  executor::ReplicaSpec& spec = found.spec;
   spec.key = Master("rec");
-  spec.work_dir = dir.string();
+  spec.work_dir = "/fake/rec";
   spec.env["CUDA_VISIBLE_DEVICES"] = "0";  // inside the container
   spec.container.engine = "podman";
   spec.container.image = "gcr.io/p/gpu:1";
   spec.container.devices = {"/dev/nvidia1", "/dev/nvidiactl"};
-  std::ofstream(dir / "spec.json") << executor::SpecToJson(spec);
+  exec_.persisted[Master("rec")] = found;
   exec_.reattach = {Master("rec")};
   StartScheduler();
   // Host GPU 1 is still the container's: the new job gets GPU 0.

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "scheduler_fixture.h"
-#include "trainyard/executor/launcher_protocol.h"
+#include "tuning_state.h"
 
 namespace trainyard::scheduler {
 namespace {
@@ -43,19 +43,19 @@ class TuningTest : public SchedulerTest {
   executor::ReplicaKey TrialMaster(const std::string& id, int trial) {
     return {"p", id, std::to_string(trial), "master", 0};
   }
-  // Plays the trainer: writes hypertune lines into the trial's metric file.
+  // Plays the executor reading the trainer's metric file: every record so far, as an event,
+  // and kept for ReplicaMetrics (a restarted scheduler reads them there).
   void Report(const executor::ReplicaSpec& spec, const std::vector<std::pair<int, double>>& points,
-              const std::string& tag = "accuracy") {
-    std::ofstream out(spec.env.at("CLOUD_ML_HP_METRIC_FILE"));
+              bool ended = false) {
+    ASSERT_EQ(spec.metric_tag, "accuracy");
+    std::vector<executor::MetricRecord> records;
     double ts = 1000;
-    for (auto [step, value] : points) {
-      json line = {{"timestamp", ts++},
-                   {"trial", spec.env.at("CLOUD_ML_TRIAL_ID")},
-                   {tag, std::to_string(value)},
-                   {"global_step", std::to_string(step)},
-                   {"checkpoint_path", ""}};
-      out << line.dump() << "\n";
+    for (auto [step, value] : points) records.push_back({ts++, step, value});
+    {
+      std::lock_guard<std::mutex> lock(exec_.mu);
+      exec_.metrics[spec.key] = records;
     }
+    sched_->OnReplicaMetrics(spec.key, records, ended);
   }
   json Output(const std::string& id) {
     auto job = sched_->GetJob("p", id);
@@ -68,6 +68,12 @@ class TuningTest : public SchedulerTest {
     return std::nullopt;
   }
 };
+
+TEST(LatestRecordTest, TiesOnTimestampGoToTheHighestStep) {
+  std::vector<MetricRecord> r = {{5, 10, 0.1}, {5, 12, 0.2}, {5, 11, 0.3}, {4, 99, 0.4}};
+  EXPECT_EQ(LatestRecord(r)->step, 12);
+  EXPECT_FALSE(LatestRecord({}).has_value());
+}
 
 TEST_F(TuningTest, RunsTrialsInParallelWithTheirArgumentsAndEnvironment) {
   StartScheduler();
@@ -82,12 +88,11 @@ TEST_F(TuningTest, RunsTrialsInParallelWithTheirArgumentsAndEnvironment) {
   EXPECT_EQ(second.args.back(), "--depth=2");
   EXPECT_EQ(first.env.at("CLOUD_ML_TRIAL_ID"), "1");
   EXPECT_EQ(first.env.at("CLOUD_ML_HP_METRIC_TAG"), "accuracy");
-  EXPECT_NE(first.env.at("CLOUD_ML_HP_METRIC_FILE"), second.env.at("CLOUD_ML_HP_METRIC_FILE"));
+  EXPECT_EQ(first.metric_tag, "accuracy") << "the executor gives it a metric file of its own";
   const json tf = json::parse(first.env.at("TF_CONFIG"));
   EXPECT_EQ(tf["task"]["trial"], "1");
-  EXPECT_NE(first.work_dir.find("/trial-1/"), std::string::npos) << first.work_dir;
   // Only two at once.
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  sched_->RunUntilIdle();
   EXPECT_EQ(exec_.Launched().size(), 2u);
 
   sched_->OnReplicaRunning(TrialMaster("t1", 1));
@@ -190,17 +195,15 @@ TEST_F(TuningTest, RecoveryReplaysTrialsAndGoesOnNumbering) {
   ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 2; }));
   auto second = *LaunchedTrial(2);
   sched_->OnReplicaRunning(TrialMaster("r", 2));
-  // The executor writes the spec when it launches; the fake does not.
-  std::filesystem::create_directories(second.work_dir);
-  std::ofstream(second.work_dir + "/spec.json") << executor::SpecToJson(second);
   sched_->Stop();
 
   exec_.reattach = {TrialMaster("r", 2)};
   sched_ = std::make_unique<Scheduler>(options_, *store_, exec_, *buckets_);
   ASSERT_TRUE(sched_->Start().ok());
   EXPECT_EQ(StateOf("r"), JobState::kRunning);
-  ASSERT_EQ(exec_.recovered_dirs.size(), 1u);
-  EXPECT_EQ(exec_.recovered_dirs[0], second.work_dir);
+  // It asked about the replicas of the trial that was running, and only those.
+  ASSERT_EQ(exec_.recover_keys.size(), 1u);
+  EXPECT_EQ(exec_.recover_keys[0], second.key);
   sched_->OnReplicaExit(TrialMaster("r", 2), CleanExit());
   ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 3; }));
   EXPECT_EQ(exec_.Launched()[2].key.trial_id, "3");
@@ -253,7 +256,6 @@ TEST_F(TuningTest, ResumingAnUnknownOrDifferentStudyIsRefused) {
 }
 
 TEST_F(TuningTest, EarlyStoppingStopsAHopelessTrialGracefully) {
-  options_.metrics_interval = 1000;  // 1 ms
   StartScheduler();
   json hp = GridSpec(7, 1);
   hp["algorithm"] = "RANDOM_SEARCH";
@@ -286,6 +288,31 @@ TEST_F(TuningTest, EarlyStoppingStopsAHopelessTrialGracefully) {
   ASSERT_TRUE(WaitFor([&] { return StateOf("e") == JobState::kSucceeded; }));
 }
 
+TEST_F(TuningTest, TheLastRecordsOfATrainerThatEndedNeverStopItsTrialEarly) {
+  StartScheduler();
+  json hp = GridSpec(6, 1);
+  hp["algorithm"] = "RANDOM_SEARCH";
+  hp["enableTrialEarlyStopping"] = true;
+  hp["params"][0]["maxValue"] = 100;
+  ASSERT_TRUE(sched_->Submit(MakeTuningJob("le", hp)).ok());
+  for (int trial = 1; trial <= 5; ++trial) {
+    ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == static_cast<size_t>(trial); }));
+    Report(*LaunchedTrial(trial), {{1, 0.5}, {2, 0.6}, {3, 0.7}, {4, 0.8}, {5, 0.9}, {6, 0.95}});
+    sched_->OnReplicaExit(TrialMaster("le", trial), CleanExit());
+  }
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 6; }));
+  // The whole hopeless curve arrives only as the trainer's last records: it ran to its end.
+  Report(*LaunchedTrial(6), {{1, 0.1}, {2, 0.1}, {3, 0.1}, {4, 0.1}, {5, 0.1}}, /*ended=*/true);
+  sched_->RunUntilIdle();
+  EXPECT_TRUE(exec_.Killed().empty());
+  sched_->OnReplicaExit(TrialMaster("le", 6), CleanExit());
+  ASSERT_TRUE(WaitFor([&] { return StateOf("le") == JobState::kSucceeded; }));
+  json out = Output("le");
+  EXPECT_EQ(out["trials"][5]["state"], "SUCCEEDED");
+  EXPECT_FALSE(out["trials"][5].contains("isTrialStoppedEarly"));
+  EXPECT_EQ(out["trials"][5]["finalMetric"]["trainingStep"], "5");
+}
+
 TEST_F(TuningTest, ALaunchFailureEndsOnlyItsTrialAndTheNextTrialRunsItsOwnCluster) {
   StartScheduler();
   Job job = MakeTuningJob("lf", GridSpec(3, 2));
@@ -297,7 +324,7 @@ TEST_F(TuningTest, ALaunchFailureEndsOnlyItsTrialAndTheNextTrialRunsItsOwnCluste
   ASSERT_TRUE(sched_->Submit(job).ok());
   // Trial 1: the master started, worker 0 did not, worker 1 never will; trial 2 runs all three.
   ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 4; }));
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  sched_->RunUntilIdle();
   auto launched = exec_.Launched();
   ASSERT_EQ(launched.size(), 4u);
   EXPECT_EQ(launched[0].key.trial_id, "1");
@@ -326,23 +353,38 @@ TEST_F(TuningTest, ALaunchFailureEndsOnlyItsTrialAndTheNextTrialRunsItsOwnCluste
   EXPECT_EQ(sched_->Stats().free_memory_bytes, options_.node.memory_bytes);
 }
 
-TEST_F(TuningTest, AMetricFileThatIsAFifoDoesNotHangTheDaemon) {
-  options_.metrics_interval = 1000;
+TEST_F(TuningTest, ATrialThatReportsNothingSucceedsWithoutFinalMetric) {
   StartScheduler();
   ASSERT_TRUE(sched_->Submit(MakeTuningJob("ff", GridSpec(1, 1))).ok());
   ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 1; }));
-  const std::string file = exec_.Launched()[0].env.at("CLOUD_ML_HP_METRIC_FILE");
-  ASSERT_EQ(::mkfifo(file.c_str(), 0600), 0);
   sched_->OnReplicaRunning(TrialMaster("ff", 1));
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a few metric polls
-  EXPECT_EQ(StateOf("ff"), JobState::kRunning);                // the API still answers
+  EXPECT_EQ(StateOf("ff"), JobState::kRunning);
   sched_->OnReplicaExit(TrialMaster("ff", 1), CleanExit());
   ASSERT_TRUE(WaitFor([&] { return StateOf("ff") == JobState::kSucceeded; }));
   EXPECT_FALSE(Output("ff")["trials"][0].contains("finalMetric"));
 }
 
+TEST_F(TuningTest, ReplicasOtherThanTheMasterCountWhenTheMasterReportsNothing) {
+  StartScheduler();
+  Job job = MakeTuningJob("ev", GridSpec(1, 1));
+  job.spec.scale_tier = "CUSTOM";
+  job.spec.master.machine_type = "n1-standard-4";
+  job.spec.evaluator.machine_type = "n1-standard-4";
+  job.spec.evaluator.count = 1;
+  ASSERT_TRUE(sched_->Submit(job).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 2; }));
+  for (const auto& spec : exec_.Launched()) {
+    if (spec.key.task_type == "evaluator") Report(spec, {{7, 0.25}});
+  }
+  sched_->OnReplicaExit(TrialMaster("ev", 1), CleanExit());
+  executor::ReplicaExit stopped = CleanExit();
+  stopped.killed_by_request = true;
+  sched_->OnReplicaExit({"p", "ev", "1", "evaluator", 0}, stopped);
+  ASSERT_TRUE(WaitFor([&] { return StateOf("ev") == JobState::kSucceeded; }));
+  EXPECT_EQ(Output("ev")["trials"][0]["finalMetric"]["trainingStep"], "7");
+}
+
 TEST_F(TuningTest, AnEarlyStopSurvivesADaemonRestart) {
-  options_.metrics_interval = 1000;
   StartScheduler();
   json hp = GridSpec(7, 1);
   hp["algorithm"] = "RANDOM_SEARCH";
@@ -359,8 +401,7 @@ TEST_F(TuningTest, AnEarlyStopSurvivesADaemonRestart) {
   sched_->OnReplicaRunning(TrialMaster("es", 6));
   Report(sixth, {{1, 0.1}, {2, 0.1}, {3, 0.1}, {4, 0.1}, {5, 0.1}});
   ASSERT_TRUE(WaitFor([&] { return exec_.Killed().size() == 1; }));
-  std::filesystem::create_directories(sixth.work_dir);
-  std::ofstream(sixth.work_dir + "/spec.json") << executor::SpecToJson(sixth);
+  EXPECT_EQ(exec_.kill_reasons[0], kStopEarlyReason) << "the executor keeps why it was stopped";
   sched_->Stop();
 
   // The new daemon re-attaches trial 6, asks it to stop again, and its SIGTERM exit (the new

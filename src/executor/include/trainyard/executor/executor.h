@@ -1,12 +1,29 @@
 // Runs replicas and reports what happened to them. One interface for every backend (local
-// processes now; containers and Slurm later), modelled on Mesos's Containerizer: launch, kill
-// with grace, recover after a daemon restart.
+// processes now; Slurm next), modelled on Mesos's Containerizer: launch, kill with grace,
+// recover after a daemon restart. A backend is written against this header alone; the
+// scheduler knows nothing else of it (no work-dir files, no processes).
 //
 // Every replica runs under `trainyard-launcher` (src/launcher), which prepares the Python
-// environment, runs the trainer, writes every output line to the replica's log file and its exit
-// to exit.json. The daemon never depends on being the launcher's parent, which is what lets a
-// restarted daemon re-attach to replicas that kept running. The per-replica work directory is
-// described in docs/on-disk-layout.md and launcher_protocol.h.
+// environment, runs the trainer, records every output line and its exit. The daemon never
+// depends on being the launcher's parent, which is what lets a restarted daemon re-attach to
+// replicas that kept running. The local backend's per-replica work directory is described in
+// docs/on-disk-layout.md and launcher_protocol.h; it is the executor's own business.
+//
+// The contract, for every backend:
+//  - Threads. Launch, Kill, Recover, ReplicaMetrics and RunningCount may be called from any
+//    thread, concurrently. Listener callbacks come from executor threads, never from inside a
+//    call of the caller (Launch, Kill and Recover never call the listener before they return),
+//    so a caller may hold its own lock across those calls.
+//  - Order per replica. OnReplicaRunning, then OnReplicaLogs and OnReplicaMetrics as they come,
+//    then OnReplicaExit, delivered one at a time: the events of one replica never overlap, and
+//    every log line and the last metric report of a run come before its exit.
+//  - Re-entrancy. The listener may call Launch (a restart with the same key and spec) and Kill
+//    from inside OnReplicaExit: the replica is forgotten before OnReplicaExit is called. It must
+//    not call Shutdown from a callback.
+//  - Identity. A replica is its ReplicaKey. A restart reuses the key and the spec (so the same
+//    address and port); `attempt` counts the launches and comes back from Recover.
+//  - Durability. What Recover returns survives a daemon crash: the spec as last launched (with
+//    its attempt), whether a kill was requested and why, and how the replica ended.
 #pragma once
 
 #include <functional>
@@ -63,10 +80,18 @@ struct ContainerSpec {
   std::vector<std::string> devices;  // e.g. /dev/nvidia0 for an assigned GPU
 };
 
-// Everything the launcher needs; written to <work_dir>/spec.json.
+// Everything the launcher needs (the local backend writes it to <work_dir>/spec.json).
 struct ReplicaSpec {
   ReplicaKey key;
-  std::string work_dir;                   // per-replica directory, created by the executor
+  // The replica's directory: "" = the executor chooses (the local backend:
+  // <jobs_dir>/<project>/<job>[/trial-<id>]/<task>-replica-<i>); set when the spec is launched.
+  std::string work_dir;
+  // 0 for the first launch of the replica, n for its n-th restart (kept with the spec).
+  int attempt = 0;
+  // A tuning trial's replica: the hypertune metric tag (compat §7). The executor gives the
+  // trainer a metric file of its own (CLOUD_ML_HP_METRIC_FILE) and reports what it writes
+  // through OnReplicaMetrics. "" = no metric file.
+  std::string metric_tag;
   std::string python;                     // runtime interpreter, e.g. /usr/bin/python3
   std::vector<std::string> packages;      // local paths of package files (already resolved)
   std::vector<std::string> package_uris;  // the URIs as the user gave them (for log lines)
@@ -102,10 +127,29 @@ struct ReplicaExit {
   // The launcher had been asked to stop (SIGTERM) before the trainer ended. A trainer that
   // ended on its own just before a stop request arrived has this false.
   bool stop_requested = false;
+  // The reason given to Kill() ("" when none was asked for, or none given).
+  std::string stop_reason;
 };
 
-// Callbacks from the executor. Called on executor threads; implementations must be quick and
-// thread-safe (they post to the scheduler).
+// One record of a hypertune metric file (compat §7).
+struct MetricRecord {
+  double timestamp = 0;
+  int64_t step = 0;
+  double value = 0;
+};
+
+// What Recover found of a replica launched before the daemon restarted.
+struct RecoveredReplica {
+  // As last launched (work_dir and attempt filled); only the key when the stored spec could
+  // not be read (work_dir "": the replica cannot be launched again).
+  ReplicaSpec spec;
+  bool running = false;         // re-attached: its events flow as usual
+  bool kill_requested = false;  // Kill() was called for this attempt
+  std::string stop_reason;      // the reason given to it
+};
+
+// Callbacks from the executor (see the contract above). Implementations must be quick and
+// thread-safe.
 class ExecutorListener {
  public:
   virtual ~ExecutorListener() = default;
@@ -113,25 +157,40 @@ class ExecutorListener {
   virtual void OnReplicaRunning(const ReplicaKey& key) = 0;
   // New log lines (task_name, severity, timestamp, message filled; insert ids not yet).
   // Returns OK once they are stored; on an error the executor delivers the same lines again
-  // on its next poll (the replica's log offset only advances past stored lines). The entries
-  // belong to the executor, which reuses them after the call (the callee may set insert ids).
+  // later (nothing is skipped). The entries belong to the executor, which reuses them after the
+  // call (the callee may set insert ids).
   virtual Status OnReplicaLogs(std::span<model::LogEntry> entries) = 0;
-  // The replica ended; all of its log lines were delivered before this call.
+  // Every record of the replica's metric tag its trainer has reported so far, in file order
+  // (the file is rewritten whole; hypertune keeps the last 100). Only for specs with a
+  // metric_tag; called when they change while the replica runs, and once more after its
+  // trainer ended (`ended`: these are the last records, OnReplicaExit follows) when they
+  // changed since.
+  virtual void OnReplicaMetrics(const ReplicaKey& key, std::span<const MetricRecord> records,
+                                bool ended) = 0;
+  // The replica ended; all of its log lines and metrics were delivered before this call.
   virtual void OnReplicaExit(const ReplicaKey& key, const ReplicaExit& exit) = 0;
 };
 
 class Executor {
  public:
   virtual ~Executor() = default;
-  // Starts the replica. Returns once the launcher process exists (not when the trainer runs).
+  // Starts the replica. Returns once it exists (the local backend: the launcher process), not
+  // when the trainer runs. ALREADY_EXISTS while the key is still running.
   virtual Status Launch(const ReplicaSpec& spec) = 0;
-  // SIGTERM to the whole replica (launcher, trainer and every descendant), SIGKILL after
-  // `grace`. OnReplicaExit follows with killed_by_request = true. No-op for unknown keys.
-  virtual void Kill(const ReplicaKey& key, Duration grace) = 0;
-  // After a daemon restart: re-attaches to the replicas whose work dirs are given if their
-  // launcher still runs (events then flow as usual), and reports OnReplicaExit for the others
-  // (from exit.json when present, else with phase "lost"). Returns the keys re-attached.
-  virtual std::vector<ReplicaKey> Recover(const std::vector<std::string>& work_dirs) = 0;
+  // Stops the whole replica: SIGTERM to the launcher, the trainer and every descendant, SIGKILL
+  // after `grace`. OnReplicaExit follows with killed_by_request = true and `reason` as its
+  // stop_reason (also after a daemon restart). A second call only shortens the grace. No-op for
+  // unknown keys.
+  virtual void Kill(const ReplicaKey& key, Duration grace, const std::string& reason) = 0;
+  // After a daemon restart: looks for the replicas with these keys (any the scheduler may have
+  // launched). Those found are returned; the ones still running are re-attached (their events
+  // flow as usual), and for the others OnReplicaExit follows once their remaining log lines are
+  // delivered (how they ended, else phase "lost"). Keys never launched are not returned.
+  virtual std::vector<RecoveredReplica> Recover(const std::vector<ReplicaKey>& keys) = 0;
+  // The metric records of `tag` a replica's trainer reported, also long after it ended (a
+  // study rebuilt after a restart, or resumed by another job). Empty when there are none.
+  virtual std::vector<MetricRecord> ReplicaMetrics(const ReplicaKey& key,
+                                                   const std::string& tag) = 0;
   // Number of replicas currently running (for /metrics).
   virtual int RunningCount() const = 0;
   // Stops threads; running replicas are left running (recovered on restart).
@@ -139,8 +198,10 @@ class Executor {
 };
 
 struct LocalExecutorOptions {
-  std::string launcher_path;               // path of trainyard-launcher
-  Duration log_poll_interval = 20 * 1000;  // how often replica log files are tailed
+  std::string launcher_path;                // path of trainyard-launcher
+  std::string jobs_dir;                     // where replica work dirs are made (see ReplicaSpec)
+  Duration log_poll_interval = 20 * 1000;   // how often replica log files are tailed
+  Duration metrics_interval = 1000 * 1000;  // how often trials' metric files are read
 };
 
 std::unique_ptr<Executor> NewLocalExecutor(const LocalExecutorOptions& options,

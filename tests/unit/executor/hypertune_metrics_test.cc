@@ -1,8 +1,14 @@
-#include "hp_metrics.h"
+#include "hypertune_metrics.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-namespace trainyard::scheduler {
+#include <filesystem>
+#include <fstream>
+
+namespace trainyard::executor {
 namespace {
 
 TEST(HpMetricsTest, ReadsHypertuneLinesWithStringValues) {
@@ -16,9 +22,6 @@ TEST(HpMetricsTest, ReadsHypertuneLinesWithStringValues) {
   EXPECT_EQ(records[0].step, 1000);
   EXPECT_DOUBLE_EQ(records[0].value, 0.987);
   EXPECT_DOUBLE_EQ(records[1].timestamp, 1525851441.5);
-  auto last = LatestRecord(records);
-  ASSERT_TRUE(last.has_value());
-  EXPECT_EQ(last->step, 1100);
 }
 
 TEST(HpMetricsTest, SkipsOtherTagsBrokenLinesAndNonNumbers) {
@@ -35,7 +38,6 @@ TEST(HpMetricsTest, SkipsOtherTagsBrokenLinesAndNonNumbers) {
   EXPECT_DOUBLE_EQ(records[0].value, 0.25);
   EXPECT_EQ(records[0].step, 7);
   EXPECT_EQ(records[1].step, 0);
-  EXPECT_FALSE(LatestRecord({}).has_value());
 }
 
 TEST(HpMetricsTest, TagsJsonEscapesAreFound) {
@@ -59,10 +61,27 @@ TEST(HpMetricsTest, NonFiniteTimestampsAndHugeStepsAreHarmless) {
   EXPECT_GT(records[0].step, int64_t{1} << 62);
 }
 
-TEST(HpMetricsTest, TiesOnTimestampGoToTheHighestStep) {
-  std::vector<MetricRecord> r = {{5, 10, 0.1}, {5, 12, 0.2}, {5, 11, 0.3}, {4, 99, 0.4}};
-  EXPECT_EQ(LatestRecord(r)->step, 12);
+TEST(HpMetricsTest, OnlyRegularFilesAreReadAndOnlyTheirLastMiB) {
+  const std::string dir = ::testing::TempDir() + "/ty_metric_file_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  EXPECT_FALSE(ReadMetricFile(dir + "/absent").has_value());
+  ASSERT_EQ(::mkfifo((dir + "/fifo").c_str(), 0600), 0);
+  EXPECT_FALSE(ReadMetricFile(dir + "/fifo").has_value()) << "a FIFO must not block the reader";
+  std::filesystem::create_symlink("/dev/zero", dir + "/link");
+  EXPECT_FALSE(ReadMetricFile(dir + "/link").has_value());
+  {
+    std::ofstream big(dir + "/big");
+    const std::string line(99, 'x');
+    for (int i = 0; i < 20000; ++i) big << line << "\n";  // 2 MB
+    big << "{\"m\": \"1\"}\n";
+  }
+  auto text = ReadMetricFile(dir + "/big");
+  ASSERT_TRUE(text.has_value());
+  EXPECT_LE(text->size(), size_t{1} << 20);
+  EXPECT_EQ(text->substr(text->size() - 11), "{\"m\": \"1\"}\n");
+  EXPECT_EQ(text->front(), 'x') << "the cut first line is dropped, whole lines remain";
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
-}  // namespace trainyard::scheduler
+}  // namespace trainyard::executor

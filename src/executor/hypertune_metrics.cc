@@ -1,11 +1,15 @@
-#include "hp_metrics.h"
+#include "hypertune_metrics.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-namespace trainyard::scheduler {
+namespace trainyard::executor {
 namespace {
 
 // hypertune writes numbers as strings ("0.987", "1000"); other writers may use numbers.
@@ -61,15 +65,24 @@ std::vector<MetricRecord> ParseMetricFile(std::string_view text, const std::stri
   return out;
 }
 
-std::optional<MetricRecord> LatestRecord(const std::vector<MetricRecord>& records) {
-  std::optional<MetricRecord> best;
-  for (const auto& r : records) {
-    if (!best || r.timestamp > best->timestamp ||
-        (r.timestamp == best->timestamp && r.step >= best->step)) {
-      best = r;
+std::optional<std::string> ReadMetricFile(const std::string& path) {
+  constexpr off_t kMaxMetricFileBytes = 1 << 20;
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::optional<std::string> out;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    const off_t start = st.st_size > kMaxMetricFileBytes ? st.st_size - kMaxMetricFileBytes : 0;
+    std::string text(static_cast<size_t>(st.st_size - start), '\0');
+    ssize_t n = ::pread(fd, text.data(), text.size(), start);
+    if (n >= 0) {
+      text.resize(static_cast<size_t>(n));
+      if (start > 0) text.erase(0, text.find('\n') + 1);  // drop the cut first line
+      out = std::move(text);
     }
   }
-  return best;
+  ::close(fd);
+  return out;
 }
 
-}  // namespace trainyard::scheduler
+}  // namespace trainyard::executor

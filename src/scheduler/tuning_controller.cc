@@ -1,4 +1,5 @@
-// Hyperparameter tuning jobs in the scheduler (compat §3, §4, §6, §7; docs/tuning.md).
+// The tuning controller: hyperparameter tuning jobs in the scheduler (compat §3, §4, §6, §7;
+// docs/tuning.md).
 //
 // A tuning job is admitted like any job, for the demand of one trial. From then on it runs
 // trials: each trial is the job's whole cluster, admitted as a gang of its own (resource owner
@@ -8,24 +9,30 @@
 // maxTrials trials have ended (or the study has nothing left to suggest), when too many trials
 // failed, or when it is cancelled.
 //
+// Metrics arrive as executor events (OnReplicaMetrics: every record of the trial's metric tag
+// so far); a trial's records are those of its first replica in cluster order that reported any.
+//
+// Suggestions: the GP fit behind Study::Suggest takes ~200 ms at 400 trials, so it is not done
+// under the scheduler's lock. PrepareSuggestions snapshots a study (config and trials) under
+// the lock, replays it into a fresh Study outside, asks it, and keeps the suggestion with the
+// study's fingerprint; StartTrialsLocked uses it only while the study is unchanged (Suggest is
+// a function of config and trials, so the suggestion is the one the study itself would make).
+//
 // What survives a daemon restart: the trials are stored in trainingOutput (written whenever a
-// trial starts or ends), the measurements stay in the trials' metric files, and the study is
-// rebuilt by replaying both. The study's seed is derived from the job's name, so the rebuilt
-// study goes on as the lost one would have.
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
+// trial starts or ends), the measurements are kept by the executor (ReplicaMetrics), a stop by
+// the median rule is the stop reason the executor keeps with the replica, and the study is
+// rebuilt by replaying all of it. The study's seed is derived from the job's name, so the
+// rebuilt study goes on as the lost one would have.
 
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "scheduler_core.h"
 #include "trainyard/core/log.h"
 #include "trainyard/core/util.h"
 #include "trainyard/model/state_machine.h"
-#include "trainyard/scheduler/scheduler.h"
 #include "tuning_state.h"
 
 namespace trainyard::scheduler {
@@ -78,33 +85,6 @@ bool TooManyFailures(int failed, int succeeded, int max_failed, int max_trials) 
   return (failed >= 3 && succeeded == 0) || 2 * failed > max_trials;
 }
 
-// In a trial's directory: the median rule asked the trial to stop (kept across restarts).
-constexpr const char* kStopEarlyFile = "stopped-early";
-// The most of a metric file that is read: hypertune keeps 100 short lines.
-constexpr off_t kMaxMetricFileBytes = 1 << 20;
-
-// A metric file is written by the trainer: it may be anything (a FIFO, a symlink to /dev/zero, a
-// huge file). Only a regular file is read, without blocking or following a symlink, and only
-// its last kMaxMetricFileBytes.
-std::optional<std::string> ReadMetricFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  std::optional<std::string> out;
-  struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    const off_t start = st.st_size > kMaxMetricFileBytes ? st.st_size - kMaxMetricFileBytes : 0;
-    std::string text(static_cast<size_t>(st.st_size - start), '\0');
-    ssize_t n = ::pread(fd, text.data(), text.size(), start);
-    if (n >= 0) {
-      text.resize(static_cast<size_t>(n));
-      if (start > 0) text.erase(0, text.find('\n') + 1);  // drop the cut first line
-      out = std::move(text);
-    }
-  }
-  ::close(fd);
-  return out;
-}
-
 std::string FormatMetric(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.17g", v);
@@ -113,43 +93,45 @@ std::string FormatMetric(double v) {
 
 }  // namespace
 
-std::string Scheduler::TrialOwner(const Job& job, int64_t trial_id) const {
+std::string SchedulerCore::TrialOwner(const Job& job, int64_t trial_id) const {
   return Owner(job) + "#" + std::to_string(trial_id);
 }
 
-bool Scheduler::TrialEndingLocked(const ActiveJob& aj, const Replica& r) const {
+bool SchedulerCore::TrialEndingLocked(const ActiveJob& aj, const Replica& r) const {
   if (!aj.tuning || r.key.trial_id.empty()) return false;
   auto it = aj.tuning->trials.find(std::stoll(r.key.trial_id));
   return !aj.tuning->failing.empty() ||
          (it != aj.tuning->trials.end() && (it->second.stop_early || !it->second.live));
 }
 
-std::vector<std::string> Scheduler::TrialMetricFiles(const Job& job, int64_t trial_id) const {
-  std::vector<std::string> files;
-  for (Replica& r : PlanReplicas(job)) {
-    r.key.trial_id = std::to_string(trial_id);
-    files.push_back(WorkDir(r.key) + "/hypertune/output.metrics");
-  }
-  return files;
+std::string SchedulerCore::StopReason(const ActiveJob& aj, const Replica& r) const {
+  if (!aj.tuning || r.key.trial_id.empty()) return "";
+  auto it = aj.tuning->trials.find(std::stoll(r.key.trial_id));
+  return it != aj.tuning->trials.end() && it->second.stop_early ? kStopEarlyReason : "";
 }
 
-bool Scheduler::FeedTrialMetricsLocked(TuningState& ts, TrialRun& t, const Job& job) {
+std::vector<executor::MetricRecord> SchedulerCore::TrialRecordsLocked(const ActiveJob& aj,
+                                                                      int64_t trial_id) {
   // The master's reports count. A trainer that reports from another replica only (say, an
   // evaluator) is read there: the first replica in cluster order that reported anything.
-  std::vector<MetricRecord> records;
-  for (const std::string& file : TrialMetricFiles(job, t.id)) {
-    auto text = ReadMetricFile(file);
-    if (!text) continue;  // not written yet, or a replica that does not report
-    records = ParseMetricFile(*text, ts.metric_tag);
-    if (!records.empty()) break;
+  const std::string id = std::to_string(trial_id);
+  for (const Replica& r : aj.replicas) {
+    if (r.key.trial_id == id && !r.metrics.empty()) return r.metrics;
   }
-  if (records.empty()) return false;
-  std::stable_sort(
-      records.begin(), records.end(),
-      [](const MetricRecord& a, const MetricRecord& b) { return a.timestamp < b.timestamp; });
+  return {};
+}
+
+bool SchedulerCore::FeedTrialMetricsLocked(TuningState& ts, TrialRun& t,
+                                           const std::vector<executor::MetricRecord>& given) {
+  if (given.empty()) return false;
+  std::vector<executor::MetricRecord> records = given;
+  std::stable_sort(records.begin(), records.end(),
+                   [](const executor::MetricRecord& a, const executor::MetricRecord& b) {
+                     return a.timestamp < b.timestamp;
+                   });
   t.final_metric = LatestRecord(records);
   bool stop = false;
-  for (const MetricRecord& r : records) {
+  for (const executor::MetricRecord& r : records) {
     if (r.timestamp <= t.fed_until) continue;
     t.fed_until = r.timestamp;
     if (ts.study->Report(t.id, r.step, r.value)) stop = true;
@@ -157,7 +139,7 @@ bool Scheduler::FeedTrialMetricsLocked(TuningState& ts, TrialRun& t, const Job& 
   return stop;
 }
 
-Status Scheduler::InitTuningLocked(ActiveJob& aj, bool recovering) {
+Status SchedulerCore::InitTuningLocked(ActiveJob& aj, bool recovering) {
   const Job& job = aj.job;
   const json hp = HyperparameterSpecOf(job);
   TRAINYARD_ASSIGN_OR_RETURN(tuning::StudyConfig config, tuning::ParseStudyConfig(hp.dump()));
@@ -196,7 +178,7 @@ Status Scheduler::InitTuningLocked(ActiveJob& aj, bool recovering) {
 // Feeds the stored trials of `owner` (this job's own on recovery, or a resumed job's) to the
 // study: {trialId, hyperparameters (strings), state, finalMetric, isTrialStoppedEarly}, with
 // the measurements still in their metric files. A stored trial that does not fit is skipped.
-void Scheduler::ReplayTrialsLocked(ActiveJob& aj, TuningState& ts, const Job& owner, bool own) {
+void SchedulerCore::ReplayTrialsLocked(ActiveJob& aj, TuningState& ts, const Job& owner, bool own) {
   const Job& job = aj.job;
   const tuning::StudyConfig& cfg = ts.study->config();
   json out = json::parse(owner.training_output_json.empty() ? "{}" : owner.training_output_json,
@@ -239,16 +221,19 @@ void Scheduler::ReplayTrialsLocked(ActiveJob& aj, TuningState& ts, const Job& ow
       continue;
     }
     t.live = own && t.state == "RUNNING";
-    const std::string trial_dir = RunDir(job.project, job.job_id, std::to_string(t.id));
+    std::vector<Replica> plan = PlanReplicas(job);
+    for (Replica& r : plan) r.key.trial_id = std::to_string(t.id);
     if (t.live) {
       // Started but never launched (the daemon stopped in between): as if never suggested.
+      // A stop by the median rule is what the executor kept with a replica of it.
       bool launched = false;
-      for (Replica& r : PlanReplicas(job)) {
-        r.key.trial_id = std::to_string(t.id);
-        launched = launched || ::access((WorkDir(r.key) + "/spec.json").c_str(), F_OK) == 0;
+      for (const Replica& r : plan) {
+        auto rec = recovered_.find(r.key);
+        if (rec == recovered_.end()) continue;
+        launched = true;
+        if (rec->second.stop_reason == kStopEarlyReason) t.stop_early = true;
       }
       if (!launched) continue;
-      t.stop_early = ::access((trial_dir + "/" + kStopEarlyFile).c_str(), F_OK) == 0;
     }
     if (Status st = ts.study->AddTrial(t.id, t.params); !st.ok()) {
       TY_LOG_WARN(kLog, "job {}: trial {} of job {}: {}", job.job_id, t.id, owner.job_id,
@@ -257,7 +242,14 @@ void Scheduler::ReplayTrialsLocked(ActiveJob& aj, TuningState& ts, const Job& ow
     }
     // The measurements: early stopping needs the curves of completed trials. A verdict reached
     // while replaying a running trial is acted on once the daemon has re-attached it.
-    if (FeedTrialMetricsLocked(ts, t, owner) && t.live) t.stop_early = true;
+    std::vector<executor::MetricRecord> records;
+    for (Replica& r : plan) {
+      r.metrics = executor_.ReplicaMetrics(
+          {owner.project, owner.job_id, r.key.trial_id, r.key.task_type, r.key.index},
+          ts.metric_tag);
+      if (records.empty()) records = r.metrics;
+    }
+    if (FeedTrialMetricsLocked(ts, t, records) && t.live) t.stop_early = true;
     if (!t.live) {
       t.final_metric = stored_metric;
       t.stop_early = stopped;
@@ -271,17 +263,14 @@ void Scheduler::ReplayTrialsLocked(ActiveJob& aj, TuningState& ts, const Job& ow
     }
     if (own) {
       if (t.live) {
-        for (Replica& r : PlanReplicas(job)) {
-          r.key.trial_id = std::to_string(t.id);
-          aj.replicas.push_back(std::move(r));
-        }
+        for (Replica& r : plan) aj.replicas.push_back(std::move(r));
       }
       ts.trials.emplace(t.id, std::move(t));
     }
   }
 }
 
-int Scheduler::StartTrialsLocked(ActiveJob& aj, int max_new) {
+int SchedulerCore::StartTrialsLocked(ActiveJob& aj, int max_new, bool allow_sync) {
   TuningState& ts = *aj.tuning;
   int started = 0;
   while (started < max_new && !paused_ && aj.cancel_reason.empty() && ts.failing.empty() &&
@@ -293,8 +282,28 @@ int Scheduler::StartTrialsLocked(ActiveJob& aj, int max_new) {
     std::vector<Replica> plan = PlanReplicas(aj.job);
     std::vector<ReplicaDemand> demands;
     for (const auto& r : plan) demands.push_back(r.demand);
-    if (!pool_.Fits(JobDemand::Sum(demands))) break;
-    std::vector<tuning::Trial> suggested = ts.study->Suggest(1);
+    if (!admission_->Fits(JobDemand::Sum(demands))) break;
+    std::vector<tuning::Trial> suggested;
+    if (ts.prepared && ts.prepared_for == StudyFingerprint(*ts.study)) {
+      // Computed outside the lock for this very study state: register it as Suggest would.
+      suggested = std::move(*ts.prepared);
+      ts.prepared.reset();
+      if (!suggested.empty()) {
+        if (Status st = ts.study->AddTrial(suggested[0].id, suggested[0].params); !st.ok()) {
+          TY_LOG_WARN(kLog, "job {}: prepared trial: {}", aj.job.job_id, st.ToString());
+          suggested = ts.study->Suggest(1);
+        }
+      }
+    } else if (allow_sync) {
+      ts.prepared.reset();
+      suggested = ts.study->Suggest(1);
+    } else {
+      // The next step computes one outside the lock, then admission comes back here.
+      ts.prepared.reset();
+      ts.wants_suggestion = true;
+      suggestions_wanted_ = true;
+      break;
+    }
     if (suggested.empty()) {
       ts.exhausted = true;
       ServiceLogLocked(aj.job, model::Severity::kInfo,
@@ -304,7 +313,7 @@ int Scheduler::StartTrialsLocked(ActiveJob& aj, int max_new) {
     TrialRun t;
     t.id = suggested[0].id;
     t.params = suggested[0].params;
-    t.start_time = NowMicros();
+    t.start_time = Now();
     const auto& params = ts.study->config().params;
     std::string summary;
     for (size_t i = 0; i < params.size(); ++i) {
@@ -313,7 +322,7 @@ int Scheduler::StartTrialsLocked(ActiveJob& aj, int max_new) {
       t.hyperparameters[params[i].name] = std::move(value);
     }
     const std::string trial_id = std::to_string(t.id);
-    auto gpus = pool_.Allocate(TrialOwner(aj.job, t.id), demands);
+    auto gpus = admission_->Reserve(TrialOwner(aj.job, t.id), demands);
     for (size_t i = 0; i < plan.size(); ++i) {
       plan[i].key.trial_id = trial_id;
       if (gpus.ok()) plan[i].gpus = (*gpus)[i];
@@ -334,7 +343,89 @@ int Scheduler::StartTrialsLocked(ActiveJob& aj, int max_new) {
   return started;
 }
 
-bool Scheduler::AdmitTrialsLocked(bool first_only) {
+bool SchedulerCore::PrepareSuggestions() {
+  struct Snapshot {
+    JobKey key;
+    tuning::StudyConfig config;
+    std::vector<tuning::Trial> trials;
+    uint64_t fingerprint = 0;
+    std::vector<tuning::Trial> suggested;
+  };
+  std::vector<Snapshot> work;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!suggestions_wanted_) return false;
+    suggestions_wanted_ = false;
+    for (const JobKey& key : tuning_jobs_) {
+      auto it = active_.find(key);
+      if (it == active_.end() || !it->second.tuning) continue;
+      TuningState& ts = *it->second.tuning;
+      if (!ts.wants_suggestion) continue;
+      ts.wants_suggestion = false;
+      work.push_back(
+          {key, ts.study->config(), ts.study->trials(), StudyFingerprint(*ts.study), {}});
+    }
+  }
+  // Outside the lock: the same study, replayed, answers as the original would.
+  for (Snapshot& w : work) {
+    auto study = tuning::Study::Create(w.config);
+    if (!study.ok()) continue;
+    for (const tuning::Trial& t : w.trials) {
+      if (!(*study)->AddTrial(t.id, t.params).ok()) continue;
+      if (t.state == tuning::TrialState::kPending) continue;
+      (void)(*study)->Complete(t.id,
+                               t.state == tuning::TrialState::kCompleted ? t.value : std::nullopt,
+                               t.stopped_early);
+    }
+    w.suggested = (*study)->Suggest(1);
+  }
+  bool made = false;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Snapshot& w : work) {
+    auto it = active_.find(w.key);
+    if (it == active_.end() || !it->second.tuning) continue;
+    TuningState& ts = *it->second.tuning;
+    if (StudyFingerprint(*ts.study) != w.fingerprint) {
+      ts.wants_suggestion = true;  // the study moved on meanwhile: the next step tries again
+      suggestions_wanted_ = true;
+      continue;
+    }
+    ts.prepared = std::move(w.suggested);
+    ts.prepared_for = w.fingerprint;
+    made = true;
+  }
+  if (made) admission_dirty_ = true;
+  return made || suggestions_wanted_;
+}
+
+uint64_t StudyFingerprint(const tuning::Study& study) {
+  uint64_t h = 1469598103934665603ULL;
+  auto mix = [&h](uint64_t v) {
+    h ^= v;
+    h *= 1099511628211ULL;
+  };
+  for (const tuning::Trial& t : study.trials()) {
+    mix(static_cast<uint64_t>(t.id));
+    mix(static_cast<uint64_t>(t.state));
+    mix(t.stopped_early ? 1 : 0);
+    mix(t.value ? std::hash<double>{}(*t.value) : 0x9e3779b97f4a7c15ULL);
+  }
+  mix(study.trials().size());
+  return h;
+}
+
+std::optional<MetricRecord> LatestRecord(const std::vector<MetricRecord>& records) {
+  std::optional<MetricRecord> best;
+  for (const auto& r : records) {
+    if (!best || r.timestamp > best->timestamp ||
+        (r.timestamp == best->timestamp && r.step >= best->step)) {
+      best = r;
+    }
+  }
+  return best;
+}
+
+bool SchedulerCore::AdmitTrialsLocked(bool first_only) {
   bool starved = false;
   for (auto kit = tuning_jobs_.begin(); kit != tuning_jobs_.end();) {
     auto it = active_.find(*kit);
@@ -347,7 +438,7 @@ bool Scheduler::AdmitTrialsLocked(bool first_only) {
     bool any_live = false;
     for (const auto& [id, t] : aj.tuning->trials) any_live = any_live || t.live;
     if (first_only && any_live) continue;
-    StartTrialsLocked(aj, first_only ? 1 : aj.tuning->max_parallel);
+    StartTrialsLocked(aj, first_only ? 1 : aj.tuning->max_parallel, /*allow_sync=*/false);
     any_live = false;
     for (const auto& [id, t] : aj.tuning->trials) any_live = any_live || t.live;
     const TuningState& ts = *aj.tuning;
@@ -361,7 +452,7 @@ bool Scheduler::AdmitTrialsLocked(bool first_only) {
   return starved;
 }
 
-void Scheduler::MaybeFinishTuningLocked(ActiveJob& aj) {
+void SchedulerCore::MaybeFinishTuningLocked(ActiveJob& aj) {
   TuningState& ts = *aj.tuning;
   bool changed = false;
   for (auto& [id, t] : ts.trials) {
@@ -380,14 +471,14 @@ void Scheduler::MaybeFinishTuningLocked(ActiveJob& aj) {
       t.state = "CANCELLED";  // stopped because the job is ending
     }
     t.live = false;
-    t.end_time = NowMicros();
-    FeedTrialMetricsLocked(ts, t, aj.job);
+    t.end_time = Now();
+    FeedTrialMetricsLocked(ts, t, TrialRecordsLocked(aj, id));
     std::optional<double> value;
     if (t.state == "SUCCEEDED" && t.final_metric) value = t.final_metric->value;
     if (Status st = ts.study->Complete(id, value, t.stop_early); !st.ok()) {
       TY_LOG_WARN(kLog, "job {}: trial {}: {}", aj.job.job_id, id, st.ToString());
     }
-    pool_.Release(TrialOwner(aj.job, id));
+    admission_->Release(TrialOwner(aj.job, id));
     std::erase_if(aj.replicas, [&](const Replica& r) { return r.key.trial_id == trial_id; });
     std::string line = "Trial " + trial_id + " ";
     model::Severity severity = model::Severity::kInfo;
@@ -461,46 +552,33 @@ void Scheduler::MaybeFinishTuningLocked(ActiveJob& aj) {
   }
 }
 
-void Scheduler::PollTrialMetricsLocked(ActiveJob& aj, Timestamp /*now*/) {
+void SchedulerCore::OnTrialMetricsLocked(ActiveJob& aj, int64_t id) {
   TuningState& ts = *aj.tuning;
-  bool changed = false;
-  for (auto& [id, t] : ts.trials) {
-    if (!t.live || t.stop_early) continue;
-    const double before = t.fed_until;
-    const bool stop = FeedTrialMetricsLocked(ts, t, aj.job);
-    changed = changed || t.fed_until != before;
-    if (!stop) continue;
+  auto it = ts.trials.find(id);
+  if (it == ts.trials.end()) return;
+  TrialRun& t = it->second;
+  if (!t.live || t.stop_early) return;
+  const double before = t.fed_until;
+  const bool stop = FeedTrialMetricsLocked(ts, t, TrialRecordsLocked(aj, id));
+  if (stop) {
     // The median rule (enableTrialEarlyStopping): stopped gracefully, as a cancel would. The
-    // verdict is kept beside the trial, so a daemon restarted meanwhile still counts the
+    // verdict goes with the stop request, so a daemon restarted meanwhile still counts the
     // trial's end as a stop, not a failure.
     t.stop_early = true;
-    const std::string trial_dir = RunDir(aj.job.project, aj.job.job_id, std::to_string(id));
-    if (Status st = WriteFileAtomic(trial_dir + "/" + kStopEarlyFile, "", /*durable=*/false);
-        !st.ok()) {
-      TY_LOG_WARN(kLog, "job {}: {}", aj.job.job_id, st.ToString());
-    }
     ServiceLogLocked(aj.job, model::Severity::kInfo,
                      "Stopping trial " + std::to_string(id) + " early: its " + ts.metric_tag +
                          " is worse than the median of the completed trials at the same step.");
     const std::string trial_id = std::to_string(id);
     for (auto& r : aj.replicas) {
-      if (r.key.trial_id == trial_id) StopReplicaLocked(r, options_.cancel_grace);
+      if (r.key.trial_id == trial_id) {
+        StopReplicaLocked(r, options_.cancel_grace, kStopEarlyReason);
+      }
     }
   }
-  if (changed) UpdateTuningOutputLocked(aj, /*persist=*/false);
+  if (t.fed_until != before) UpdateTuningOutputLocked(aj, /*persist=*/false);
 }
 
-void Scheduler::PollAllMetricsLocked(Timestamp now) {
-  if (tuning_jobs_.empty() || now - metrics_polled_at_ < options_.metrics_interval) return;
-  metrics_polled_at_ = now;
-  for (const JobKey& key : tuning_jobs_) {
-    auto it = active_.find(key);
-    if (it == active_.end() || !it->second.tuning) continue;
-    PollTrialMetricsLocked(it->second, now);
-  }
-}
-
-void Scheduler::UpdateTuningOutputLocked(ActiveJob& aj, bool persist) {
+void SchedulerCore::UpdateTuningOutputLocked(ActiveJob& aj, bool persist) {
   const TuningState& ts = *aj.tuning;
   // Field order as the service prints it (compat §4); int64 as strings, false omitted.
   ordered_json out = ordered_json::object();

@@ -1,0 +1,63 @@
+// Admission: when a queued gang (a job, or one trial of a tuning job) may start, and what it
+// holds while it runs. One strategy per backend:
+//
+//  - local (NewLocalAdmission): admits against this node's ResourcePool. Order is kept per
+//    resource: once a gang ahead is short of CPU or memory nothing behind it starts (every gang
+//    needs both), so a big job is not starved by a stream of small ones; a gang short only of
+//    GPUs keeps the GPUs for itself (no gang behind it that needs a GPU starts) but lets
+//    CPU-only gangs behind it run. Each replica is given its own GPU indices.
+//  - a cluster backend (Slurm) hands every gang to the cluster at once and lets the cluster's
+//    queue decide: Consider() always admits, Reserve() assigns no devices (the cluster does),
+//    NeverFits() reports what no node of the cluster could ever hold.
+//
+// The scheduler owns the queue order (priority, then age); the strategy only answers for the
+// gang in front of it. Not thread-safe: the scheduler calls it under its lock.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trainyard/core/status.h"
+#include "trainyard/scheduler/resources.h"
+
+namespace trainyard::scheduler {
+
+class Admission {
+ public:
+  virtual ~Admission() = default;
+
+  // Why a gang with this demand could never start on this backend ("" when it could). A job
+  // asking for that is refused at create; one queued before the backend shrank fails at
+  // admission.
+  virtual std::string NeverFits(const JobDemand& demand) const = 0;
+
+  // One admission pass walks the queue in order. BeginPass() resets what the pass learned;
+  // Consider() answers for the next gang: start it now, pass over it (look at the ones behind),
+  // or end the pass (nothing behind it may start).
+  enum class Verdict { kAdmit, kSkip, kStop };
+  virtual void BeginPass() = 0;
+  virtual Verdict Consider(const JobDemand& demand) = 0;
+  // Whether a gang fits right now, outside a pass (the next trial of a running tuning job).
+  virtual bool Fits(const JobDemand& demand) const = 0;
+
+  // Holds the gang's resources under `owner` (a job, or "<job>#<trial>"): one list of device
+  // indices per replica, in order. FAILED_PRECONDITION when it does not fit (nothing is held).
+  virtual Result<std::vector<std::vector<int>>> Reserve(
+      const std::string& owner, const std::vector<ReplicaDemand>& replicas) = 0;
+  // After a daemon restart: what a recovered gang held. Over-subscription is allowed.
+  virtual void Restore(const std::string& owner, const std::vector<ReplicaDemand>& replicas,
+                       const std::vector<std::vector<int>>& devices) = 0;
+  // Frees what `owner` holds (no-op for unknown owners).
+  virtual void Release(const std::string& owner) = 0;
+
+  // For /metrics: what is free now.
+  virtual int64_t free_cpu_millis() const = 0;
+  virtual int64_t free_memory_bytes() const = 0;
+  virtual int free_gpus() const = 0;
+};
+
+// Admission against the resources of this node (the local executor's backend).
+std::unique_ptr<Admission> NewLocalAdmission(const NodeCapacity& node, bool exact_gpu_type);
+
+}  // namespace trainyard::scheduler

@@ -1,0 +1,91 @@
+#include "trainyard/scheduler/outcome.h"
+
+#include <csignal>
+
+namespace trainyard::scheduler::outcome {
+
+std::string ReplicaMessageName(const executor::ReplicaKey& key) {
+  return key.task_type + " " + std::to_string(key.index);
+}
+
+int ExitStatusOf(const executor::ReplicaExit& e) {
+  return e.signal != 0 ? 128 + e.signal : e.exit_code;
+}
+
+bool ExitedCleanly(const executor::ReplicaExit& e) {
+  return e.phase == "run" && e.exit_code == 0 && e.signal == 0;
+}
+
+std::string FailureMessage(const executor::ReplicaKey& key, const executor::ReplicaExit& e) {
+  std::string who = "The replica " + ReplicaMessageName(key);
+  if (e.phase == "launch") {
+    return who + " could not be started: " + e.message;
+  }
+  if (e.phase == "lost") {
+    return who + " was lost: " + e.message;
+  }
+  if (e.oom_killed) {
+    return who + " ran out-of-memory and exited with a non-zero status of " +
+           std::to_string(ExitStatusOf(e)) + ".";
+  }
+  std::string msg = who + " exited with a non-zero status of " + std::to_string(ExitStatusOf(e)) +
+                    ". Termination reason: " + (e.signal == SIGKILL ? "Killed" : "Error") + ".";
+  if (e.phase == "install") {
+    msg += " Failed to install the training packages: " + e.message;
+  } else if (!e.error_tail.empty()) {
+    msg += " " + e.error_tail;
+  }
+  return msg;
+}
+
+RunVerdict EvaluateRun(const std::vector<const ReplicaState*>& run) {
+  RunVerdict out;
+  const ReplicaState* master = nullptr;
+  for (const ReplicaState* r : run) {
+    if (r->launched && !r->exited) out.all_gone = false;
+    if (r->key.task_type == "master") master = r;
+  }
+  if (master != nullptr && master->exited && ExitedCleanly(master->exit) &&
+      !master->exit.killed_by_request) {
+    out.stop_others = true;
+    out.succeeded = out.all_gone;
+    return out;
+  }
+  for (const ReplicaState* r : run) {
+    if (r->exited && !r->exit.killed_by_request && !ExitedCleanly(r->exit)) {
+      if (!out.failures.empty()) out.failures += " ";
+      out.failures += FailureMessage(r->key, r->exit);
+    }
+  }
+  out.stop_others = !out.failures.empty();
+  return out;
+}
+
+RestartDecision DecideRestart(const RestartInput& in) {
+  RestartDecision d;
+  const ReplicaState& r = *in.replica;
+  const executor::ReplicaExit& e = r.exit;
+  const bool lost = (e.phase == "run" && e.signal != 0) || e.phase == "lost";
+  if (!lost || e.killed_by_request || in.run_ending) return d;
+  for (const ReplicaState* other : in.run) {
+    if (other == in.replica || !other->exited || other->exit.killed_by_request) continue;
+    // Another replica's own failure, or the master's success, is ending the run.
+    if (!ExitedCleanly(other->exit) || other->key.task_type == "master") return d;
+  }
+  const std::string who = "The replica " + ReplicaMessageName(r.key);
+  const std::string how = e.oom_killed        ? " ran out of memory and was killed"
+                          : e.phase == "lost" ? " was lost (" + e.message + ")"
+                                              : " was killed by signal " + std::to_string(e.signal);
+  if (in.restarts >= in.max_restarts) {
+    d.kind = RestartDecision::kExhausted;
+    d.message = who + how + " after " + std::to_string(in.restarts) +
+                " restarts; no more restarts are allowed.";
+    return d;
+  }
+  d.kind = RestartDecision::kRestart;
+  d.message = who + how + "; restarting it with the same identity (restart " +
+              std::to_string(in.restarts + 1) + " of " + std::to_string(in.max_restarts) + ").";
+  return d;
+}
+
+}  // namespace trainyard::scheduler::outcome

@@ -1,0 +1,236 @@
+// The scheduler core behind JobService: the state of every admitted, unfinished job, the one
+// mutex that guards it, and the paths that change it (admission, executor events, deadlines,
+// cancel). Private to the scheduler module.
+//
+// What runs under the lock (mu_), and why:
+//  - every change of in-memory job state, with its store write (UpdateJob with the state
+//    change) and the service lines before it (FlushServiceLogsLocked): the stored history and
+//    the service log are in transition order, a terminal state is never stored before the
+//    lines that explain it, and a label patch cannot overwrite a state change;
+//  - Executor::Launch (the launch result decides the job's fate in the same transition; the
+//    executor contract says Launch never calls back into the listener).
+// What does not:
+//  - Executor::Kill: stop requests are queued under the lock (kills_) and sent by whoever
+//    releases it (Unlocker). A kill is only ever queued once a run is ending (cancel, failure,
+//    master done, trial stopped), and an ending run is never restarted, so a kill sent late
+//    cannot hit a restarted replica. Kills are sent in the order they were queued.
+//  - OnReplicaLogs (trainer lines go straight to the store; nothing in memory changes).
+//  - Tuning suggestions (the GP fit, ~200 ms at 400 trials): computed by the scheduler thread
+//    (or Step) on a replayed copy of the study, outside the lock, and used only if the study
+//    has not changed meanwhile (tuning_controller.cc).
+//  - Reading a finished or queued job from the store for GetJob (positions are read under the
+//    lock afterwards).
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "trainyard/core/status.h"
+#include "trainyard/executor/executor.h"
+#include "trainyard/model/job.h"
+#include "trainyard/scheduler/admission.h"
+#include "trainyard/scheduler/clock.h"
+#include "trainyard/scheduler/job_queue.h"
+#include "trainyard/scheduler/options.h"
+#include "trainyard/scheduler/outcome.h"
+#include "trainyard/storage/bucket_store.h"
+#include "trainyard/store/job_store.h"
+
+namespace trainyard::scheduler {
+
+struct TuningState;  // tuning_state.h: the trials of a hyperparameter tuning job
+struct TrialRun;
+struct PreparedSuggestion;
+
+class SchedulerCore {
+ public:
+  SchedulerCore(SchedulerOptions options, store::JobStore& store, executor::Executor& executor,
+                storage::BucketStore& buckets);
+  ~SchedulerCore();
+
+  Status Start();  // recovery.cc
+  void Stop();
+  void SetStorageEndpoint(std::string endpoint) { storage_endpoint_ = std::move(endpoint); }
+  Status CheckRunnable(const model::Job& job) const;  // launch_plan.cc
+  Result<model::Job> Submit(model::Job job);
+  Status Cancel(const std::string& project, const std::string& job_id);
+  Result<model::Job> UpdateLabels(const std::string& project, const std::string& job_id,
+                                  const std::map<std::string, std::string>& labels,
+                                  const std::string& etag, bool check_etag);
+  Result<model::Job> GetJob(const std::string& project, const std::string& job_id);
+  void FillLiveFields(std::vector<model::Job>& jobs);
+  int RunAdmissionPass();
+  const NodeCapacity& node() const { return options_.node; }
+  void SetAdmissionPaused(bool paused);
+  bool admission_paused() const;
+  SchedulerStats Stats() const;
+  bool Step();
+
+  void OnReplicaRunning(const executor::ReplicaKey& key);
+  Status OnReplicaLogs(std::span<model::LogEntry> entries);
+  void OnReplicaMetrics(const executor::ReplicaKey& key,
+                        std::span<const executor::MetricRecord> records, bool ended);
+  void OnReplicaExit(const executor::ReplicaKey& key, const executor::ReplicaExit& exit);
+
+ private:
+  // key, launched, exited and exit are what the outcome rules read (outcome.h).
+  struct Replica : outcome::ReplicaState {
+    ReplicaDemand demand;
+    double ml_units_per_hour = 0;
+    executor::ReplicaSpec spec;  // as launched (restarts reuse it: same identity and port)
+    bool has_spec = false;       // spec is known (launched here, or returned by Recover)
+    std::vector<int> gpus;       // device indices given to it
+    int restarts = 0;
+    bool running = false;
+    bool stop_sent = false;  // Kill() was asked for this run of the replica
+    // Tuning trials: the records of its metric tag reported so far (OnReplicaMetrics).
+    std::vector<executor::MetricRecord> metrics;
+  };
+  struct ActiveJob {
+    model::Job job;
+    std::vector<Replica> replicas;
+    std::string cancel_reason;  // set once a cancel was requested (user or deadline)
+    Timestamp running_since = 0;
+    Timestamp units_accrued_at = 0;  // consumedMLUnits counted up to here (0 = not running)
+    Timestamp units_persisted_at = 0;
+    // Hyperparameter tuning jobs only: the study and its trials. `replicas` then holds the
+    // replicas of the trials still running, each keyed by its trial id.
+    std::unique_ptr<TuningState> tuning;
+    ActiveJob();
+    ActiveJob(ActiveJob&&) noexcept;
+    ActiveJob& operator=(ActiveJob&&) noexcept;
+    ~ActiveJob();
+  };
+  using JobKey = std::pair<std::string, std::string>;  // project, job id
+  struct Kill {
+    executor::ReplicaKey key;
+    Duration grace = 0;
+    std::string reason;
+  };
+  // Holds mu_; on destruction releases it and then sends the kills queued meanwhile.
+  class Unlocker {
+   public:
+    explicit Unlocker(SchedulerCore* core) : core_(core), lock_(core->mu_) {}
+    ~Unlocker();
+    std::unique_lock<std::mutex>& lock() { return lock_; }
+
+   private:
+    SchedulerCore* core_;
+    std::unique_lock<std::mutex> lock_;
+  };
+
+  Timestamp Now() const { return clock_->Now(); }
+  void Loop();
+  // One pass of the background work with mu_ held; true when more is ready right away.
+  bool StepLocked();
+
+  // ---- Admission (scheduler_core.cc) ----
+  bool AdmitLocked();
+  bool AdmitQueueLocked();
+  void CheckDeadlinesLocked(Timestamp now);
+  void FlushServiceLogsLocked();
+  void EnqueueLocked(const model::Job& job);
+  Status CancelQueuedLocked(model::Job job, const std::string& reason);
+
+  // ---- Replicas and launches (launch_plan.cc) ----
+  // The replicas a job runs (model::PlanCluster), with their demands.
+  static std::vector<Replica> PlanReplicas(const model::Job& job);
+  static JobDemand DemandOf(const std::vector<Replica>& replicas);
+  static std::string Owner(const model::Job& job) { return job.project + "/" + job.job_id; }
+  const RuntimeOptions* FindRuntime(const model::TrainingSpec& spec) const;
+  // Launches the replicas of run `trial_id` ("" = the job's own) not launched yet.
+  Status LaunchLocked(ActiveJob& aj, const std::string& trial_id);
+  // Fails the replicas of `trial_id` not launched after LaunchLocked returned `st`.
+  void MarkLaunchFailedLocked(ActiveJob& aj, const std::string& trial_id, const Status& st);
+
+  // ---- Outcomes (scheduler_core.cc, rules in outcome.cc) ----
+  struct RunOutcome {
+    bool all_gone = true;
+    bool succeeded = false;
+    std::string failures;
+  };
+  // The outcome rules over the replicas of one run; asks the others to stop once decided.
+  RunOutcome EvaluateRunLocked(ActiveJob& aj, const std::string& trial_id);
+  // Restarts a replica killed from outside when the policy allows; true when it did.
+  bool MaybeRestartLocked(ActiveJob& aj, Replica& r);
+  // Queues a stop request for a running replica, once per run of it.
+  void StopReplicaLocked(Replica& r, Duration grace, const std::string& reason = "");
+  void AccrueUnitsLocked(ActiveJob& aj, Timestamp now);
+  void AccrueAllLocked(Timestamp now);
+  Status TransitionLocked(ActiveJob& aj, model::JobState to, const std::string& reason);
+  void FinishLocked(ActiveJob& aj, model::JobState to, const std::string& message);
+  void RequestCancelLocked(ActiveJob& aj, const std::string& reason);
+  void MaybeFinishLocked(ActiveJob& aj);
+  void ServiceLogLocked(const model::Job& job, model::Severity severity, std::string message);
+
+  // ---- Hyperparameter tuning (tuning_controller.cc) ----
+  Status InitTuningLocked(ActiveJob& aj, bool recovering);
+  void ReplayTrialsLocked(ActiveJob& aj, TuningState& ts, const model::Job& owner, bool own);
+  // Starts up to `max_new` trials while the job wants more and the backend has room; returns
+  // how many started. Without a prepared suggestion it computes one under the lock only when
+  // `allow_sync`; otherwise it asks the next step to prepare one.
+  int StartTrialsLocked(ActiveJob& aj, int max_new, bool allow_sync);
+  bool AdmitTrialsLocked(bool first_only);
+  void MaybeFinishTuningLocked(ActiveJob& aj);
+  void UpdateTuningOutputLocked(ActiveJob& aj, bool persist);
+  std::string TrialOwner(const model::Job& job, int64_t trial_id) const;
+  bool TrialEndingLocked(const ActiveJob& aj, const Replica& r) const;
+  // Feeds a trial's metric records to the study; true when the median rule says stop.
+  bool FeedTrialMetricsLocked(TuningState& ts, TrialRun& t,
+                              const std::vector<executor::MetricRecord>& given);
+  // The records that count for a trial: its first replica in cluster order that reported any.
+  std::vector<executor::MetricRecord> TrialRecordsLocked(const ActiveJob& aj, int64_t trial_id);
+  // New records of a running trial (live finalMetric, early stopping).
+  void OnTrialMetricsLocked(ActiveJob& aj, int64_t trial_id);
+  // Outside the lock: suggestions for tuning jobs that want a trial. True when one was made.
+  bool PrepareSuggestions();
+  // The reason a trial's replica is stopped with: kStopEarlyReason once the median rule said
+  // so (the executor keeps it across daemon restarts), else "".
+  std::string StopReason(const ActiveJob& aj, const Replica& r) const;
+
+  // Immutable after construction.
+  const SchedulerOptions options_;
+  store::JobStore& store_;
+  executor::Executor& executor_;
+  storage::BucketStore& buckets_;
+  RealClock real_clock_;
+  const Clock* clock_;
+  std::unique_ptr<Admission> own_admission_;
+  Admission* admission_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  bool paused_ = false;
+  // Admitted, unfinished jobs (PREPARING, RUNNING, CANCELLING). Queued jobs are only in queue_.
+  std::map<JobKey, ActiveJob> active_;
+  JobQueue queue_;
+  // Set when an admission pass could admit something it could not before (a job was queued,
+  // resources were freed, admission resumed); clear passes are skipped.
+  bool admission_dirty_ = true;
+  int64_t restarts_total_ = 0;
+  // Queued jobs with a maxWaitTime, by deadline (stale entries are skipped when reached).
+  std::set<std::pair<Timestamp, QueueKey>> wait_deadlines_;
+  // Admitted jobs with a deadline to watch: RUNNING ones (maxRunningTime) and PREPARING ones
+  // with a maxWaitTime. Entries of jobs that moved on are dropped lazily.
+  std::set<JobKey> timed_;
+  std::vector<model::LogEntry> pending_logs_;
+  std::vector<Kill> kills_;  // queued stop requests, sent once mu_ is released
+  // A tuning job waits for a suggestion (PrepareSuggestions makes it outside the lock).
+  bool suggestions_wanted_ = false;
+  std::string storage_endpoint_;
+  // Active tuning jobs (they may start trials whenever resources are freed).
+  std::set<JobKey> tuning_jobs_;
+  // During Start() only: what the executor found of the replicas of unfinished jobs.
+  std::map<executor::ReplicaKey, executor::RecoveredReplica> recovered_;
+  std::thread thread_;
+};
+
+}  // namespace trainyard::scheduler
