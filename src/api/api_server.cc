@@ -192,7 +192,7 @@ class AllowAllAuthenticator : public Authenticator {
 // Every handler of the route table; owns what they share.
 class Handlers {
  public:
-  Handlers(const ApiOptions& options, scheduler::Scheduler& s, store::JobStore& st)
+  Handlers(const ApiOptions& options, scheduler::JobService& s, store::JobStore& st)
       : options_(options), scheduler_(s), store_(st) {}
 
   void CreateJob(const httplib::Request& req, httplib::Response& res) {
@@ -481,7 +481,7 @@ class Handlers {
 
  private:
   const ApiOptions& options_;
-  scheduler::Scheduler& scheduler_;
+  scheduler::JobService& scheduler_;
   store::JobStore& store_;
   storage::BucketStore* buckets_ = nullptr;
   Metrics metrics_;
@@ -662,7 +662,7 @@ struct ApiServer::Impl {
   std::unique_ptr<httplib::SSLServer> tls_server;
   int tls_port = -1;
 
-  Impl(ApiOptions o, scheduler::Scheduler& s, store::JobStore& st, storage::BucketStore& b)
+  Impl(ApiOptions o, scheduler::JobService& s, store::JobStore& st, storage::BucketStore& b)
       : options(std::move(o)),
         handlers(options, s, st),
         server(LimitsOf(options), BodyLimit, RefuseBody) {
@@ -670,7 +670,7 @@ struct ApiServer::Impl {
   }
 };
 
-ApiServer::ApiServer(ApiOptions options, scheduler::Scheduler& scheduler, store::JobStore& store,
+ApiServer::ApiServer(ApiOptions options, scheduler::JobService& scheduler, store::JobStore& store,
                      storage::BucketStore& buckets)
     : impl_(std::make_unique<Impl>(std::move(options), scheduler, store, buckets)) {
   impl_->handlers.Setup(impl_->server);

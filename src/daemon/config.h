@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "trainyard/core/status.h"
-#include "trainyard/scheduler/scheduler.h"
+#include "trainyard/scheduler/options.h"
 
 namespace trainyard::daemon {
 

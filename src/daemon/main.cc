@@ -24,7 +24,7 @@
 #include "trainyard/core/util.h"
 #include "trainyard/executor/cgroups.h"
 #include "trainyard/executor/executor.h"
-#include "trainyard/scheduler/scheduler.h"
+#include "trainyard/scheduler/job_service.h"
 #include "trainyard/storage/bucket_store.h"
 #include "trainyard/store/store_sqlite.h"
 
@@ -238,7 +238,7 @@ int Run(int argc, char** argv) {
                   config.container_limits ? "" : ", without memory/CPU limits");
     }
   }
-  scheduler::Scheduler sched(opts, **store, *executor, buckets);
+  scheduler::JobService sched(opts, **store, *executor, buckets);
   proxy.Set(&sched);
 
   api::ApiOptions ao;

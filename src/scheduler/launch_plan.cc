@@ -105,13 +105,19 @@ const std::string& ImageOf(const model::TrainingSpec& spec, const std::string& t
 // Unique per replica and per daemon: job ids are case-sensitive (names keep their case), and a
 // short hash of the daemon's jobs dir keeps two daemons of one user apart (`run --replace`
 // would otherwise remove the other's container).
-std::string ContainerName(const executor::ReplicaKey& key, const std::string& jobs_dir) {
+// A short hash of the daemon's jobs dir: two daemons on one machine never share a container
+// name or a cgroup (the launcher empties an existing cgroup before it uses it).
+std::string DaemonTag(const std::string& jobs_dir) {
   char tag[9];
   std::snprintf(tag, sizeof tag, "%08x",
                 static_cast<unsigned>(std::hash<std::string>{}(jobs_dir)&0xffffffffu));
+  return tag;
+}
+
+std::string ContainerName(const executor::ReplicaKey& key, const std::string& jobs_dir) {
   std::string name = "trainyard-" + key.project + "-" + key.job_id +
                      (key.trial_id.empty() ? "" : "-" + key.trial_id) + "-" + key.TaskName() + "-" +
-                     tag;
+                     DaemonTag(jobs_dir);
   for (char& c : name) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                     c == '_' || c == '.' || c == '-';
@@ -439,7 +445,7 @@ Status SchedulerCore::LaunchLocked(ActiveJob& aj, const std::string& trial_id) {
       spec.cgroup_root = options_.cgroup_root;
       spec.cgroup_name = "trainyard/" + job.project + "." + job.job_id +
                          (r.key.trial_id.empty() ? "" : ".trial-" + r.key.trial_id) + "." +
-                         r.key.TaskName();
+                         r.key.TaskName() + "." + DaemonTag(options_.jobs_dir);
       spec.limits.memory_bytes = r.demand.memory_bytes;
       spec.limits.cpu_millis = r.demand.cpu_millis;
     }

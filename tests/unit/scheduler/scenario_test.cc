@@ -239,8 +239,9 @@ std::vector<std::string> ScenarioFiles() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, ScenarioTest, ::testing::ValuesIn(ScenarioFiles()),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string name = std::filesystem::path(info.param).stem().string();
+                         [](const ::testing::TestParamInfo<std::string>& param_info) {
+                           std::string name =
+                               std::filesystem::path(param_info.param).stem().string();
                            for (char& c : name) {
                              if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
                            }

@@ -698,6 +698,21 @@ const executor::ReplicaSpec* SpecOf(const std::vector<executor::ReplicaSpec>& sp
   return nullptr;
 }
 
+TEST_F(SchedulerTest, CgroupNamesCarryTheDaemonsTag) {
+  // Two daemons on one machine running the same job id must not share a cgroup: the launcher
+  // empties an existing group before it uses it.
+  options_.cgroup_root = "/sys/fs/cgroup";
+  StartScheduler();
+  ASSERT_TRUE(sched_->Submit(MakeJob("cg_1")).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 1; }));
+  const auto spec = exec_.Launched().front();
+  const std::string prefix = "trainyard/p.cg_1.master-replica-0.";
+  EXPECT_EQ(spec.cgroup_name.substr(0, prefix.size()), prefix) << spec.cgroup_name;
+  const std::string tag = spec.cgroup_name.substr(prefix.size());
+  EXPECT_EQ(tag.size(), 8u) << spec.cgroup_name;
+  EXPECT_EQ(tag.find_first_not_of("0123456789abcdef"), std::string::npos) << spec.cgroup_name;
+}
+
 TEST_F(SchedulerTest, ContainerReplicasGetImageEntrypointArgsNameAndMounts) {
   options_.container_engine = "/usr/bin/podman";
   options_.container_engine_env = {{"CONTAINERS_CONF", "/data/containers.conf"}};

@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "trainyard/core/status.h"
-#include "trainyard/scheduler/scheduler.h"
+#include "trainyard/scheduler/job_service.h"
 #include "trainyard/storage/bucket_store.h"
 #include "trainyard/store/job_store.h"
 
@@ -48,7 +48,7 @@ class Authenticator {
 
 class ApiServer {
  public:
-  ApiServer(ApiOptions options, scheduler::Scheduler& scheduler, store::JobStore& store,
+  ApiServer(ApiOptions options, scheduler::JobService& scheduler, store::JobStore& store,
             storage::BucketStore& buckets);
   ~ApiServer();
 
