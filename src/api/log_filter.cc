@@ -489,4 +489,27 @@ void LogFilter::PushDown(store::LogQuery* query) const {
   query->after_insert_id = std::max(query->after_insert_id, root_->InsertIdFloor());
 }
 
+std::optional<std::string> LogFilter::ImpliedJobId() const {
+  if (root_ == nullptr) return std::nullopt;
+  return root_->ImpliedEquals({"resource.labels.job_id"});
+}
+
+int LogFilter::LiftUpperTimeBounds(Timestamp from) {
+  auto lifts = [from](const Node& n) {
+    return n.type == Node::Type::kCompare && n.path == "timestamp" &&
+           (n.op == Op::kLt || n.op == Op::kLe) && n.time >= from;
+  };
+  if (root_ == nullptr) return 0;
+  if (lifts(*root_)) {
+    root_.reset();  // the bound was the whole filter
+    return 1;
+  }
+  if (root_->type != Node::Type::kAnd) return 0;
+  auto& c = root_->children;
+  const size_t before = c.size();
+  c.erase(std::remove_if(c.begin(), c.end(), [&](const auto& n) { return lifts(*n); }), c.end());
+  // An AND of no terms matches everything, as an empty filter does.
+  return static_cast<int>(before - c.size());
+}
+
 }  // namespace trainyard::api

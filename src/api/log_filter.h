@@ -45,6 +45,16 @@ class LogFilter {
   // bounds, insert id cursor). Never narrows past the filter: Matches() still decides.
   void PushDown(store::LogQuery* query) const;
 
+  // The job every matching entry belongs to, when the filter implies one
+  // (`resource.labels.job_id="X"` as a conjunct, or in every branch of an OR).
+  std::optional<std::string> ImpliedJobId() const;
+
+  // Removes every top-level conjunct `timestamp<"T"` or `timestamp<="T"` with T >= `from` (an
+  // upper bound that the whole filter ANDs in; bounds inside OR or NOT stay). Returns how many
+  // it removed. ListLogEntries uses it for the freshness bound of a finished job
+  // (logging_api.h).
+  int LiftUpperTimeBounds(Timestamp from);
+
  private:
   LogFilter();
   std::unique_ptr<Node> root_;  // nullptr = match all

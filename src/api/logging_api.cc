@@ -247,12 +247,26 @@ std::string LogEntryToJson(const model::LogEntry& e) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-Result<std::string> ListLogEntries(store::JobStore& store, std::string_view body) {
+Result<std::string> ListLogEntries(store::JobStore& store, std::string_view body, Timestamp now) {
   TRAINYARD_ASSIGN_OR_RETURN(ListRequest r, ParseRequest(body));
   TRAINYARD_ASSIGN_OR_RETURN(LogFilter filter, LogFilter::Parse(r.filter));
   std::optional<PageToken> token;
   if (!r.page_token.empty()) {
     TRAINYARD_ASSIGN_OR_RETURN(token, DecodePageToken(r.page_token, r.descending, "pageToken"));
+  }
+  // A finished job's freshness bound (logging_api.h). gcloud's stream-logs asks only for
+  // lines older than its now - 5 s, to leave late lines time to arrive, and stops once the job
+  // has an endTime and two polls came back empty (compat §11.2); a job that ends within 5 s of
+  // its last lines would otherwise lose them. The state is read before the snapshot (Start):
+  // the scheduler stores a job's closing service line before its terminal state, and a
+  // replica's lines are stored before its exit, so every line of a job read as terminal here
+  // is at or below the snapshot, and no line of it is stored after. Bounds further in the past
+  // than the window are the caller's own and stay.
+  if (auto job_id = filter.ImpliedJobId()) {
+    auto job = store.GetJob(r.project, *job_id);
+    if (job.ok() && model::IsTerminal(job->state)) {
+      filter.LiftUpperTimeBounds(now - kFreshUpperBoundWindow);
+    }
   }
   store::LogQuery q;
   q.project = r.project;

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "trainyard/core/status.h"
+#include "trainyard/core/time.h"
 #include "trainyard/model/job.h"
 #include "trainyard/store/job_store.h"
 
@@ -22,7 +23,17 @@ std::string LogEntryToJson(const model::LogEntry& entry);
 // descending); a page token holds the position after which the next page starts and the
 // snapshot of the first page. A page may come back short (with a token) when a sparse filter
 // made the scan long.
-Result<std::string> ListLogEntries(store::JobStore& store, std::string_view body);
+//
+// A finished job's freshness bound is lifted: when the filter implies one job
+// (resource.labels.job_id="X") and that job's stored state is terminal, each top-level
+// conjunct `timestamp<"T"` / `timestamp<="T"` with T no more than kFreshUpperBoundWindow
+// before `now` (the server's clock) is dropped for this request. gcloud's stream-logs bounds
+// every poll by its own now - 5 s to wait for late lines; a finished job has every line it will
+// ever have stored already, so its last lines come back on the next poll instead of being cut
+// off when gcloud stops (docs/gcloud.md, docs/api.md "Log order").
+inline constexpr Duration kFreshUpperBoundWindow = 10 * kMicrosPerSecond;
+Result<std::string> ListLogEntries(store::JobStore& store, std::string_view body,
+                                   Timestamp now = NowMicros());
 
 // A request's query parameters (httplib::Params is this type).
 using QueryParams = std::multimap<std::string, std::string>;
