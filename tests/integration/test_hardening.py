@@ -262,10 +262,16 @@ def test_host_package_paths_are_refused_alike_whether_they_exist_or_not(hdaemon)
 
 def test_job_dir_outside_the_store_is_refused_and_nothing_is_created(hdaemon, tmp_path):
     d = hdaemon
-    target = tmp_path / "made-by-daemon"
-    status, body = d.request("POST", JOBS, job_body("hostdir_1", d.package, jobDir=str(target)))
+    # Outside the job-dir roots (setting job_dir_roots): refused, nothing made or probed.
+    outside = "/etc/trainyard-made-by-daemon-%d" % os.getpid()
+    status, body = d.request("POST", JOBS, job_body("hostdir_1", d.package, jobDir=outside))
     assert status == 400, body
-    assert "must be a gs:// URI" in json.dumps(body)
+    assert "job-dir roots" in json.dumps(body)
+    assert not os.path.exists(outside)
+    # Below a root (tmp), but the create is refused for another reason: nothing is made.
+    target = tmp_path / "made-by-daemon"
+    status, body = d.request("POST", JOBS, job_body("hostdir_3", "/etc/shadow", jobDir=str(target)))
+    assert status == 400, body
     assert not target.exists()
     # A gs:// job dir of a create refused for another reason leaves nothing behind either.
     status, body = d.request("POST", JOBS, job_body("hostdir_2", "/etc/shadow",

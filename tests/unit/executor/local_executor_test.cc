@@ -1308,7 +1308,7 @@ TEST_F(ContainerTest, KillEscalationStillRemovesTheContainer) {
 
 // A real container when podman and the example base image (examples/container/build.sh) are
 // there (TY_TEST_CONTAINER_IMAGE names another image), with the runtime and ulimits this
-// machine needs (machine-notes §2).
+// machine needs (docs/containers.md, "Podman on these hosts").
 TEST_F(ContainerTest, RunsARealPodmanContainerAndRemovesIt) {
   const char* env_image = std::getenv("TY_TEST_CONTAINER_IMAGE");
   const std::string image = env_image != nullptr ? env_image : "localhost/trainyard-base:bookworm";
