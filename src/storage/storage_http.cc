@@ -25,6 +25,7 @@
 #include "trainyard/core/log.h"
 #include "trainyard/core/time.h"
 #include "trainyard/core/util.h"
+#include "upload_range.h"
 
 namespace trainyard::storage {
 namespace {
@@ -1012,30 +1013,11 @@ void StorageService::PutResumable(const httplib::Request& req, httplib::Response
   std::optional<int64_t> total;
   const std::string range = req.get_header_value("Content-Range");
   if (!range.empty()) {
-    std::string_view r = range;
-    if (r.substr(0, 6) != "bytes ") return SendError(res, 400, "invalid", "Invalid Content-Range");
-    r.remove_prefix(6);
-    size_t slash = r.find('/');
-    if (slash == std::string_view::npos) {
-      return SendError(res, 400, "invalid", "Invalid Content-Range");
-    }
-    std::string_view span = r.substr(0, slash);
-    std::string_view tot = r.substr(slash + 1);
-    if (tot != "*") {
-      total = ParseInt64(tot);
-      if (!total || *total < 0) return SendError(res, 400, "invalid", "Invalid Content-Range");
-    }
-    if (span != "*") {
-      size_t dash = span.find('-');
-      if (dash == std::string_view::npos) {
-        return SendError(res, 400, "invalid", "Invalid Content-Range");
-      }
-      first = ParseInt64(span.substr(0, dash));
-      last = ParseInt64(span.substr(dash + 1));
-      if (!first || !last || *first < 0 || *last < *first || (total && *last >= *total)) {
-        return SendError(res, 400, "invalid", "Invalid Content-Range");
-      }
-    }
+    auto parsed = internal::ParseContentRange(range);
+    if (!parsed.ok()) return SendError(res, 400, "invalid", parsed.status().message());
+    first = parsed->first;
+    last = parsed->last;
+    total = parsed->total;
   } else {
     // No Content-Range: the body is the whole object.
     first = 0;

@@ -417,7 +417,8 @@ Result<StudyConfig> ParseStudyConfig(std::string_view json_text) {
   json root;
   try {
     root = json::parse(json_text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for a number too large for a double ("1e400").
     return InvalidArgument(std::string("malformed HyperparameterSpec JSON: ") + e.what());
   }
   if (!root.is_object()) return InvalidArgument("a HyperparameterSpec must be a JSON object");

@@ -261,6 +261,12 @@ TEST_F(StorageHttpTest, ResumableUploadSkipsResentBytesAndRejectsGaps) {
   EXPECT_EQ(ErrorReason(
                 client_->Put(session, {{"Content-Range", "bytes 6-7/*"}}, "gh", "text/plain"), 400),
             "invalid");
+  // A range ending at INT64_MAX (its length would overflow) is refused before the body is read;
+  // what was received stays.
+  EXPECT_EQ(ErrorReason(client_->Put(session, {{"Content-Range", "bytes 0-9223372036854775807/*"}},
+                                     "abcd", "text/plain"),
+                        400),
+            "invalid");
   auto c2 = client_->Put(session, {{"Content-Range", "bytes 2-5/6"}}, "cdef", "text/plain");
   ASSERT_TRUE(c2);
   ASSERT_EQ(c2->status, 200) << c2->body;

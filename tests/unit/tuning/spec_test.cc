@@ -180,6 +180,20 @@ TEST(ValidateStudyConfigTest, ReportsEveryProblem) {
 
 // ---- ParseStudyConfig --------------------------------------------------------------------------
 
+// Found by fuzz_study_json: a number too large for a double made the JSON library throw
+// out_of_range, which escaped ParseStudyConfig (std::terminate) instead of becoming an error.
+TEST(ParseStudyConfigTest, HugeNumberIsAnErrorNotAThrow) {
+  for (const char* text :
+       {"1e3080",
+        R"({"params":[{"parameterName":"a","type":"DOUBLE","minValue":0,"maxValue":1e400}]})"}) {
+    auto r = ParseStudyConfig(text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("malformed HyperparameterSpec JSON"), std::string::npos)
+        << r.status().message();
+  }
+}
+
 TEST(ParseStudyConfigTest, ReadsCamelCase) {
   auto r = ParseStudyConfig(R"({
     "goal": "MINIMIZE", "algorithm": "RANDOM_SEARCH", "maxParallelTrials": 3,
