@@ -347,7 +347,8 @@ Result<std::string> ListJobLogs(store::JobStore& store, const std::string& proje
   static const char* const kKnown[] = {"afterInsertId", "pageSize",  "pageToken",
                                        "orderBy",       "taskName",  "trialId",
                                        "minSeverity",   "startTime", "endTime"};
-  for (const auto& [name, value] : params) {
+  for (const auto& param : params) {
+    const std::string& name = param.first;  // clang 14 cannot capture a structured binding
     if (std::find_if(std::begin(kKnown), std::end(kKnown),
                      [&](const char* k) { return name == k; }) == std::end(kKnown)) {
       return BadField(name, "Unknown parameter \"" + name +
