@@ -78,8 +78,8 @@ std::string ConfigReference();
 // nor docker). NOT_FOUND when an engine named explicitly is not an executable.
 Result<std::string> ResolveContainerEngine(const std::string& setting, const std::string& path_env);
 
-// What podman needs on hosts like these (docs/containers.md, "Podman on these hosts"): the runc runtime, cgroupfs
-// and default ulimits a process without CAP_SYS_RESOURCE may set.
+// What podman needs on hosts like these (docs/containers.md, "Podman on these hosts"): the runc
+// runtime, cgroupfs and default ulimits a process without CAP_SYS_RESOURCE may set.
 inline constexpr const char* kPodmanContainersConf =
     "[containers]\n"
     "default_ulimits = [\"nofile=1024:1024\", \"nproc=4096:4096\"]\n"
