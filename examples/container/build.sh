@@ -10,7 +10,25 @@ cd "$(dirname "$0")"
 ENGINE=${TRAINYARD_CONTAINER_ENGINE:-podman}
 BASE=localhost/trainyard-base:bookworm
 IMAGE=${IMAGE:-localhost/trainyard-example:1}
-MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# Debian's mirror as this machine's apt sources name it (deb822 .sources or one-line .list).
+apt_mirror() {
+  local f uri
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    uri=$(awk '/^URIs:/ {for (i = 2; i <= NF; i++) if ($i !~ /security/) {print $i; exit}}' "$f")
+    if [ -n "$uri" ]; then echo "$uri"; return; fi
+  done
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+    [ -f "$f" ] || continue
+    uri=$(awk '$1 == "deb" {for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) {if ($i !~ /security/) {print $i; exit} else break}}' "$f")
+    if [ -n "$uri" ]; then echo "$uri"; return; fi
+  done
+}
+MIRROR=${DEBIAN_MIRROR:-$(apt_mirror)}
+if [ -z "$MIRROR" ]; then
+  echo "No Debian mirror found in /etc/apt/sources.list*; set DEBIAN_MIRROR" >&2
+  exit 1
+fi
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 tmpfiles=()
