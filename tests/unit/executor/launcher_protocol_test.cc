@@ -208,39 +208,6 @@ TEST(LogRecordTest, RejectsMalformedRecords) {
   EXPECT_FALSE(ParseLogRecord("12\tINFO\tX\tm").ok());
 }
 
-TEST(ClassifyLineTest, StreamDecidesWithoutAPrefix) {
-  EXPECT_EQ(ClassifyLine("hello", false), Severity::kInfo);
-  EXPECT_EQ(ClassifyLine("hello", true), Severity::kError);
-  EXPECT_EQ(ClassifyLine("", true), Severity::kError);
-  EXPECT_EQ(ClassifyLine("", false), Severity::kInfo);
-}
-
-TEST(ClassifyLineTest, PythonLoggingPrefixesWin) {
-  EXPECT_EQ(ClassifyLine("WARNING:root:careful", true), Severity::kWarning);
-  EXPECT_EQ(ClassifyLine("INFO:tensorflow:step 1", true), Severity::kInfo);
-  EXPECT_EQ(ClassifyLine("DEBUG:x:y", true), Severity::kDebug);
-  EXPECT_EQ(ClassifyLine("ERROR:tensorflow:bad", false), Severity::kError);
-  EXPECT_EQ(ClassifyLine("CRITICAL:root:dead", false), Severity::kCritical);
-}
-
-TEST(ClassifyLineTest, AbslAndGlogPrefixesWin) {
-  EXPECT_EQ(ClassifyLine("I1121 12:34:56.789012 140 file.py:12] info", true), Severity::kInfo);
-  EXPECT_EQ(ClassifyLine("W1121 12:34:56.789012 140 file.py:12] w", false), Severity::kWarning);
-  EXPECT_EQ(ClassifyLine("E1121 12:34:56.789012 140 file.py:12] e", false), Severity::kError);
-  EXPECT_EQ(ClassifyLine("F1121 12:34:56.789012 140 file.py:12] f", false), Severity::kCritical);
-  EXPECT_EQ(ClassifyLine("2023-01-02 12:34:56.123456: W tensorflow/x.cc:1] w", true),
-            Severity::kWarning);
-  EXPECT_EQ(ClassifyLine("2023-01-02 12:34:56.123456: I tensorflow/x.cc:1] i", true),
-            Severity::kInfo);
-}
-
-TEST(ClassifyLineTest, LookalikesAreNotPrefixes) {
-  EXPECT_EQ(ClassifyLine("Information follows", true), Severity::kError);
-  EXPECT_EQ(ClassifyLine("I1121 is a number", true), Severity::kError);
-  EXPECT_EQ(ClassifyLine("WARN: close", false), Severity::kInfo);
-  EXPECT_EQ(ClassifyLine("Epoch 1/10", false), Severity::kInfo);
-}
-
 TEST(SanitizeUtf8Test, KeepsValidTextAndReplacesInvalidBytes) {
   EXPECT_EQ(SanitizeUtf8("plain"), "plain");
   EXPECT_EQ(SanitizeUtf8("\xC3\xA9t\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"),

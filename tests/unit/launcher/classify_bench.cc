@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "output.h"
-#include "trainyard/executor/launcher_protocol.h"
 
 int main(int argc, char** argv) {
   const long n = argc > 1 ? std::atol(argv[1]) : 10000000;
@@ -22,25 +21,19 @@ int main(int argc, char** argv) {
        R"({"severity":"WARNING","message":"x"})", "step 3: accuracy 0.91"},
   };
   const char* names[] = {"digits", "mixed"};
-  // The launcher's classifier, and the executor's older one (Python prefixes and glog only).
-  using Fn = trainyard::model::Severity (*)(std::string_view, bool);
-  const Fn fns[] = {&trainyard::launcher::ClassifyLine, &trainyard::executor::ClassifyLine};
-  const char* fn_names[] = {"launcher", "executor (before)"};
   for (int round = 0; round < 3; ++round) {
-    for (int f = 0; f < 2; ++f) {
-      for (int m = 0; m < 2; ++m) {
-        const auto& lines = mixes[m];
-        long sum = 0;
-        auto start = std::chrono::steady_clock::now();
-        for (long i = 0; i < n; ++i) {
-          sum += static_cast<long>(fns[f](lines[static_cast<size_t>(i) % lines.size()], i & 1));
-        }
-        double ns =
-            std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start)
-                .count() /
-            static_cast<double>(n);
-        std::printf("%-18s %-7s %.1f ns/line (checksum %ld)\n", fn_names[f], names[m], ns, sum);
+    for (int m = 0; m < 2; ++m) {
+      const auto& lines = mixes[m];
+      long sum = 0;
+      auto start = std::chrono::steady_clock::now();
+      for (long i = 0; i < n; ++i) {
+        sum += static_cast<long>(
+            trainyard::launcher::ClassifyLine(lines[static_cast<size_t>(i) % lines.size()], i & 1));
       }
+      double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start)
+                      .count() /
+                  static_cast<double>(n);
+      std::printf("%-7s %.1f ns/line (checksum %ld)\n", names[m], ns, sum);
     }
   }
   return 0;

@@ -48,9 +48,4 @@ Result<LogRecord> ParseLogRecord(std::string_view line);
 // The same into an existing record, reusing its message buffer (the executor's hot loop).
 Status ParseLogRecordInto(std::string_view line, LogRecord* rec);
 
-// Severity of a trainer output line: Python logging prefixes ("INFO:", "WARNING:root:",
-// "ERROR:tensorflow:") and absl/glog prefixes ("I1121 ", "W1121 ", "E1121 ", "F1121 ") win;
-// otherwise stdout is INFO and stderr is ERROR (as AI Platform logs them).
-model::Severity ClassifyLine(std::string_view line, bool is_stderr);
-
 }  // namespace trainyard::executor
