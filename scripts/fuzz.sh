@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The fuzzing CI step: builds every libFuzzer harness in fuzz/ with clang (ASan + UBSan) into its
-# own build directory and runs each for a short fixed time over a scratch copy of its committed
-# seed corpus (fuzz/corpus/<harness>/) with its dictionary (fuzz/dict/<harness>.dict, if any).
+# Builds every libFuzzer harness in fuzz/ with clang (ASan + UBSan) into its own build directory,
+# then either
+#   --regress  replays each harness's committed seed corpus (fuzz/corpus/<harness>/, which keeps
+#              every input a fuzzer once crashed on) once: deterministic, the CI gate; or
+#   (default)  fuzzes each for a fixed time over a scratch copy of that corpus with its dictionary
+#              (fuzz/dict/<harness>.dict): exploration, which finds new inputs by chance.
 # Fails on any crash, sanitizer report, leak, timeout or out-of-memory.
-# Usage: scripts/fuzz.sh [harness...]     (default: every fuzz/fuzz_*.cc)
+# Usage: scripts/fuzz.sh [--regress] [harness...]     (default: every fuzz/fuzz_*.cc)
 # Environment: FUZZ_BUILD_DIR (build-fuzz), FUZZ_TIME seconds per harness (30),
 #              FUZZ_JOBS harnesses run at once (nproc), FUZZ_ARTIFACTS where crashing inputs are
 #              kept (a temp dir, printed).
@@ -12,6 +15,11 @@ cd "$(dirname "$0")/.."
 FUZZ_BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
 FUZZ_TIME=${FUZZ_TIME:-30}
 FUZZ_JOBS=${FUZZ_JOBS:-$(nproc)}
+mode=explore
+if [ "${1:-}" = --regress ]; then
+  mode=regress
+  shift
+fi
 
 if [ $# -gt 0 ]; then
   harnesses=("$@")
@@ -44,6 +52,12 @@ mkdir -p "$artifacts"
 run_one() {
   local h=$1 corpus="$scratch/corpus/$1" args=()
   mkdir -p "$corpus" "$artifacts/$h"
+  if [ "$mode" = regress ]; then
+    # -runs=0 executes every input of the corpus once and stops.
+    "$FUZZ_BUILD_DIR/fuzz/$h" "fuzz/corpus/$h" -runs=0 -timeout=10 -rss_limit_mb=2048 \
+      -print_final_stats=1 -artifact_prefix="$artifacts/$h/" >"$scratch/$h.log" 2>&1
+    return
+  fi
   if [ -d "fuzz/corpus/$h" ]; then cp fuzz/corpus/"$h"/* "$corpus"/; fi
   if [ -f "fuzz/dict/$h.dict" ]; then args+=("-dict=fuzz/dict/$h.dict"); fi
   "$FUZZ_BUILD_DIR/fuzz/$h" "$corpus" "${args[@]}" -max_total_time="$FUZZ_TIME" -timeout=10 \
@@ -51,7 +65,11 @@ run_one() {
     >"$scratch/$h.log" 2>&1
 }
 
-echo "==> Fuzzing each for ${FUZZ_TIME}s, $FUZZ_JOBS at a time"
+if [ "$mode" = regress ]; then
+  echo "==> Replaying each harness's seed corpus, $FUZZ_JOBS at a time"
+else
+  echo "==> Fuzzing each for ${FUZZ_TIME}s, $FUZZ_JOBS at a time"
+fi
 declare -A pids=()
 failed=()
 wait_one() {

@@ -11,9 +11,11 @@ scripts/build.sh
 examples/container/build.sh
 echo "==> Running tests"
 (cd "${BUILD_DIR:-build}" && ctest --output-on-failure --timeout 1500 "$@")
-# Every libFuzzer harness, briefly, over its seed corpus (own build dir, clang; docs/fuzzing.md).
-# TRAINYARD_SKIP_FUZZ=1 leaves it out.
+# Every libFuzzer harness replays its seed corpus, which keeps every input a fuzzer once crashed
+# on (own build dir, clang; docs/fuzzing.md). TRAINYARD_SKIP_FUZZ=1 leaves it out;
+# TRAINYARD_FUZZ_EXPLORE=1 also fuzzes each harness for FUZZ_TIME seconds.
 if [ "${TRAINYARD_SKIP_FUZZ:-0}" != 1 ]; then
   echo "==> Fuzzing"
-  scripts/fuzz.sh
+  scripts/fuzz.sh --regress
+  if [ "${TRAINYARD_FUZZ_EXPLORE:-0}" = 1 ]; then scripts/fuzz.sh; fi
 fi

@@ -3,7 +3,10 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <stdexcept>
 #include <tuple>
+#include <type_traits>
+#include <utility>
 
 #include "protocol_private.h"
 #include "trainyard/core/util.h"
@@ -32,7 +35,22 @@ std::string Dump(const json& j) {
 template <typename T>
 void Get(const json& j, const char* name, T* out) {
   auto it = j.find(name);
-  if (it != j.end() && !it->is_null()) *out = it->get<T>();
+  if (it == j.end() || it->is_null()) return;
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    // nlohmann converts a float or an out-of-range integer with a C cast (undefined behaviour):
+    // a number field must be an integer that fits.
+    bool fits = false;
+    if (it->is_number_unsigned()) {
+      fits = std::in_range<T>(it->get<uint64_t>());
+    } else if (it->is_number_integer()) {
+      fits = std::in_range<T>(it->get<int64_t>());
+    }
+    if (!fits) throw std::invalid_argument(std::string(name) + " is not an integer in range");
+    *out = it->is_number_unsigned() ? static_cast<T>(it->get<uint64_t>())
+                                    : static_cast<T>(it->get<int64_t>());
+  } else {
+    *out = it->get<T>();
+  }
 }
 
 }  // namespace
@@ -124,7 +142,7 @@ Result<ReplicaSpec> SpecFromJson(std::string_view text) {
       Get(*it, "mounts", &c.mounts);
       Get(*it, "devices", &c.devices);
     }
-  } catch (const json::exception& e) {
+  } catch (const std::exception& e) {
     return InvalidArgument(std::string("invalid spec: ") + e.what());
   }
   return spec;
@@ -154,7 +172,7 @@ Result<ReplicaExit> ExitFromJson(std::string_view text) {
     Get(j, "errorTail", &exit.error_tail);
     Get(j, "oomKilled", &exit.oom_killed);
     Get(j, "stopRequested", &exit.stop_requested);
-  } catch (const json::exception& e) {
+  } catch (const std::exception& e) {
     return InvalidArgument(std::string("invalid exit status: ") + e.what());
   }
   return exit;

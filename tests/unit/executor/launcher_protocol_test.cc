@@ -176,6 +176,20 @@ TEST(ExitJsonTest, ToleratesInvalidUtf8) {
   EXPECT_EQ(back->error_tail, "bad \xEF\xBF\xBD byte");
 }
 
+TEST(ExitJsonTest, RefusesNumbersThatAreNotIntegersInRange) {
+  // Found by fuzz_launcher_files: a float or out-of-range exit code was converted with a C cast.
+  for (const char* text : {R"({"exitCode": 1.0e38})", R"({"exitCode": 2.5})",
+                           R"({"signal": 99999999999999})", R"({"exitCode": "1"})"}) {
+    auto exit = ExitFromJson(text);
+    EXPECT_FALSE(exit.ok()) << text;
+  }
+  auto spec = SpecFromJson(R"({"key": {"index": 1e30}})");
+  EXPECT_FALSE(spec.ok());
+  auto fits = ExitFromJson(R"({"exitCode": -2147483648, "signal": 2147483647})");
+  ASSERT_TRUE(fits.ok());
+  EXPECT_EQ(fits->exit_code, -2147483648LL);
+}
+
 TEST(LogRecordTest, FormatsTheDocumentedShape) {
   EXPECT_EQ(FormatLogRecord(1700000000123456, Severity::kWarning, false, "hi"),
             "1700000000123456\tWARNING\tR\thi");
