@@ -280,7 +280,7 @@ kill_everything() {
   local left
   left="$(cluster_pids | tr '\n' ' ')"
   if [[ -n $left ]]; then
-    [[ ${1:-} == quiet ]] || log "SIGKILL processes still carrying the cluster's marker: $left"
+    [[ ${1:-} == quiet ]] || log "SIGKILL what is left of the cluster (daemons, slurmstepd, escaped job processes): $left"
     # shellcheck disable=SC2086
     kill -KILL $left 2>/dev/null || true
     deadline=$((SECONDS + 5))

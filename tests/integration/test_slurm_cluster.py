@@ -134,6 +134,23 @@ def test_node_down_fails_its_job(slurm_cluster, shared):
     c.wait_idle(timeout=30)
 
 
+def test_high_partition_preempts_low(slurm_cluster):
+    """PreemptMode=REQUEUE on `low` with --no-requeue (what Trainyard always passes) ends the
+    preempted job PREEMPTED with PreemptTime set (fact 4)."""
+    c = slurm_cluster
+    low = c.sbatch("-p", "low", "--no-requeue", "-N3", "-n12", "-o", "/dev/null",
+                   "--wrap", "sleep 60")  # every CPU of the cluster
+    c.wait_state(low, "RUNNING", timeout=30)
+    high = c.sbatch("-p", "high", "-n1", "-o", "/dev/null", "--wrap", "sleep 60")
+    c.wait_state(low, "PREEMPTED", timeout=30)
+    c.wait_state(high, "RUNNING", timeout=30)
+    preempt_time = c.run("squeue", "-h", "-t", "all", "-j", low, "-O", "PreemptTime").stdout
+    assert preempt_time.strip() not in ("", "N/A"), preempt_time
+    c.scancel(high)
+    c.wait_gone(high)
+    c.wait_idle()
+
+
 def test_stop_leaves_nothing(slurm_cluster, shared):
     """Runs last: stops the module's cluster with jobs still running (one ignores SIGTERM) and
     checks no process, job or directory of it is left; stop on a stopped cluster is fine."""
