@@ -79,24 +79,26 @@ cluster_pids() {
   } 2>/dev/null | awk -F/ -v self="$$" -v me="$BASHPID" '$3 != self && $3 != me { print $3 }' | sort -un || true
 }
 
-port_in_use() {  # any TCP socket (v4 or v6) bound to local port $1
-  local hex
-  hex="$(printf ':%04X ' "$1")"
-  cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '{print $2" "}' | grep -qF "$hex"
+used_ports() {  # local ports of every TCP socket (v4 and v6), decimal, one per line
+  local _ addr rest
+  cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | while read -r _ addr rest; do
+    [[ $addr == *:* && ${addr##*:} =~ ^[0-9A-Fa-f]+$ ]] && echo $((16#${addr##*:}))
+  done | sort -un || true
 }
 
 pick_base() {
-  local base i free
+  local base i free used
   if [[ -n ${TRAINYARD_SLURM_PORT_BASE:-} ]]; then
     echo "$TRAINYARD_SLURM_PORT_BASE"
     return
   fi
+  used=" $(used_ports | tr '\n' ' ') "
   base=$((12000 + 10 * ($(printf '%s' "$D" | cksum | cut -d' ' -f1) % 790) + ${1:-0}))
   for _ in $(seq 790); do
     ((base + NODES >= 19900)) && base=12000
     free=1
     for ((i = 0; i <= NODES; i++)); do
-      if port_in_use $((base + i)); then free=0; break; fi
+      if [[ $used == *" $((base + i)) "* ]]; then free=0; break; fi
     done
     if ((free)); then echo "$base"; return; fi
     base=$((base + 10))
