@@ -61,7 +61,9 @@ log() { echo "slurm-dev-cluster: $*"; }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 
-pid_alive() { [[ -n ${1:-} ]] && kill -0 "$1" 2>/dev/null; }
+# A pid from a pid file counts only if that process carries this cluster's marker (a stale pid
+# file may name a pid the system has given to an unrelated process since).
+pid_alive() { [[ -n ${1:-} ]] && grep -qszxF "$MARKER_VAR=$D" "/proc/$1/environ"; }
 pid_of() { [[ -s $1 ]] && tr -dc '0-9' <"$1" || true; }
 daemon_pidfiles() {
   local f=("$D/munge/munged.pid" "$D/slurmctld.pid")
@@ -186,6 +188,8 @@ ctld_up() { scontrol ping 2>/dev/null | grep -q 'is UP'; }
 munge_up() { munge -S "$D/munge/munge.sock" -n </dev/null 2>/dev/null | unmunge -S "$D/munge/munge.sock" >/dev/null 2>&1; }
 running() { pid_alive "$(pid_of "$D/slurmctld.pid")"; }
 bind_failed() { grep -qs 'Address already in use' "$D"/log/*.log "$D"/log/*.out; }
+ctld_up_or_bind_failed() { bind_failed || ctld_up; }
+all_idle_or_bind_failed() { bind_failed || all_idle; }
 
 print_env() {
   log "cluster in $D: slurmctld on 127.0.0.1:$(cat "$D/port-base"), nodes n1..n$NODES"
@@ -210,13 +214,13 @@ start_once() {  # returns 0 when up, 3 when a port was taken (caller retries), e
   wait_until 10 munge_up || { log "munged did not start (see $D/log/munged.log)" >&2; return 1; }
 
   spawn slurmctld slurmctld
-  if ! wait_until 15 ctld_up; then
+  if ! wait_until 15 ctld_up_or_bind_failed || bind_failed; then
     bind_failed && return 3
     log "slurmctld did not answer (see $D/log/slurmctld.log)" >&2
     return 1
   fi
   for ((i = 1; i <= NODES; i++)); do spawn "slurmd-n$i" slurmd -N "n$i"; done
-  if ! wait_until 30 all_idle; then
+  if ! wait_until 30 all_idle_or_bind_failed || bind_failed; then
     bind_failed && return 3
     log "nodes not idle after 30 s (see $D/log/slurmd-n*.log):" >&2
     sinfo -N >&2 || true
@@ -283,10 +287,14 @@ kill_everything() {
   left="$(cluster_pids | tr '\n' ' ')"
   if [[ -n $left ]]; then
     [[ ${1:-} == quiet ]] || log "SIGKILL what is left of the cluster (daemons, slurmstepd, escaped job processes): $left"
-    # shellcheck disable=SC2086
-    kill -KILL $left 2>/dev/null || true
+    # Repeated: a job process may fork between a scan and the kill.
     deadline=$((SECONDS + 5))
-    while ((SECONDS < deadline)) && [[ -n $(cluster_pids) ]]; do sleep 0.1; done
+    while [[ -n $left ]] && ((SECONDS < deadline)); do
+      # shellcheck disable=SC2086
+      kill -KILL $left 2>/dev/null || true
+      sleep 0.1
+      left="$(cluster_pids | tr '\n' ' ')"
+    done
   fi
 }
 
