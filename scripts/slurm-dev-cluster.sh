@@ -64,7 +64,7 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 # A pid from a pid file counts only if that process carries this cluster's marker (a stale pid
 # file may name a pid the system has given to an unrelated process since).
 pid_alive() { [[ -n ${1:-} ]] && grep -qszxF "$MARKER_VAR=$D" "/proc/$1/environ"; }
-pid_of() { [[ -s $1 ]] && tr -dc '0-9' <"$1" || true; }
+pid_of() { if [[ -s $1 ]]; then tr -dc '0-9' <"$1"; fi; }
 daemon_pidfiles() {
   local f=("$D/munge/munged.pid" "$D/slurmctld.pid")
   local i
@@ -186,6 +186,7 @@ idle_nodes() { sinfo -h -N -o '%N %t' 2>/dev/null | awk '$2 == "idle"' | sort -u
 all_idle() { [[ $(idle_nodes) -eq $NODES ]]; }
 ctld_up() { scontrol ping 2>/dev/null | grep -q 'is UP'; }
 munge_up() { munge -S "$D/munge/munge.sock" -n </dev/null 2>/dev/null | unmunge -S "$D/munge/munge.sock" >/dev/null 2>&1; }
+no_jobs() { [[ -z $(squeue -h 2>/dev/null) ]]; }
 running() { pid_alive "$(pid_of "$D/slurmctld.pid")"; }
 bind_failed() { grep -qs 'Address already in use' "$D"/log/*.log "$D"/log/*.out; }
 ctld_up_or_bind_failed() { bind_failed || ctld_up; }
@@ -318,7 +319,7 @@ do_stop() {
       local u
       for u in $users; do scancel -u "$u" 2>/dev/null || true; done
       # KillWait (5 s) bounds how long tasks may ignore SIGTERM.
-      if ! wait_until 15 eval '[[ -z $(squeue -h 2>/dev/null) ]]'; then
+      if ! wait_until 15 no_jobs; then
         log "jobs still listed after 15 s; stopping anyway:" >&2
         squeue >&2 || true
       fi
