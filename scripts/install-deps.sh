@@ -19,7 +19,16 @@ PACKAGES=(
   libeigen3-dev liblbfgspp-dev python3-optuna
   # Google's Python API client, for the drop-in compatibility tests
   python3-googleapi python3-google-auth python3-httplib2 python3-oauth2client python3-uritemplate
+  # the web console's browser tests (tests/integration/test_console.py)
+  chromium
 )
+
+# The web console is built with Node.js (console/, docs/console.md): Debian's nodejs and npm,
+# unless a Node.js with npm is already installed (another distribution's nodejs package ships npm
+# itself and conflicts with Debian's npm package).
+if ! command -v npm >/dev/null 2>&1; then
+  PACKAGES+=(nodejs npm)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -29,6 +38,7 @@ for p in "${PACKAGES[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "==> All ${#PACKAGES[@]} Debian packages Trainyard needs are installed"
+  "$(dirname "$0")/console-deps.sh"
   exit 0
 fi
 
@@ -39,3 +49,4 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 echo "==> Installed"
+"$(dirname "$0")/console-deps.sh"
