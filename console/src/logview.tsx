@@ -144,6 +144,19 @@ function LogViewer(props: {
     else measure();
   }, [source.ready, count]);
 
+  // A permalink typed or pasted into the address bar while the view is open.
+  useEffect(() => {
+    const onHash = () => {
+      const line = lineFromHash();
+      if (line === null || !source.ready) return;
+      setFollow(false);
+      setSelected(line);
+      scrollToLine(Math.max(0, line - 3));
+    };
+    window.addEventListener("hashchange", onHash);
+    return () => window.removeEventListener("hashchange", onHash);
+  });
+
   // Follow: poll for new lines while the job can still print.
   useEffect(() => {
     if (!running || !source.ready) return;
