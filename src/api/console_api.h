@@ -1,6 +1,6 @@
 // The API additions the web console needs (docs/console.md, docs/api.md "Console additions"),
-// each a public REST route any client may call (the CLI's `jobs summary` and `jobs logs
-// --line-offset` do). Private to ty_api; api_server.cc routes to these.
+// each a public REST route any client may call. Private to ty_api; api_server.cc routes to
+// these.
 #pragma once
 
 #include <string>
