@@ -3,6 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
+# The web console's npm dependencies, from the committed lock file (a no-op when installed).
+scripts/console-deps.sh
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
   echo "==> Configuring ($BUILD_DIR, ${CMAKE_BUILD_TYPE:-RelWithDebInfo})"
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-RelWithDebInfo}" \

@@ -21,7 +21,16 @@ PACKAGES=(
   python3-googleapi python3-google-auth python3-httplib2 python3-oauth2client python3-uritemplate
   # Slurm (executor: slurm) and the dev cluster of scripts/slurm-dev-cluster.sh; no daemon starts
   slurmctld slurmd slurm-client munge
+  # the web console's browser tests (tests/integration/test_console.py)
+  chromium
 )
+
+# The web console is built with Node.js (console/, docs/console.md): Debian's nodejs and npm,
+# unless a Node.js with npm is already installed (another distribution's nodejs package ships npm
+# itself and conflicts with Debian's npm package).
+if ! command -v npm >/dev/null 2>&1; then
+  PACKAGES+=(nodejs npm)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -31,6 +40,7 @@ for p in "${PACKAGES[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "==> All ${#PACKAGES[@]} Debian packages Trainyard needs are installed"
+  "$(dirname "$0")/console-deps.sh"
   exit 0
 fi
 
@@ -41,3 +51,4 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 echo "==> Installed"
+"$(dirname "$0")/console-deps.sh"

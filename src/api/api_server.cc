@@ -18,10 +18,12 @@
 #include <tuple>
 
 #include "api_util.h"
+#include "console_api.h"
 #include "discovery.h"
 #include "http_server.h"
 #include "logging_api.h"
 #include "routes.h"
+#include "trainyard/console/console.h"
 #include "trainyard/core/log.h"
 #include "trainyard/core/time.h"
 #include "trainyard/core/util.h"
@@ -282,6 +284,23 @@ class Handlers {
     WriteJson(res, *body);
   }
 
+  // The web console's additions (console_api.h).
+  void JobsSummary(const httplib::Request& req, httplib::Response& res) {
+    auto body = api::JobsSummary(store_, req.matches[1]);
+    if (!body.ok()) return WriteError(res, body.status());
+    WriteJson(res, *body);
+  }
+  void LogsSummary(const httplib::Request& req, httplib::Response& res) {
+    auto body = api::LogsSummary(store_, req.matches[1], req.matches[2], req.params);
+    if (!body.ok()) return WriteError(res, body.status());
+    WriteJson(res, *body);
+  }
+  void LogLines(const httplib::Request& req, httplib::Response& res) {
+    auto body = api::LogLines(store_, req.matches[1], req.matches[2], req.params);
+    if (!body.ok()) return WriteError(res, body.status());
+    WriteJson(res, *body);
+  }
+
   void ListLogEntries(const httplib::Request& req, httplib::Response& res) {
     auto body = api::ListLogEntries(store_, req.body);
     if (!body.ok()) return WriteError(res, body.status());
@@ -434,6 +453,7 @@ class Handlers {
       }
     }
     storage::RegisterStorageRoutes(server, *buckets_, options_.default_project);
+    console::RegisterConsoleRoutes(server, {.default_project = options_.default_project});
     // Runs for every response >= 400, outside httplib's handler try/catch. Route handlers always
     // write an error body; an empty one means no route answered (no match, or httplib refused
     // the request before routing), which gets a Google error body here.
@@ -633,6 +653,29 @@ const Route kRoutes[] = {
      &H::Readyz,
      {}},
     {"GET", R"(/metrics)", "Prometheus metrics", false, RouteKind::kOther, &H::RenderMetrics, {}},
+    // The web console's additions (console_api.h, docs/api.md "Console additions").
+    {"GET",
+     R"(/v1/projects/([^/]+)/jobs:summary)",
+     "jobs summary: the project's job counts by state",
+     false,
+     RouteKind::kMl,
+     &H::JobsSummary,
+     {}},
+    {"GET",
+     R"(/v1/projects/([^/]+)/jobs/([^/:]+)/logs:summary)",
+     "job log summary: line count per task and trial at a snapshot (taskName, trialId)",
+     false,
+     RouteKind::kMl,
+     &H::LogsSummary,
+     {}},
+    {"GET",
+     R"(/v1/projects/([^/]+)/jobs/([^/:]+)/logs:lines)",
+     "job log lines by position: from the lineOffset-th line in ingestion order (pageSize, "
+     "taskName, trialId, snapshotInsertId)",
+     false,
+     RouteKind::kMl,
+     &H::LogLines,
+     {}},
 };
 
 }  // namespace

@@ -342,6 +342,10 @@ Result<Timestamp> TimeParam(const QueryParams& params, const char* name) {
 
 }  // namespace
 
+std::string JobLogEntryToJson(const model::LogEntry& entry) {
+  return JobLogEntryJson(entry).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 Result<std::string> ListJobLogs(store::JobStore& store, const std::string& project,
                                 const std::string& job_id, const QueryParams& params) {
   static const char* const kKnown[] = {"afterInsertId", "pageSize",  "pageToken",

@@ -46,6 +46,9 @@ using QueryParams = std::multimap<std::string, std::string>;
 //    it, and afterInsertId=snapshotInsertId follows on from there.
 // Filters in both: taskName, trialId, minSeverity, startTime/endTime (RFC 3339; [start, end)).
 // NOT_FOUND when the job does not exist.
+// One line as the job-log routes write it (Cloud Logging's shape, insertId unpadded).
+std::string JobLogEntryToJson(const model::LogEntry& entry);
+
 Result<std::string> ListJobLogs(store::JobStore& store, const std::string& project,
                                 const std::string& job_id, const QueryParams& params);
 

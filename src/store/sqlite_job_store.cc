@@ -479,6 +479,73 @@ class SqliteJobStore final : public JobStore {
     return row ? stmt.Int(0) : int64_t{0};
   }
 
+  // The console's queries (job_store.h): from the indexes, without decoding log lines.
+  Result<std::vector<std::pair<JobState, int64_t>>> CountProjectJobsByState(
+      const std::string& project) override {
+    TRAINYARD_ASSIGN_OR_RETURN(Reader reader, AcquireReader());
+    TRAINYARD_ASSIGN_OR_RETURN(
+        Stmt stmt, reader->Prepare("SELECT state, count(*) FROM jobs INDEXED BY "
+                                   "jobs_project_state_seq WHERE project = ?1 GROUP BY state "
+                                   "ORDER BY state"));
+    stmt.Bind(1, project);
+    std::vector<std::pair<JobState, int64_t>> counts;
+    while (true) {
+      TRAINYARD_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      counts.emplace_back(static_cast<JobState>(stmt.Int(0)), stmt.Int(1));
+    }
+    return counts;
+  }
+
+  Result<std::vector<LogStreamCount>> CountLogLines(const LogQuery& query) override {
+    // A chunk holds the consecutive ids first_id..last_id of one stream, all committed at once,
+    // so a snapshot (the highest committed id) never splits a chunk.
+    std::string sql =
+        "SELECT task_name, trial_id, sum(last_id - first_id + 1) FROM log_chunks INDEXED BY "
+        "log_chunks_job WHERE project = ?1 AND job_id = ?2";
+    if (query.max_insert_id != 0) sql += " AND last_id <= ?7";
+    sql += " GROUP BY task_name, trial_id ORDER BY task_name, trial_id";
+    TRAINYARD_ASSIGN_OR_RETURN(Reader reader, AcquireReader());
+    TRAINYARD_ASSIGN_OR_RETURN(Stmt stmt, reader->Prepare(sql));
+    stmt.Bind(1, query.project).Bind(2, query.job_id);
+    if (query.max_insert_id != 0) stmt.Bind(7, query.max_insert_id);
+    std::vector<LogStreamCount> out;
+    while (true) {
+      TRAINYARD_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      out.push_back({std::string(stmt.TextView(0)), std::string(stmt.TextView(1)), stmt.Int(2)});
+    }
+    return out;
+  }
+
+  Result<int64_t> LocateLogLine(const LogQuery& query, int64_t ordinal) override {
+    if (ordinal < 0) return int64_t{0};
+    // Walks the job's chunks in id order, summing their line counts, until the one holding the
+    // ordinal: the cost is the number of chunks before it, not the number of lines.
+    std::string sql =
+        "SELECT first_id, last_id FROM log_chunks INDEXED BY log_chunks_job "
+        "WHERE project = ?1 AND job_id = ?2";
+    if (!query.task_name.empty()) sql += " AND task_name = ?4";
+    if (query.max_insert_id != 0) sql += " AND last_id <= ?7";
+    if (query.trial_id) sql += " AND trial_id = ?11";
+    sql += " ORDER BY last_id";
+    TRAINYARD_ASSIGN_OR_RETURN(Reader reader, AcquireReader());
+    TRAINYARD_ASSIGN_OR_RETURN(Stmt stmt, reader->Prepare(sql));
+    stmt.Bind(1, query.project).Bind(2, query.job_id);
+    if (!query.task_name.empty()) stmt.Bind(4, query.task_name);
+    if (query.max_insert_id != 0) stmt.Bind(7, query.max_insert_id);
+    if (query.trial_id) stmt.Bind(11, *query.trial_id);
+    int64_t seen = 0;
+    while (true) {
+      TRAINYARD_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) return int64_t{0};
+      const int64_t first_id = stmt.Int(0);
+      const int64_t lines = stmt.Int(1) - first_id + 1;
+      if (ordinal < seen + lines) return first_id + (ordinal - seen);
+      seen += lines;
+    }
+  }
+
  private:
   // Binds the parameters the log queries use: ?1 project, ?2 job, ?3 after id, ?4 task,
   // ?5 min time, ?6 max time (exclusive), ?7 max id, ?11 trial. Unused ones are left unbound.

@@ -71,6 +71,13 @@ struct LogQuery {
   int limit = 1000;
 };
 
+// The number of lines of one stream of a job (CountLogLines).
+struct LogStreamCount {
+  std::string task_name;
+  std::string trial_id;
+  int64_t lines = 0;
+};
+
 class JobStore {
  public:
   virtual ~JobStore() = default;
@@ -99,6 +106,20 @@ class JobStore {
   // are assigned in commit order, so a query with max_insert_id = this value reads a stable
   // snapshot, and the entries with a higher id are exactly those stored after this call.
   virtual Result<int64_t> LastLogInsertId() = 0;
+
+  // For the web console (docs/console.md). Each has a default built on the methods above
+  // (correct, and as slow as reading everything); the SQLite store answers from its indexes.
+  //
+  // Jobs of one project per state; states with no job are absent.
+  virtual Result<std::vector<std::pair<model::JobState, int64_t>>> CountProjectJobsByState(
+      const std::string& project);
+  // Lines of `query.job_id` (required) per (task, trial) with insert ids up to
+  // `query.max_insert_id` (0 = every line); the other fields of `query` are ignored.
+  virtual Result<std::vector<LogStreamCount>> CountLogLines(const LogQuery& query);
+  // The insert id of the line at `ordinal` (0-based) among the lines of `query.job_id` in
+  // insert-id order that match `query.task_name`, `query.trial_id` and `query.max_insert_id`
+  // (the other fields are ignored); 0 when there are no more than `ordinal` such lines.
+  virtual Result<int64_t> LocateLogLine(const LogQuery& query, int64_t ordinal);
 };
 
 }  // namespace trainyard::store

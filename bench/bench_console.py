@@ -1,0 +1,153 @@
+"""The web console's performance targets (docs/console.md), measured in Debian's headless
+Chromium against a real trainyardd whose store holds 100,000 jobs and a job with a 1,000,000-line
+log (seeded by ty_console_seed):
+
+  * API: a page of 50 jobs (unfiltered, and `state:FAILED AND labels.team=t3`), jobs:summary,
+    logs:summary and logs:lines at random positions (p50/p95 over 40 requests).
+  * Jobs page: first contentful paint and the time until 50 rows are on screen, cold cache
+    (5 loads).
+  * Logs of the 1M-line job: time until the last line is on screen (opens at the tail), jumps
+    to random lines (#line=N) until the line's text is shown, frame times while scrolling by
+    ~100 lines per frame, JS heap after it all.
+
+  /usr/bin/python3 bench/bench_console.py [--jobs N] [--log-lines L] [--runs R]
+"""
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                "integration"))
+from cdp import Browser  # noqa: E402
+from common import Daemon, binary, machine_description, ms, percentile, table, verdict  # noqa
+
+# Records, relative to navigation start, when a condition first holds (checked on every DOM
+# change): window.__ty[name] = ms.
+WATCH = """
+window.__ty = {};
+window.__tyWatch = (name, cond) => {
+  const check = () => { try { if (!window.__ty[name] && cond()) window.__ty[name] = performance.now(); } catch (e) {} };
+  new MutationObserver(check).observe(document, {subtree: true, childList: true, characterData: true, attributes: true});
+};
+if (location.pathname.endsWith('/jobs')) {
+  window.__tyWatch('rows', () => document.querySelectorAll('#jobs-table tbody tr').length === 50);
+}
+if (location.pathname.endsWith('/logs')) {
+  window.__tyWatch('tail', () => { const l = document.querySelector('.viewer .ln:last-child');
+    return l && !l.classList.contains('loading') && l.dataset.line === String(window.__tyLines); });
+}
+"""
+
+
+def timed(client, path, n=40):
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        status, body = client.request("GET", path() if callable(path) else path)
+        out.append(time.perf_counter() - t)
+        assert status == 200, body
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--jobs", type=int, default=100000)
+    ap.add_argument("--log-lines", type=int, default=1000000)
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+    print(machine_description())
+    data = tempfile.mkdtemp(prefix="trainyard-console-bench-")
+    t = time.time()
+    subprocess.run([binary("ty_console_seed"), data, "--jobs", str(args.jobs), "--log-lines",
+                    str(args.log_lines)], check=True)
+    print("seeded in %.0f s" % (time.time() - t))
+    d = Daemon(data_dir=data).start()
+    c = d.client()
+    base = "/v1/projects/bench/jobs"
+    n = args.log_lines
+    rows = []
+    for name, path, target in [
+            ("list, 50 jobs", base + "?pageSize=50", 0.100),
+            ("list, state:FAILED AND labels.team=t3", base + "?pageSize=50&filter=" +
+             "state%3AFAILED%20AND%20labels.team%3Dt3", 0.250),
+            ("jobs:summary", base + ":summary", 0.100),
+            ("logs:summary, %d lines" % n, base + "/big_log/logs:summary", 0.100),
+            ("logs:lines, 1000 at a random offset",
+             lambda: base + "/big_log/logs:lines?pageSize=1000&lineOffset=%d" %
+             random.randrange(n), 0.300)]:
+        lat = timed(c, path)
+        rows.append([name, ms(percentile(lat, 50)), ms(percentile(lat, 95)), ms(target),
+                     verdict(percentile(lat, 95) <= target)])
+    table("API (ms, %d jobs, one job with %d log lines)" % (args.jobs, n),
+          ["request", "p50", "p95", "target p95", ""], rows)
+
+    b = Browser()
+    b.send("Page.addScriptToEvaluateOnNewDocument",
+           {"source": "window.__tyLines = %d;\n%s" % (n, WATCH)})
+    b.send("Network.setCacheDisabled", {"cacheDisabled": True})
+    fcp, shown = [], []
+    for _ in range(args.runs):
+        b.goto(d.url + "/console/projects/bench/jobs")
+        b.wait("window.__ty.rows", timeout=30)
+        shown.append(b.eval("window.__ty.rows") / 1000)
+        fcp.append(b.eval("performance.getEntriesByName('first-contentful-paint')[0].startTime")
+                   / 1000)
+    tail = []
+    for _ in range(args.runs):
+        b.goto(d.url + "/console/projects/bench/jobs/big_log/logs")
+        b.wait("window.__ty.tail", timeout=30)
+        tail.append(b.eval("window.__ty.tail") / 1000)
+    b.send("Network.setCacheDisabled", {"cacheDisabled": False})
+    jumps = []
+    for _ in range(20):
+        line = random.randrange(1, n + 1)
+        jumps.append(b.eval("""(async (n) => {
+          const t = performance.now(); location.hash = '#line=' + n;
+          for (;;) { await new Promise(r => requestAnimationFrame(r));
+            const e = document.querySelector('.ln[data-line="' + n + '"]');
+            if (e && !e.classList.contains('loading')) return performance.now() - t; } })(%d)"""
+                            % line) / 1000)
+    frames = b.eval("""(async () => {
+      const el = document.querySelector('.viewer .scroll'); el.scrollTop = 0;
+      await new Promise(r => requestAnimationFrame(r));
+      const out = []; let last = performance.now();
+      for (let i = 0; i < 300; i++) { el.scrollTop += 97 * 18;
+        await new Promise(r => requestAnimationFrame(r));
+        const now = performance.now(); out.push(now - last); last = now; }
+      return out; })()""")
+    frames = [f / 1000 for f in frames]
+    heap = b.eval("performance.memory.usedJSHeapSize") / 1e6
+    errors = b.take_errors()
+    b.close()
+    d.stop()
+    shutil.rmtree(data, ignore_errors=True)
+    rows = [
+        ["Jobs page: first contentful paint", ms(percentile(fcp, 50)), ms(max(fcp)), "500",
+         verdict(max(fcp) <= 0.5)],
+        ["Jobs page: 50 rows on screen", ms(percentile(shown, 50)), ms(max(shown)), "1000",
+         verdict(max(shown) <= 1.0)],
+        ["Logs: open at the tail (%d lines)" % n, ms(percentile(tail, 50)), ms(max(tail)), "1000",
+         verdict(max(tail) <= 1.0)],
+        ["Logs: jump to a random line (20)", ms(percentile(jumps, 50)),
+         ms(percentile(jumps, 95)), "300", verdict(percentile(jumps, 95) <= 0.3)],
+        ["Logs: frame while scrolling (300)", ms(percentile(frames, 50)),
+         ms(percentile(frames, 95)), "33", verdict(percentile(frames, 95) <= 0.033)],
+    ]
+    table("Browser (ms; cold cache for page loads; %d runs)" % args.runs,
+          ["measure", "p50", "p95/max", "target", ""], rows)
+    print("\nJS heap after the jumps and scrolling: %.1f MB (target <= 64 MB)" % heap)
+    if errors:
+        print("page errors: %s" % errors)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

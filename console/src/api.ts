@@ -1,0 +1,136 @@
+// The console's only way to the daemon: the public REST API of the same origin.
+//
+// Authentication seam: while the daemon's authentication is off every request goes out as is.
+// When it is on, the console will hold an HttpOnly session cookie (sent by the browser, never
+// read by this code) and add the CSRF header below to every mutating request; `authHeaders` is
+// the one place that changes.
+
+export class ApiError extends Error {
+  constructor(
+    public status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function authHeaders(method: string): Record<string, string> {
+  return method === "GET" ? {} : { "X-Trainyard-Console": "1" };
+}
+
+export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = authHeaders(method);
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  let res: Response;
+  try {
+    res = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: "same-origin",
+    });
+  } catch (e) {
+    throw new ApiError(0, `${method} ${path} failed: the daemon did not answer (${String(e)})`);
+  }
+  const text = await res.text();
+  let data: any = {};
+  if (text) {
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = {};
+    }
+  }
+  if (!res.ok) {
+    const msg = data?.error?.message ?? `HTTP ${res.status}`;
+    throw new ApiError(res.status, `${method} ${path}: ${msg}`);
+  }
+  return data as T;
+}
+
+export const enc = encodeURIComponent;
+
+export interface ReplicaConfig {
+  imageUri?: string;
+  acceleratorConfig?: { count?: string; type?: string };
+  [k: string]: unknown;
+}
+
+export interface TrainingInput {
+  scaleTier?: string;
+  masterType?: string;
+  masterConfig?: ReplicaConfig;
+  workerType?: string;
+  workerCount?: string;
+  workerConfig?: ReplicaConfig;
+  parameterServerType?: string;
+  parameterServerCount?: string;
+  parameterServerConfig?: ReplicaConfig;
+  evaluatorType?: string;
+  evaluatorCount?: string;
+  evaluatorConfig?: ReplicaConfig;
+  packageUris?: string[];
+  pythonModule?: string;
+  args?: string[];
+  region?: string;
+  jobDir?: string;
+  runtimeVersion?: string;
+  pythonVersion?: string;
+  hyperparameters?: { maxTrials?: number; goal?: string; hyperparameterMetricTag?: string };
+  [k: string]: unknown;
+}
+
+export interface Job {
+  jobId: string;
+  state: string;
+  createTime?: string;
+  startTime?: string;
+  endTime?: string;
+  errorMessage?: string;
+  labels?: Record<string, string>;
+  etag?: string;
+  jobPosition?: string;
+  trainingInput?: TrainingInput;
+  trainingOutput?: { completedTrialCount?: string; consumedMLUnits?: number; trials?: unknown[] };
+  [k: string]: unknown;
+}
+
+export interface ListJobsResponse {
+  jobs?: Job[];
+  nextPageToken?: string;
+}
+
+export interface JobsSummary {
+  jobStateCounts?: Record<string, string>;
+  totalJobs?: string;
+}
+
+export interface LogEntry {
+  insertId: string;
+  timestamp: string;
+  severity: string;
+  resource: { labels: { task_name: string } };
+  labels?: { trial_id?: string };
+  jsonPayload: { message: string };
+}
+
+export interface LogsSummary {
+  lineCount: string;
+  snapshotInsertId: string;
+  streams: { taskName: string; trialId?: string; lineCount: string }[];
+}
+
+export const TERMINAL = new Set(["SUCCEEDED", "FAILED", "CANCELLED"]);
+export const STATES = [
+  "QUEUED",
+  "PREPARING",
+  "RUNNING",
+  "SUCCEEDED",
+  "FAILED",
+  "CANCELLING",
+  "CANCELLED",
+];
+
+export function jobPath(project: string, id?: string): string {
+  return `/v1/projects/${enc(project)}/jobs` + (id === undefined ? "" : `/${enc(id)}`);
+}

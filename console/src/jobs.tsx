@@ -1,0 +1,339 @@
+// The Jobs page: server-side pages of 50 (the API's pageToken), AI Platform's filter syntax
+// passed to the API as typed, state chips with the project's counts, sorting of the page,
+// bulk cancel. The filter, page token and sort live in the URL.
+import { useEffect, useRef, useState } from "preact/hooks";
+import { api, enc, Job, jobPath, JobsSummary, ListJobsResponse, STATES, TERMINAL } from "./api";
+import { duration, fmtCount, localTime } from "./format";
+import { navigate, withParams } from "./router";
+
+const PAGE_SIZE = 50;
+const POLL_MS = 5000;
+
+type SortKey = "jobId" | "state" | "createTime" | "duration";
+const COLUMNS: [SortKey, string][] = [
+  ["jobId", "Job ID"],
+  ["state", "State"],
+  ["createTime", "Created"],
+  ["duration", "Duration"],
+];
+
+export function jobType(j: Job): string {
+  const hp = j.trainingInput?.hyperparameters;
+  if (hp) {
+    const done = j.trainingOutput?.completedTrialCount ?? "0";
+    return `HP tuning ${done}/${hp.maxTrials ?? "?"}`;
+  }
+  return "Training";
+}
+
+export function machines(j: Job): string {
+  const ti = j.trainingInput ?? {};
+  const tier = ti.scaleTier ?? "BASIC";
+  if (tier !== "CUSTOM") return tier;
+  const parts = [ti.masterType ?? "master"];
+  if (ti.workerCount && ti.workerCount !== "0") parts.push(`${ti.workerCount}× ${ti.workerType}`);
+  if (ti.parameterServerCount && ti.parameterServerCount !== "0") {
+    parts.push(`${ti.parameterServerCount}× ${ti.parameterServerType} (ps)`);
+  }
+  return parts.join(", ");
+}
+
+function sortJobs(jobs: Job[], sort: string): Job[] {
+  if (!sort) return jobs;
+  const desc = sort.startsWith("-");
+  const key = (desc ? sort.slice(1) : sort) as SortKey;
+  const val = (j: Job): string | number => {
+    if (key === "duration") {
+      const d = j.startTime
+        ? (j.endTime ? Date.parse(j.endTime) : Date.now()) - Date.parse(j.startTime)
+        : -1;
+      return d;
+    }
+    if (key === "state") return STATES.indexOf(j.state);
+    return (j[key] as string) ?? "";
+  };
+  const out = [...jobs].sort((a, b) => {
+    const x = val(a);
+    const y = val(b);
+    return x < y ? -1 : x > y ? 1 : 0;
+  });
+  return desc ? out.reverse() : out;
+}
+
+export function StateBadge(props: { state: string }) {
+  return <span class={`badge st-${props.state}`}>{props.state}</span>;
+}
+
+export function JobsPage(props: { project: string; url: URL }) {
+  const { project, url } = props;
+  const filter = url.searchParams.get("filter") ?? "";
+  const pageToken = url.searchParams.get("pageToken") ?? "";
+  const sort = url.searchParams.get("sort") ?? "";
+  const [data, setData] = useState<ListJobsResponse | null>(null);
+  const [summary, setSummary] = useState<JobsSummary | null>(null);
+  const [error, setError] = useState("");
+  const [draft, setDraft] = useState(filter);
+  const [selected, setSelected] = useState<Set<string>>(new Set());
+  const [confirming, setConfirming] = useState(false);
+  const [notice, setNotice] = useState("");
+  const [tick, setTick] = useState(0);
+  const prevTokens = useRef<Map<string, string>>(new Map()); // page token -> previous page's
+  const filterBox = useRef<HTMLInputElement>(null);
+
+  useEffect(() => setDraft(filter), [filter]);
+  useEffect(() => setSelected(new Set()), [filter, pageToken]);
+
+  useEffect(() => {
+    let live = true;
+    const q = new URLSearchParams({ pageSize: String(PAGE_SIZE) });
+    if (filter) q.set("filter", filter);
+    if (pageToken) q.set("pageToken", pageToken);
+    api<ListJobsResponse>("GET", `${jobPath(project)}?${q}`)
+      .then((r) => {
+        if (!live) return;
+        setData(r);
+        setError("");
+      })
+      .catch((e) => live && setError(e.message));
+    api<JobsSummary>("GET", `/v1/projects/${enc(project)}/jobs:summary`)
+      .then((s) => live && setSummary(s))
+      .catch(() => {});
+    return () => {
+      live = false;
+    };
+  }, [project, filter, pageToken, tick]);
+
+  // Refresh the current page every few seconds while the tab is visible.
+  useEffect(() => {
+    const t = window.setInterval(() => {
+      if (!document.hidden) setTick((x) => x + 1);
+    }, POLL_MS);
+    return () => clearInterval(t);
+  }, []);
+
+  // "/" focuses the filter box.
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      const tag = (e.target as HTMLElement | null)?.tagName;
+      if (e.key === "/" && tag !== "INPUT" && tag !== "TEXTAREA") {
+        e.preventDefault();
+        filterBox.current?.focus();
+      }
+    };
+    document.addEventListener("keydown", onKey);
+    return () => document.removeEventListener("keydown", onKey);
+  }, []);
+
+  const jobs = sortJobs(data?.jobs ?? [], sort);
+  const counts = summary?.jobStateCounts ?? {};
+  const cancellable = jobs.filter((j) => selected.has(j.jobId) && !TERMINAL.has(j.state));
+
+  const go = (changes: Record<string, string | null>) => navigate(withParams(url, changes));
+  const applyFilter = (f: string) => go({ filter: f, pageToken: null });
+
+  const next = () => {
+    if (!data?.nextPageToken) return;
+    prevTokens.current.set(data.nextPageToken, pageToken);
+    go({ pageToken: data.nextPageToken });
+  };
+  const prev = prevTokens.current.get(pageToken);
+
+  const cancelSelected = async () => {
+    setConfirming(false);
+    const results = await Promise.allSettled(
+      cancellable.map((j) => api("POST", `${jobPath(project, j.jobId)}:cancel`, {})),
+    );
+    const failed = results.filter((r) => r.status === "rejected") as PromiseRejectedResult[];
+    setNotice(
+      failed.length
+        ? `Cancel failed for ${failed.length} job(s): ${failed[0].reason?.message ?? ""}`
+        : `Cancel requested for ${results.length} job(s).`,
+    );
+    setSelected(new Set());
+    setTick((x) => x + 1);
+  };
+
+  const toggle = (id: string) => {
+    const s = new Set(selected);
+    if (s.has(id)) s.delete(id);
+    else s.add(id);
+    setSelected(s);
+  };
+  const allSelected = jobs.length > 0 && jobs.every((j) => selected.has(j.jobId));
+
+  const sortHeader = (key: SortKey, label: string) => {
+    const active = sort === key || sort === `-${key}`;
+    const nextSort = sort === key ? `-${key}` : key;
+    return (
+      <th>
+        <a
+          href={withParams(url, { sort: nextSort })}
+          class={active ? "sorted" : ""}
+          data-sort={key}
+        >
+          {label}
+          {active ? (sort.startsWith("-") ? " ▼" : " ▲") : ""}
+        </a>
+      </th>
+    );
+  };
+
+  return (
+    <section class="page">
+      <h1>
+        Jobs <span class="muted small">project {project}</span>
+      </h1>
+      <div class="chips" id="state-chips">
+        <a class={"chip" + (filter === "" ? " on" : "")} href={withParams(url, { filter: null, pageToken: null })}>
+          All <b>{fmtCount(Number(summary?.totalJobs ?? 0))}</b>
+        </a>
+        {STATES.map((s) => (
+          <a
+            class={"chip" + (filter === `state:${s}` ? " on" : "")}
+            data-state={s}
+            href={withParams(url, { filter: `state:${s}`, pageToken: null })}
+          >
+            {s} <b>{fmtCount(Number(counts[s] ?? 0))}</b>
+          </a>
+        ))}
+      </div>
+      <form
+        class="filter"
+        onSubmit={(e) => {
+          e.preventDefault();
+          applyFilter(draft.trim());
+        }}
+      >
+        <input
+          id="filter"
+          ref={filterBox}
+          value={draft}
+          placeholder='Filter (press /): state:RUNNING AND labels.owner=alice, jobId:census*, createTime>"2024-01-01T00:00:00Z"'
+          onInput={(e) => setDraft((e.target as HTMLInputElement).value)}
+        />
+        <button type="submit">Filter</button>
+        {filter && (
+          <button type="button" onClick={() => applyFilter("")}>
+            Clear
+          </button>
+        )}
+      </form>
+      {error && (
+        <div class="error" id="jobs-error">
+          {error}
+        </div>
+      )}
+      {notice && <div class="notice">{notice}</div>}
+      <div class="actions">
+        <button
+          type="button"
+          id="bulk-cancel"
+          disabled={cancellable.length === 0}
+          onClick={() => setConfirming(true)}
+        >
+          Cancel selected{cancellable.length ? ` (${cancellable.length})` : ""}
+        </button>
+        {confirming && (
+          <span class="confirm" id="confirm-cancel">
+            Cancel {cancellable.length} job(s)?{" "}
+            <button type="button" class="danger" id="confirm-yes" onClick={cancelSelected}>
+              Cancel jobs
+            </button>{" "}
+            <button type="button" onClick={() => setConfirming(false)}>
+              Keep them
+            </button>
+          </span>
+        )}
+        <span class="spacer-x" />
+        <span class="pager">
+          <button type="button" id="page-first" disabled={!pageToken} onClick={() => go({ pageToken: null })}>
+            First
+          </button>
+          <button
+            type="button"
+            id="page-prev"
+            disabled={!pageToken || prev === undefined}
+            onClick={() => go({ pageToken: prev ?? null })}
+          >
+            Previous
+          </button>
+          <button type="button" id="page-next" disabled={!data?.nextPageToken} onClick={next}>
+            Next
+          </button>
+        </span>
+      </div>
+      {data === null ? (
+        !error && <p class="muted">Loading jobs…</p>
+      ) : jobs.length === 0 && !error ? (
+        <div class="empty" id="jobs-empty">
+          {filter ? (
+            <p>No job matches this filter. Clear it, or check its syntax against the API's.</p>
+          ) : (
+            <>
+              <p>No jobs in project {project} yet. Submit one:</p>
+              <pre>
+                trainyard jobs submit training my_first_job --package-path trainer/ --module-name
+                trainer.task --region us-central1
+              </pre>
+            </>
+          )}
+        </div>
+      ) : (
+        <table class="jobs" id="jobs-table">
+          <thead>
+            <tr>
+              <th>
+                <input
+                  type="checkbox"
+                  aria-label="select all"
+                  checked={allSelected}
+                  onChange={() =>
+                    setSelected(allSelected ? new Set() : new Set(jobs.map((j) => j.jobId)))
+                  }
+                />
+              </th>
+              {COLUMNS.map(([k, l]) => sortHeader(k, l))}
+              <th>Type</th>
+              <th>Machines</th>
+              <th>Labels</th>
+            </tr>
+          </thead>
+          <tbody>
+            {jobs.map((j) => (
+              <tr data-job={j.jobId} class={selected.has(j.jobId) ? "selected" : ""}>
+                <td>
+                  <input
+                    type="checkbox"
+                    aria-label={`select ${j.jobId}`}
+                    checked={selected.has(j.jobId)}
+                    onChange={() => toggle(j.jobId)}
+                  />
+                </td>
+                <td>
+                  <a href={`/console/projects/${enc(project)}/jobs/${enc(j.jobId)}`}>{j.jobId}</a>
+                </td>
+                <td>
+                  <StateBadge state={j.state} />
+                  {j.state === "QUEUED" && j.jobPosition ? (
+                    <span class="muted small"> #{j.jobPosition}</span>
+                  ) : null}
+                </td>
+                <td title={j.createTime}>{localTime(j.createTime)}</td>
+                <td>{duration(j.startTime, j.endTime)}</td>
+                <td>{jobType(j)}</td>
+                <td>{machines(j)}</td>
+                <td>
+                  {Object.entries(j.labels ?? {}).map(([k, v]) => (
+                    <span class="label">
+                      {k}={v}
+                    </span>
+                  ))}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,37 @@
+// The console's entry point: routes the URL to a page.
+import { render } from "preact";
+import "./app.css";
+import { JobPage } from "./job";
+import { JobsPage } from "./jobs";
+import { useLocation } from "./router";
+
+function App() {
+  const url = useLocation();
+  const parts = url.pathname.split("/").filter(Boolean).map(decodeURIComponent);
+  // ["console", "projects", P, "jobs", ID?, TAB?]
+  if (parts[0] === "console" && parts[1] === "projects" && parts[2] && parts[3] === "jobs") {
+    const project = parts[2];
+    if (parts.length === 4) return <JobsPage project={project} url={url} />;
+    if (parts.length <= 6) {
+      const tab = parts[5] ?? "overview";
+      if (["overview", "logs", "json"].includes(tab)) {
+        return <JobPage project={project} id={parts[4]} tab={tab} url={url} />;
+      }
+    }
+  }
+  return (
+    <section class="page">
+      <h1>Not found</h1>
+      <p>
+        The console has no page at <code>{url.pathname}</code>. Go to the{" "}
+        <a href="/console/">jobs</a>.
+      </p>
+    </section>
+  );
+}
+
+const root = document.getElementById("app");
+if (root) {
+  root.textContent = "";
+  render(<App />, root);
+}
