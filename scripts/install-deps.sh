@@ -19,6 +19,8 @@ PACKAGES=(
   libeigen3-dev liblbfgspp-dev python3-optuna
   # Google's Python API client, for the drop-in compatibility tests
   python3-googleapi python3-google-auth python3-httplib2 python3-oauth2client python3-uritemplate
+  # Slurm (executor: slurm) and the dev cluster of scripts/slurm-dev-cluster.sh; no daemon starts
+  slurmctld slurmd slurm-client munge
 )
 
 missing=()

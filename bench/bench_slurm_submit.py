@@ -1,0 +1,305 @@
+#!/usr/bin/python3
+"""Slurm start-up latency: submit -> every task running, for bare sbatch (and, later, Trainyard).
+
+Runs on the development cluster of scripts/slurm-dev-cluster.sh: a private one started in a
+temporary directory (stopped at the end), or the one SLURM_CONF names with --use-cluster.
+Three allocation shapes, each run --runs times on an idle cluster, one job at a time:
+
+  one    1 task, 1 CPU
+  four   4 tasks of one shape, 2 CPUs each (spans at least two of the 4-CPU nodes)
+  het2   a 2-component heterogeneous job: 1 task with 2 CPUs and a fake GPU, plus 2 tasks of
+         1 CPU (what a master with a GPU and two CPU parameter servers become, hetjob rule D2)
+
+Measures, in ms from just before the submit command is started:
+
+  submitted        sbatch --parsable returned the job id
+  RUNNING seen     squeue, polled every --poll seconds, shows every component RUNNING
+  last task        the latest of the tasks' own clock readings ($EPOCHREALTIME, their first
+                   command), read from files they write in a shared directory
+
+Side `sbatch` (default): the batch script starts the tasks itself, either as one srun step per
+component (--steps single, what a hand-written script does) or one `srun -n1 --exact` step per
+task (--steps per-task, what Trainyard's slurm-driver does, design D6). Side `trainyard`: the
+same shapes submitted as AI Platform jobs through Trainyard's REST API, until every replica is
+RUNNING; it is not written yet (submit_trainyard raises NotImplementedError), so no numbers
+exist for it.
+
+--queries counts slurmctld RPCs per minute by message type and by user (the difference of two
+`sdiag` readings) while --loop CMD runs in a shell loop, or while something else (a trainyardd
+using the cluster) runs, for --duration seconds.
+"""
+
+import argparse
+import os
+import pwd
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+SCRIPT = os.path.join(common.REPO, "scripts", "slurm-dev-cluster.sh")
+
+# Each shape is a list of components: (tasks, cpus per task, fake GPUs per task).
+SHAPES = {
+    "one": [(1, 1, 0)],
+    "four": [(4, 2, 0)],
+    "het2": [(1, 2, 1), (2, 1, 0)],
+}
+
+
+class Cluster:
+    """The dev cluster: started here in a temporary directory, or an existing one."""
+
+    def __init__(self, use_existing):
+        self.own = not use_existing
+        self.env = dict(os.environ)
+        self.base = None
+        if self.own:
+            self.base = tempfile.mkdtemp(prefix="trainyard-bench-slurm-")
+            self.dir = os.path.join(self.base, "cluster")
+            self.env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+            self.env["SLURM_CONF"] = os.path.join(self.dir, "slurm.conf")
+        elif "SLURM_CONF" not in self.env:
+            sys.exit("--use-cluster needs SLURM_CONF (scripts/slurm-dev-cluster.sh start prints "
+                     "it)")
+
+    def __enter__(self):
+        if self.own:
+            t = time.perf_counter()
+            self.script("start")
+            print("dev cluster started in %.2f s (%s)" % (time.perf_counter() - t, self.dir))
+        return self
+
+    def __exit__(self, *exc):
+        if self.own:
+            t = time.perf_counter()
+            self.script("stop")
+            print("dev cluster stopped in %.2f s" % (time.perf_counter() - t))
+            shutil.rmtree(self.base, ignore_errors=True)
+
+    def script(self, verb):
+        p = subprocess.run([SCRIPT, verb, self.dir], env=self.env, capture_output=True,
+                           text=True)
+        if p.returncode != 0:
+            sys.exit("slurm-dev-cluster.sh %s failed:\n%s%s" % (verb, p.stdout, p.stderr))
+        return p.stdout
+
+    def run(self, *args, input=None, check=True):
+        p = subprocess.run(list(args), env=self.env, capture_output=True, text=True,
+                           input=input)
+        if check and p.returncode != 0:
+            raise RuntimeError("%s failed (%d): %s" % (" ".join(args), p.returncode, p.stderr))
+        return p.stdout
+
+    def states(self, job):
+        return self.run("squeue", "-h", "-t", "all", "-j", job, "-o", "%T", check=False).split()
+
+    def wait_gone(self, job, timeout=60):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if not self.run("squeue", "-h", "-j", job, check=False).strip():
+                return
+            time.sleep(0.05)
+        raise RuntimeError("job %s did not end" % job)
+
+    def sdiag_counts(self):
+        """({message type: count}, {user: count}) from sdiag's RPC statistics."""
+        out = self.run("sdiag")
+        by_type, by_user, section = {}, {}, None
+        for line in out.splitlines():
+            if line.startswith("Remote Procedure Call statistics by message type"):
+                section = by_type
+            elif line.startswith("Remote Procedure Call statistics by user"):
+                section = by_user
+            elif line and not line[0].isspace():
+                section = None
+            elif section is not None:
+                m = re.match(r"\s+(\S+)\s+\(\s*\d+\)\s+count:(\d+)", line)
+                if m:
+                    section[m.group(1)] = int(m.group(2))
+        return by_type, by_user
+
+
+# ------------------------------------------------------------------------------------------
+# Side "sbatch": a bare allocation whose batch script starts the tasks
+
+
+def batch_script(shape, shared, steps):
+    """The batch script: #SBATCH lines per component, then the task launches. Each task writes
+    its first clock reading to shared/<job>.<component>.<task>, then sleeps until cancelled."""
+    lines = ["#!/bin/bash"]
+    for i, (tasks, cpus, gpus) in enumerate(shape):
+        if i:
+            lines.append("#SBATCH hetjob")
+        opts = "--ntasks=%d --cpus-per-task=%d --mem-per-cpu=256M" % (tasks, cpus)
+        if gpus:
+            opts += " --gpus-per-task=fake:%d" % gpus
+        lines.append("#SBATCH %s" % opts)
+    het = len(shape) > 1
+    task = ("t=$EPOCHREALTIME; echo $t > %s/.$SLURM_JOB_ID.$C.$SLURM_PROCID.$SLURM_STEP_ID && "
+            "mv %s/.$SLURM_JOB_ID.$C.$SLURM_PROCID.$SLURM_STEP_ID "
+            "%s/$SLURM_JOB_ID.$C.$SLURM_PROCID.$SLURM_STEP_ID; exec sleep 3600") % (
+                shared, shared, shared)
+    for i, (tasks, cpus, gpus) in enumerate(shape):
+        group = "--het-group=%d " % i if het else ""
+        res = "--cpus-per-task=%d --mem-per-cpu=256M %s" % (
+            cpus, "--gpus=fake:%d" % gpus if gpus else "--gres=none")
+        if steps == "single":
+            lines.append("C=%d srun %s-n%d %s bash -c '%s' &" % (i, group, tasks, res, task))
+        else:
+            for _ in range(tasks):
+                lines.append("C=%d srun %s-n1 -N1 --exact %s bash -c '%s' &" % (
+                    i, group, res, task))
+    lines.append("wait")
+    return "\n".join(lines) + "\n"
+
+
+def submit_sbatch(cluster, shape, shared, poll, steps):
+    script = batch_script(shape, shared, steps)
+    ntasks = sum(t for t, _, _ in shape)
+    t0 = time.time()
+    job = cluster.run("sbatch", "--parsable", "--no-requeue", "-o", "/dev/null",
+                      input=script).strip().split(";")[0]
+    r = {"submitted": time.time() - t0}
+    deadline = t0 + 120
+    starts = []
+    while True:
+        now = time.time()
+        if "running" not in r:
+            st = cluster.states(job)
+            if st and all(s == "RUNNING" for s in st):
+                r["running"] = time.time() - t0
+            elif any(s not in ("PENDING", "CONFIGURING", "RUNNING") for s in st):
+                raise RuntimeError("job %s ended early: %s" % (job, st))
+        names = [n for n in os.listdir(shared) if n.startswith(job + ".")]
+        if len(names) >= ntasks and "running" in r:
+            for n in names:
+                with open(os.path.join(shared, n)) as f:
+                    starts.append(float(f.read()))
+            break
+        if now > deadline:
+            raise RuntimeError("job %s: %d of %d tasks started in 120 s (states %s)" % (
+                job, len(names), ntasks, cluster.states(job)))
+        time.sleep(poll)
+    r["last_task"] = max(starts) - t0
+    r["first_task"] = min(starts) - t0
+    cluster.run("scancel", job)
+    cluster.wait_gone(job)
+    return r
+
+
+# ------------------------------------------------------------------------------------------
+# Side "trainyard": the same shapes through Trainyard's REST API (to be written)
+
+
+def submit_trainyard(cluster, shape, shared, poll, steps):
+    """Submits `shape` as an AI Platform job to a trainyardd configured with `executor: slurm`
+    on `cluster` and returns the same measures as submit_sbatch: "submitted" (POST answered),
+    "running" (GET shows RUNNING) and "first_task"/"last_task" (the replicas' own first clock
+    readings). Not written yet: the Slurm executor is being built."""
+    raise NotImplementedError(
+        "side 'trainyard' is not implemented yet: it needs trainyardd's Slurm executor "
+        "(issue 12); bench/bench_slurm_submit.py submit_trainyard is the place to add it")
+
+
+SIDES = {"sbatch": submit_sbatch, "trainyard": submit_trainyard}
+
+
+def bench_latency(args, cluster):
+    shared = tempfile.mkdtemp(prefix="trainyard-bench-slurm-shared-")
+    submit = SIDES[args.side]
+    rows = []
+    try:
+        for name in args.shapes:
+            shape = SHAPES[name]
+            submit(cluster, shape, shared, args.poll, args.steps)  # warm-up, not counted
+            runs = [submit(cluster, shape, shared, args.poll, args.steps)
+                    for _ in range(args.runs)]
+            for key, label in (("submitted", "submitted"), ("running", "RUNNING seen"),
+                               ("last_task", "last task")):
+                vals = [r[key] for r in runs]
+                rows.append([name, label, common.ms(common.median(vals)),
+                             common.ms(common.percentile(vals, 90)), common.ms(max(vals))])
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+    common.table("Submit -> running, side %s, steps %s, ms after the submit started (N=%d per "
+                 "shape, poll %.0f ms)" % (args.side, args.steps, args.runs, args.poll * 1000),
+                 ["shape", "measure", "median", "p90", "max"], rows)
+
+
+def bench_queries(args, cluster):
+    loop = None
+    if args.loop:
+        loop = subprocess.Popen(["bash", "-c", "while :; do %s; done" % args.loop],
+                                env=cluster.env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        types0, users0 = cluster.sdiag_counts()
+        t0 = time.time()
+        time.sleep(args.duration)
+        types1, users1 = cluster.sdiag_counts()
+        elapsed = time.time() - t0
+        # The first reading is itself an RPC counted in the second one: take it out.
+        me = pwd.getpwuid(os.getuid()).pw_name
+        types1["REQUEST_STATS_INFO"] = types1.get("REQUEST_STATS_INFO", 0) - 1
+        users1[me] = users1.get(me, 0) - 1
+    finally:
+        if loop:
+            loop.terminate()
+            loop.wait()
+    per_min = 60.0 / elapsed
+    rows = [[k, types1[k] - types0.get(k, 0), "%.1f" % ((types1[k] - types0.get(k, 0)) * per_min)]
+            for k in sorted(types1, key=lambda k: types0.get(k, 0) - types1[k])
+            if types1[k] - types0.get(k, 0) > 0]
+    common.table("slurmctld RPCs by message type during %.1f s (%s)" % (
+        elapsed, "loop: %s" % args.loop if args.loop else "no loop: whatever else ran"),
+        ["message type", "count", "per minute"], rows)
+    rows = [[u, users1[u] - users0.get(u, 0), "%.1f" % ((users1[u] - users0.get(u, 0)) * per_min)]
+            for u in sorted(users1) if users1[u] - users0.get(u, 0) > 0]
+    common.table("slurmctld RPCs by user", ["user", "count", "per minute"], rows)
+    total = sum(types1[k] - types0.get(k, 0) for k in types1)
+    print("total: %d RPCs, %.1f per minute (without this tool's own sdiag readings)"
+          % (total, total * per_min))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--side", choices=sorted(SIDES), default="sbatch",
+                    help="who submits: bare sbatch (default) or trainyard (not written yet)")
+    ap.add_argument("--shapes", nargs="+", choices=list(SHAPES), default=list(SHAPES))
+    ap.add_argument("--runs", type=int, default=10, help="timed runs per shape (default 10)")
+    ap.add_argument("--poll", type=float, default=0.02, help="squeue interval in s (0.02)")
+    ap.add_argument("--steps", choices=("single", "per-task"), default="single",
+                    help="sbatch side: one srun per component or one per task")
+    ap.add_argument("--use-cluster", action="store_true",
+                    help="use the cluster SLURM_CONF names instead of starting one")
+    ap.add_argument("--queries", action="store_true",
+                    help="count slurmctld RPCs per minute instead of timing submits")
+    ap.add_argument("--loop", help="--queries: shell command run in a loop meanwhile, e.g. "
+                    "'squeue -h -u $USER -t all >/dev/null; sleep 1'")
+    ap.add_argument("--duration", type=float, default=60, help="--queries: seconds (60)")
+    args = ap.parse_args()
+    if args.side == "trainyard" and args.queries:
+        ap.error("--queries measures the cluster, not a side")
+
+    print("bench_slurm_submit: %s" % ("RPC counts" if args.queries else "side %s, shapes %s" % (
+        args.side, " ".join(args.shapes))))
+    print("machine: %s" % common.machine_description())
+    try:
+        with Cluster(args.use_cluster) as cluster:
+            if args.queries:
+                bench_queries(args, cluster)
+            else:
+                bench_latency(args, cluster)
+    except NotImplementedError as e:
+        sys.exit("bench_slurm_submit: %s" % e)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
