@@ -71,7 +71,7 @@ struct DaemonConfig {
     std::string port_range = "20000-32767";
     std::string poll_interval = "10s";
     int max_submitted_jobs = 100;
-    std::string time_limit_margin = "2m";
+    std::string time_limit_margin = "120s";
   } slurm;
 };
 
