@@ -204,6 +204,7 @@ struct SReplica {
   bool term_sent = false;
   // Monitor thread only.
   bool gone = false;
+  int64_t exit_seen_at = 0;  // monotonic; when exit.json showed up (guarded by mu_)
   int drain_retries = 0;
   WorkDirTail tail;
 };
@@ -804,7 +805,20 @@ bool SlurmExecutor::Poll(SReplica& r) {
     // The launcher writes exit.json last; the gang's end (plus a grace for the files to show
     // on a network filesystem) covers launchers that never could.
     if (FileExists(Join(r.work_dir, kExitFile))) {
-      r.gone = true;
+      // A trainer stopped by a SIGTERM that Trainyard did not send (the node failed, the job
+      // was preempted) reports a clean exit of its own: wait for Slurm's verdict on the
+      // allocation before believing it (ReportExit).
+      std::lock_guard<std::mutex> lock(mu_);
+      if (r.kill_requested || r.gang->ended) {
+        r.gone = true;
+      } else if (auto e = ReadExitReport(r.work_dir); !e.ok() || !e->stop_requested) {
+        r.gone = true;
+      } else {
+        if (r.exit_seen_at == 0) r.exit_seen_at = MonotonicMicros();
+        r.gone = MonotonicMicros() - r.exit_seen_at >= 6 * options_.poll_interval +
+                                                          options_.file_grace;
+        fast_polls_ = std::max(fast_polls_, 2);
+      }
     } else {
       std::lock_guard<std::mutex> lock(mu_);
       r.gone = r.gang->ended && MonotonicMicros() - r.gang->ended_at >= options_.file_grace;
@@ -833,8 +847,17 @@ void SlurmExecutor::ReportExit(SReplica& r) {
     reason = r.gang->reason;
     slurm_id = r.gang->slurm_id;
   }
-  if (reported) {
+  // The allocation was lost under the replica: whatever the trainer did when it was told to
+  // stop, it did not finish (AI Platform restarts such a replica with the same identity).
+  const bool infrastructure = state == "NODE_FAIL" || state == "PREEMPTED" ||
+                              state == "BOOT_FAIL" || state == "DEADLINE";
+  if (reported && !(infrastructure && !r.kill_requested && parsed->stop_requested)) {
     exit = std::move(parsed).value();
+  } else if (reported) {
+    exit.exit_code = -1;
+    exit.phase = "lost";
+    exit.message = "Slurm ended its allocation (job " + slurm_id + " " + state +
+                   (reason.empty() || reason == "None" ? "" : ", " + reason) + ")";
   } else {
     const bool started = FileExists(Join(r.work_dir, kPidFile));
     exit.exit_code = -1;
