@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Slurm start-up latency: submit -> every task running, for bare sbatch (and, later, Trainyard).
+"""Slurm start-up latency: submit -> every task running, bare sbatch vs Trainyard on Slurm.
 
 Runs on the development cluster of scripts/slurm-dev-cluster.sh: a private one started in a
 temporary directory (stopped at the end), or the one SLURM_CONF names with --use-cluster.
@@ -17,12 +17,12 @@ Measures, in ms from just before the submit command is started:
   last task        the latest of the tasks' own clock readings ($EPOCHREALTIME, their first
                    command), read from files they write in a shared directory
 
-Side `sbatch` (default): the batch script starts the tasks itself, either as one srun step per
+Side `sbatch`: the batch script starts the tasks itself, either as one srun step per
 component (--steps single, what a hand-written script does) or one `srun -n1 --exact` step per
 task (--steps per-task, what Trainyard's slurm-driver does, design D6). Side `trainyard`: the
-same shapes submitted as AI Platform jobs through Trainyard's REST API, until every replica is
-RUNNING; it is not written yet (submit_trainyard raises NotImplementedError), so no numbers
-exist for it.
+same shapes submitted as AI Platform jobs through Trainyard's REST API to a trainyardd with
+`executor: slurm` on the same cluster, until the job is RUNNING and every trainer has written its
+first clock reading. `--side both` (the default) interleaves the two sides run by run.
 
 --queries counts slurmctld RPCs per minute by message type and by user (the difference of two
 `sdiag` readings) while --loop CMD runs in a shell loop, or while something else (a trainyardd
@@ -194,42 +194,152 @@ def submit_sbatch(cluster, shape, shared, poll, steps):
 
 
 # ------------------------------------------------------------------------------------------
-# Side "trainyard": the same shapes through Trainyard's REST API (to be written)
+# Side "trainyard": the same shapes as AI Platform jobs through Trainyard's REST API
+
+# The trainer: its first clock reading into <shared>/<job>.<task>, then sleep until cancelled.
+TRAINER = """
+import json, os, sys, time
+t = time.time()
+tf = json.loads(os.environ["TF_CONFIG"])
+out = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--out=")][0]
+name = "%s.%s-%d" % (os.environ["CLOUD_ML_JOB_ID"], tf["task"]["type"], tf["task"]["index"])
+with open(os.path.join(out, "." + name), "w") as f:
+    f.write(repr(t))
+os.rename(os.path.join(out, "." + name), os.path.join(out, name))
+time.sleep(3600)
+"""
+
+# The shapes as TrainingInput, with cpu_scale 0.25 (a vCPU is a quarter of a dev-node CPU):
+# n1-standard-4 is 1 CPU, n1-standard-8 2 CPUs. het2 is a master with a GPU and two CPU
+# parameter servers, which this Trainyard runs as one plain job of the largest shape.
+TRAINING = {
+    "one": {"scaleTier": "CUSTOM", "masterType": "n1-standard-4"},
+    "four": {"scaleTier": "CUSTOM", "masterType": "n1-standard-8", "workerType": "n1-standard-8",
+             "workerCount": 3},
+    "het2": {"scaleTier": "CUSTOM", "masterType": "n1-standard-8",
+             "masterConfig": {"acceleratorConfig": {"type": "NVIDIA_TESLA_T4", "count": 1}},
+             "parameterServerType": "n1-standard-4", "parameterServerCount": 2},
+}
+
+DAEMON_CONFIG = """executor: slurm
+slurm:
+  shared_dir: {shared}
+  cpu_scale: 0.25
+  memory_scale: 0.01
+  gpu_types: {{NVIDIA_TESLA_T4: fake}}
+"""
 
 
-def submit_trainyard(cluster, shape, shared, poll, steps):
-    """Submits `shape` as an AI Platform job to a trainyardd configured with `executor: slurm`
-    on `cluster` and returns the same measures as submit_sbatch: "submitted" (POST answered),
-    "running" (GET shows RUNNING) and "first_task"/"last_task" (the replicas' own first clock
-    readings). Not written yet: the Slurm executor is being built."""
-    raise NotImplementedError(
-        "side 'trainyard' is not implemented yet: it needs trainyardd's Slurm executor "
-        "(issue 12); bench/bench_slurm_submit.py submit_trainyard is the place to add it")
+class Trainyard:
+    """trainyardd with executor: slurm on the cluster, and the trainer package uploaded."""
+
+    def __init__(self, cluster):
+        self.shared = tempfile.mkdtemp(prefix="trainyard-bench-slurm-ty-")
+        self.config = os.path.join(self.shared, "config.yaml")
+        with open(self.config, "w") as f:
+            f.write(DAEMON_CONFIG.format(shared=self.shared))
+        self.daemon = common.Daemon(extra_args=["--config", self.config], env=cluster.env)
+        self.daemon.start()
+        self.client = self.daemon.client()
+        self.uri = common.stage_package(self.client, TRAINER, "bench-slurm")
+        self.n = 0
+
+    def close(self):
+        self.client.close()
+        self.daemon.stop()
+        shutil.rmtree(self.shared, ignore_errors=True)
+
+
+def submit_trainyard(cluster, shape, shared, poll, steps, ty=None):
+    """Submits `shape` as an AI Platform job to trainyardd (executor: slurm) and returns the
+    same measures as submit_sbatch: "submitted" (POST answered), "running" (GET shows RUNNING:
+    every replica's trainer started) and "first_task"/"last_task" (the trainers' own first
+    clock readings)."""
+    name = [k for k, v in SHAPES.items() if v == shape][0]
+    ty.n += 1
+    job_id = "bench_%s_%d" % (name, ty.n)
+    ntasks = sum(t for t, _, _ in shape)
+    ti = dict(TRAINING[name], packageUris=[ty.uri], pythonModule="trainer.task",
+              region="us-central1", args=["--out=" + shared])
+    t0 = time.time()
+    ty.client.check("POST", "/v1/projects/%s/jobs" % common.PROJECT,
+                    {"jobId": job_id, "trainingInput": ti})
+    r = {"submitted": time.time() - t0}
+    deadline = t0 + 300
+    starts = []
+    while True:
+        if "running" not in r:
+            state = ty.client.job(job_id)["state"]
+            if state == "RUNNING":
+                r["running"] = time.time() - t0
+            elif state not in ("QUEUED", "PREPARING"):
+                raise RuntimeError("job %s ended early: %s" % (job_id, ty.client.job(job_id)))
+        names = [n for n in os.listdir(shared) if n.startswith(job_id + ".")]
+        if len(names) >= ntasks and "running" in r:
+            for n in names:
+                with open(os.path.join(shared, n)) as f:
+                    starts.append(float(f.read()))
+            break
+        if time.time() > deadline:
+            raise RuntimeError("job %s: %d of %d replicas started in 300 s" % (
+                job_id, len(names), ntasks))
+        time.sleep(poll)
+    r["last_task"] = max(starts) - t0
+    r["first_task"] = min(starts) - t0
+    ty.client.check("POST", "/v1/projects/%s/jobs/%s:cancel" % (common.PROJECT, job_id), {})
+    deadline = time.time() + 120
+    while ty.client.job(job_id)["state"] != "CANCELLED" or any(
+            "ty-" in line for line in cluster.run("squeue", "-h", "-o", "%j").splitlines()):
+        if time.time() > deadline:
+            raise RuntimeError("job %s did not end within 120 s of its cancel" % job_id)
+        time.sleep(0.1)
+    return r
 
 
 SIDES = {"sbatch": submit_sbatch, "trainyard": submit_trainyard}
+BOTH = ("sbatch", "trainyard")
 
 
 def bench_latency(args, cluster):
     shared = tempfile.mkdtemp(prefix="trainyard-bench-slurm-shared-")
-    submit = SIDES[args.side]
+    sides = BOTH if args.side == "both" else (args.side,)
+    ty = Trainyard(cluster) if "trainyard" in sides else None
     rows = []
+
+    def submit(side, shape):
+        if side == "trainyard":
+            return submit_trainyard(cluster, shape, shared, args.poll, args.steps, ty)
+        return submit_sbatch(cluster, shape, shared, args.poll, args.steps)
+
     try:
         for name in args.shapes:
             shape = SHAPES[name]
-            submit(cluster, shape, shared, args.poll, args.steps)  # warm-up, not counted
-            runs = [submit(cluster, shape, shared, args.poll, args.steps)
-                    for _ in range(args.runs)]
-            for key, label in (("submitted", "submitted"), ("running", "RUNNING seen"),
-                               ("last_task", "last task")):
-                vals = [r[key] for r in runs]
-                rows.append([name, label, common.ms(common.median(vals)),
-                             common.ms(common.percentile(vals, 90)), common.ms(max(vals))])
+            for side in sides:
+                submit(side, shape)  # warm-up, not counted (Trainyard: builds the environment)
+            # Interleaved, so both sides see the same machine load.
+            runs = {side: [] for side in sides}
+            for _ in range(args.runs):
+                for side in sides:
+                    runs[side].append(submit(side, shape))
+            for side in sides:
+                for key, label in (("submitted", "submitted"), ("running", "RUNNING seen"),
+                                   ("last_task", "last task")):
+                    vals = [r[key] for r in runs[side]]
+                    rows.append([name, side, label, common.ms(common.median(vals)),
+                                 common.ms(common.percentile(vals, 90)), common.ms(max(vals))])
+            if len(sides) == 2:
+                ratio = (common.median([r["last_task"] for r in runs["trainyard"]]) /
+                         common.median([r["last_task"] for r in runs["sbatch"]]))
+                rows.append([name, "ratio", "last task, trainyard / sbatch", "%.2fx" % ratio,
+                             "", ""])
     finally:
+        if ty is not None:
+            ty.close()
         shutil.rmtree(shared, ignore_errors=True)
-    common.table("Submit -> running, side %s, steps %s, ms after the submit started (N=%d per "
-                 "shape, poll %.0f ms)" % (args.side, args.steps, args.runs, args.poll * 1000),
-                 ["shape", "measure", "median", "p90", "max"], rows)
+    common.table("Submit -> running, sides %s, sbatch steps %s, ms after the submit started "
+                 "(N=%d per shape, poll %.0f ms)" % ("+".join(sides), args.steps, args.runs,
+                                                     args.poll * 1000),
+                 ["shape", "side", "measure", "median", "p90", "max"], rows)
 
 
 def bench_queries(args, cluster):
@@ -269,8 +379,9 @@ def bench_queries(args, cluster):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--side", choices=sorted(SIDES), default="sbatch",
-                    help="who submits: bare sbatch (default) or trainyard (not written yet)")
+    ap.add_argument("--side", choices=sorted(SIDES) + ["both"], default="both",
+                    help="who submits: bare sbatch, trainyard (executor: slurm), or both "
+                    "interleaved in one run (default)")
     ap.add_argument("--shapes", nargs="+", choices=list(SHAPES), default=list(SHAPES))
     ap.add_argument("--runs", type=int, default=10, help="timed runs per shape (default 10)")
     ap.add_argument("--poll", type=float, default=0.02, help="squeue interval in s (0.02)")
@@ -284,7 +395,7 @@ def main():
                     "'squeue -h -u $USER -t all >/dev/null; sleep 1'")
     ap.add_argument("--duration", type=float, default=60, help="--queries: seconds (60)")
     args = ap.parse_args()
-    if args.side == "trainyard" and args.queries:
+    if args.side != "sbatch" and args.queries and "--side" in " ".join(sys.argv):
         ap.error("--queries measures the cluster, not a side")
 
     print("bench_slurm_submit: %s" % ("RPC counts" if args.queries else "side %s, shapes %s" % (

@@ -183,4 +183,65 @@ std::map<std::string, std::string> RunEnvironment::ForTask(size_t i, const std::
   return env;
 }
 
+std::string RunPlanToJson(const RunPlan& plan) {
+  json tasks = json::array();
+  for (const Task& t : plan.tasks) {
+    tasks.push_back({{"type", t.type}, {"index", t.index}, {"address", t.address}});
+  }
+  json j = {{"tasks", tasks},
+            {"primary", plan.primary},
+            {"project", plan.project},
+            {"jobId", plan.job_id},
+            {"trialId", plan.trial_id},
+            {"metricTag", plan.metric_tag},
+            {"trainingInput", plan.training_input}};
+  return j.dump(-1, ' ', false, kReplace);
+}
+
+bool RunPlanFromJson(const std::string& text, RunPlan* plan, std::string* error) {
+  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) {
+    *error = "the run plan is not a JSON object";
+    return false;
+  }
+  RunPlan out;
+  auto str = [&](const char* name, std::string* dst) {
+    auto it = j.find(name);
+    if (it == j.end() || it->is_null()) return true;
+    if (!it->is_string()) {
+      *error = std::string("run plan field ") + name + " is not a string";
+      return false;
+    }
+    *dst = it->get<std::string>();
+    return true;
+  };
+  if (!str("primary", &out.primary) || !str("project", &out.project) ||
+      !str("jobId", &out.job_id) || !str("trialId", &out.trial_id) ||
+      !str("metricTag", &out.metric_tag)) {
+    return false;
+  }
+  if (auto it = j.find("trainingInput"); it != j.end() && it->is_object()) {
+    out.training_input = *it;
+  }
+  auto tasks = j.find("tasks");
+  if (tasks == j.end() || !tasks->is_array()) {
+    *error = "run plan field tasks is not an array";
+    return false;
+  }
+  for (const json& t : *tasks) {
+    if (!t.is_object() || !t.contains("type") || !t["type"].is_string() || !t.contains("index") ||
+        !t["index"].is_number_integer()) {
+      *error = "run plan task " + std::to_string(out.tasks.size()) + " needs a type and an index";
+      return false;
+    }
+    Task task;
+    task.type = t["type"].get<std::string>();
+    task.index = t["index"].get<int64_t>();
+    if (auto a = t.find("address"); a != t.end() && a->is_string()) task.address = *a;
+    out.tasks.push_back(std::move(task));
+  }
+  *plan = std::move(out);
+  return true;
+}
+
 }  // namespace trainyard::cluster_env

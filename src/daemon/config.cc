@@ -4,8 +4,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <set>
 #include <sstream>
 
 #include "trainyard/core/time.h"
@@ -339,6 +341,168 @@ const std::vector<Field>& Fields() {
          return ParseBool("container_limits", v, &c.container_limits);
        },
        [](const DaemonConfig& c) { return std::string(c.container_limits ? "true" : "false"); }},
+      {"executor",
+       "where replicas run: local (this machine) or slurm (a Slurm cluster; the slurm.* keys, "
+       "docs/slurm.md)",
+       [](DaemonConfig& c, const std::string& v) {
+         if (v != "local" && v != "slurm")
+           return InvalidArgument("config executor: expected local or slurm, got \"" + v + "\"");
+         c.executor = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.executor; }},
+      {"slurm.shared_dir",
+       "directory mounted at the same path on this machine and every node (work dirs, buckets, "
+       "packages)",
+       [](DaemonConfig& c, const std::string& v) {
+         c.slurm.shared_dir = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.slurm.shared_dir; }},
+      {"slurm.partition", "Slurm partition for every job (empty = the cluster default)",
+       [](DaemonConfig& c, const std::string& v) {
+         c.slurm.partition = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.slurm.partition; }},
+      {"slurm.account", "Slurm account (--account; empty = none)",
+       [](DaemonConfig& c, const std::string& v) {
+         c.slurm.account = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.slurm.account; }},
+      {"slurm.qos", "Slurm QOS (--qos; empty = none)",
+       [](DaemonConfig& c, const std::string& v) {
+         c.slurm.qos = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.slurm.qos; }},
+      {"slurm.extra_sbatch_args",
+       "more #SBATCH lines, comma-separated, e.g. \"--constraint=a100\" (resource, name, "
+       "output, signal, requeue and export flags are Trainyard's)",
+       [](DaemonConfig& c, const std::string& v) {
+         std::vector<std::string> args;
+         for (const auto& a : Split(v, ',')) {
+           std::string t = Trim(a);
+           if (t.empty()) continue;
+           // The flag's name: "--name" up to "=", or a short "-x" (its value may follow).
+           const std::string flag = StartsWith(t, "--")
+                                        ? t.substr(0, t.find('='))
+                                        : t.substr(0, std::min<size_t>(2, t.size()));
+           static const std::set<std::string> kProtected = {"--job-name",
+                                                            "-J",
+                                                            "--output",
+                                                            "-o",
+                                                            "--error",
+                                                            "-e",
+                                                            "--signal",
+                                                            "--requeue",
+                                                            "--no-requeue",
+                                                            "--export",
+                                                            "--ntasks",
+                                                            "-n",
+                                                            "--cpus-per-task",
+                                                            "-c",
+                                                            "--mem",
+                                                            "--mem-per-cpu",
+                                                            "--gpus",
+                                                            "-G",
+                                                            "--gres",
+                                                            "--gpus-per-task",
+                                                            "--time",
+                                                            "-t",
+                                                            "--open-mode",
+                                                            "--wait-all-nodes",
+                                                            "--ntasks-per-node",
+                                                            "--nodes",
+                                                            "-N",
+                                                            "--array",
+                                                            "-a"};
+           if (kProtected.count(flag) != 0) {
+             return InvalidArgument("config slurm.extra_sbatch_args: " + flag +
+                                    " is set by Trainyard and cannot be given here");
+           }
+           if (!StartsWith(t, "-"))
+             return InvalidArgument("config slurm.extra_sbatch_args: \"" + t +
+                                    "\" is not an sbatch flag");
+           args.push_back(t);
+         }
+         c.slurm.extra_sbatch_args = args;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return JoinList(c.slurm.extra_sbatch_args); }},
+      {"slurm.gpu_types",
+       "AI Platform accelerator type to the cluster's GRES type, e.g. "
+       "\"NVIDIA_TESLA_T4=t4,NVIDIA_TESLA_A100=a100\" (unmapped types ask for any GPU)",
+       [](DaemonConfig& c, const std::string& v) {
+         auto m = ParseKeyValueList(v);
+         if (!m.ok()) return InvalidArgument("config slurm.gpu_types: " + m.status().message());
+         c.slurm.gpu_types = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.slurm.gpu_types; }},
+      {"slurm.cpu_scale",
+       "Slurm CPUs per machine-type vCPU (0.5 when a Slurm CPU is a 2-thread core)",
+       [](DaemonConfig& c, const std::string& v) {
+         Status st = ParseDoubleValue("slurm.cpu_scale", v, &c.slurm.cpu_scale);
+         if (st.ok() && !(c.slurm.cpu_scale > 0 && c.slurm.cpu_scale <= 1e6))
+           return InvalidArgument("config slurm.cpu_scale: must be a number > 0 and <= 1000000");
+         return st;
+       },
+       [](const DaemonConfig& c) { return FormatDouble(c.slurm.cpu_scale); }},
+      {"slurm.memory_scale", "Slurm memory per byte of machine-type memory",
+       [](DaemonConfig& c, const std::string& v) {
+         Status st = ParseDoubleValue("slurm.memory_scale", v, &c.slurm.memory_scale);
+         if (st.ok() && !(c.slurm.memory_scale > 0 && c.slurm.memory_scale <= 1e6))
+           return InvalidArgument("config slurm.memory_scale: must be a number > 0 and <= 1000000");
+         return st;
+       },
+       [](const DaemonConfig& c) { return FormatDouble(c.slurm.memory_scale); }},
+      {"slurm.env_cache_dir", "node-local directory for cached Python environments",
+       [](DaemonConfig& c, const std::string& v) {
+         c.slurm.env_cache_dir = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.slurm.env_cache_dir; }},
+      {"slurm.port_range", "ports launchers bind for their trainers, below the ephemeral range",
+       [](DaemonConfig& c, const std::string& v) {
+         int lo = 0;
+         int hi = 0;
+         char tail = 0;
+         if (std::sscanf(v.c_str(), "%d-%d%c", &lo, &hi, &tail) != 2 || lo < 1 || hi > 65535 ||
+             lo > hi)
+           return InvalidArgument("config slurm.port_range: expected LOW-HIGH, got \"" + v + "\"");
+         c.slurm.port_range = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.slurm.port_range; }},
+      {"slurm.poll_interval", "how often one squeue call asks for the state of every Trainyard job",
+       [](DaemonConfig& c, const std::string& v) {
+         auto d = ParseDuration(v);
+         if (!d.ok()) return InvalidArgument("config slurm.poll_interval: " + d.status().message());
+         c.slurm.poll_interval = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.slurm.poll_interval; }},
+      {"slurm.max_submitted_jobs",
+       "gangs handed to Slurm at once (the rest wait in Trainyard's queue); 0 = no cap",
+       [](DaemonConfig& c, const std::string& v) {
+         Status st = ParseIntValue("slurm.max_submitted_jobs", v, &c.slurm.max_submitted_jobs);
+         if (st.ok() && c.slurm.max_submitted_jobs < 0)
+           return InvalidArgument("config slurm.max_submitted_jobs: must be >= 0");
+         return st;
+       },
+       [](const DaemonConfig& c) { return std::to_string(c.slurm.max_submitted_jobs); }},
+      {"slurm.time_limit_margin",
+       "Slurm --time beyond maxRunningTime and the cancel grace (a backstop)",
+       [](DaemonConfig& c, const std::string& v) {
+         auto d = ParseDuration(v);
+         if (!d.ok())
+           return InvalidArgument("config slurm.time_limit_margin: " + d.status().message());
+         c.slurm.time_limit_margin = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.slurm.time_limit_margin; }},
       {"default_project", "project used by the storage API when a request names none",
        [](DaemonConfig& c, const std::string& v) {
          c.default_project = v;
@@ -351,7 +515,9 @@ const std::vector<Field>& Fields() {
 
 std::string EnvName(const char* key) {
   std::string s = "TRAINYARD_";
-  for (const char* p = key; *p; ++p) s.push_back(static_cast<char>(std::toupper(*p)));
+  for (const char* p = key; *p; ++p) {
+    s.push_back(*p == '.' ? '_' : static_cast<char>(std::toupper(*p)));
+  }
   return s;
 }
 
@@ -404,6 +570,26 @@ Status ApplyConfigFile(const std::string& path, DaemonConfig& config) {
               return InvalidArgument("config file " + path + ": unknown runtime key \"" + k + "\"");
           }
           config.runtimes.push_back(r);
+        }
+        continue;
+      }
+      if (key == "slurm" && kv.second.IsMap()) {
+        // The nested block: slurm: {partition: gpu, gpu_types: {NVIDIA_TESLA_T4: t4}, ...}
+        for (const auto& f : kv.second) {
+          const std::string sub = f.first.as<std::string>();
+          std::string value;
+          if (f.second.IsSequence()) {
+            value = JoinList(YamlStrings(f.second));
+          } else if (f.second.IsMap()) {
+            for (const auto& e : f.second) {
+              value += (value.empty() ? "" : ",") + e.first.as<std::string>() + "=" +
+                       e.second.as<std::string>();
+            }
+          } else {
+            value = f.second.as<std::string>();
+          }
+          Status st = SetConfigValue(config, "slurm." + sub, value);
+          if (!st.ok()) return InvalidArgument("config file " + path + ": " + st.message());
         }
         continue;
       }
@@ -500,6 +686,20 @@ std::string YamlFlowList(const std::vector<std::string>& values) {
 }
 
 }  // namespace
+
+Result<std::map<std::string, std::string>> ParseKeyValueList(const std::string& text) {
+  std::map<std::string, std::string> out;
+  for (const auto& item : Split(text, ',')) {
+    const std::string t = Trim(item);
+    if (t.empty()) continue;
+    const size_t eq = t.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == t.size()) {
+      return InvalidArgument("\"" + t + "\" is not KEY=VALUE");
+    }
+    out[Trim(t.substr(0, eq))] = Trim(t.substr(eq + 1));
+  }
+  return out;
+}
 
 std::string DumpConfig(const DaemonConfig& config) {
   // Every scalar is double-quoted, so ApplyConfigFile loads the text back to the same config

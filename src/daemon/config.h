@@ -52,6 +52,27 @@ struct DaemonConfig {
   // engine's path or name on PATH.
   std::string container_engine = "auto";
   bool container_limits = true;  // --memory/--cpus per container from its machine type
+  // Where replicas run: "local" (processes or containers on this machine) or "slurm" (a Slurm
+  // cluster this machine submits to; docs/slurm.md).
+  std::string executor = "local";
+  struct Slurm {
+    // Mounted at the same path on this machine and every node: replica work dirs, the bucket
+    // store, staged packages and the hypertune module live there.
+    std::string shared_dir;
+    std::string partition;  // "" = the cluster's default
+    std::string account;
+    std::string qos;
+    std::vector<std::string> extra_sbatch_args;
+    // AI Platform accelerator type -> the cluster's GRES type: "NVIDIA_TESLA_T4=t4,...".
+    std::string gpu_types;
+    double cpu_scale = 1.0;
+    double memory_scale = 1.0;
+    std::string env_cache_dir = "/var/tmp/trainyard-envs";  // node-local
+    std::string port_range = "20000-32767";
+    std::string poll_interval = "10s";
+    int max_submitted_jobs = 100;
+    std::string time_limit_margin = "120s";
+  } slurm;
 };
 
 // Parses a size such as "24GiB", "512M", "1.5G" or "1000000" (bytes). Binary units for
@@ -68,6 +89,8 @@ Status SetConfigValue(DaemonConfig& config, const std::string& key, const std::s
 Status FinalizeConfig(DaemonConfig& config);
 // YAML text of the effective configuration.
 std::string DumpConfig(const DaemonConfig& config);
+// "A=b,C=d" -> {A: b, C: d}; INVALID_ARGUMENT names a malformed entry.
+Result<std::map<std::string, std::string>> ParseKeyValueList(const std::string& text);
 // Splits "HOST:PORT" (port 0..65535); nullopt when malformed.
 std::optional<std::pair<std::string, int>> ParseHostPort(const std::string& value);
 // Markdown table of every key (for docs/configuration.md).

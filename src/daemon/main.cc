@@ -19,11 +19,13 @@
 #include "config.h"
 #include "data_dir_lock.h"
 #include "python_support.h"
+#include "slurm_setup.h"
 #include "trainyard/api/api_server.h"
 #include "trainyard/core/log.h"
 #include "trainyard/core/util.h"
 #include "trainyard/executor/cgroups.h"
 #include "trainyard/executor/executor.h"
+#include "trainyard/executor/slurm.h"
 #include "trainyard/scheduler/job_service.h"
 #include "trainyard/storage/bucket_store.h"
 #include "trainyard/store/store_sqlite.h"
@@ -169,23 +171,45 @@ int Run(int argc, char** argv) {
   for (const char* sub : {"", "/buckets", "/envs", "/jobs"}) {
     if (Status st = MakeDirs(dd + sub); !st.ok()) Fatal(st.message());
   }
+  // On Slurm, what replicas read and write lives on the shared filesystem: their work dirs,
+  // the bucket store (staged packages, job dirs) and the hypertune module. The store stays
+  // here, on local disk (SQLite over NFS is unsafe).
+  const bool on_slurm = config.executor == "slurm";
+  const std::string shared = on_slurm ? config.slurm.shared_dir : dd;
+  const std::string jobs_dir = shared + "/jobs";
+  std::optional<SlurmSetup> slurm;
+  if (on_slurm) {
+    auto setup = PrepareSlurm(config, jobs_dir);
+    if (!setup.ok()) Fatal(setup.status().message());
+    slurm = std::move(setup).value();
+    if (Status st = MakeDirs(shared + "/buckets"); !st.ok()) Fatal(st.message());
+    TY_LOG_INFO("daemon", "executor: slurm ({})", slurm->summary);
+  }
   store::SqliteOptions so;
   so.path = dd + "/trainyard.db";
   so.synchronous = config.sqlite_synchronous;
   auto store = store::OpenSqliteJobStore(so);
   if (!store.ok()) Fatal("cannot open the job store " + so.path + ": " + store.status().message());
-  storage::BucketStore buckets(dd + "/buckets");
+  storage::BucketStore buckets(shared + "/buckets");
   buckets.SetLocalJobDirRoots(config.job_dir_roots);
 
   ListenerProxy proxy;
-  executor::LocalExecutorOptions eo;
-  eo.launcher_path = config.launcher_path;
-  eo.jobs_dir = dd + "/jobs";
-  auto executor = executor::NewLocalExecutor(eo, &proxy);
+  std::unique_ptr<executor::Executor> executor;
+  std::unique_ptr<scheduler::Admission> cluster_admission;
+  if (slurm) {
+    executor = executor::NewSlurmExecutor(slurm->executor, &proxy);
+    cluster_admission = scheduler::NewClusterAdmission(slurm->capacity);
+  } else {
+    executor::LocalExecutorOptions eo;
+    eo.launcher_path = config.launcher_path;
+    eo.jobs_dir = jobs_dir;
+    executor = executor::NewLocalExecutor(eo, &proxy);
+  }
 
   scheduler::SchedulerOptions opts;
-  opts.jobs_dir = dd + "/jobs";
-  opts.env_cache_dir = dd + "/envs";
+  opts.jobs_dir = jobs_dir;
+  opts.env_cache_dir = on_slurm ? config.slurm.env_cache_dir : dd + "/envs";
+  opts.admission = cluster_admission.get();
   opts.runtimes = config.runtimes;
   opts.cancel_grace = ParseDuration(config.cancel_grace).value();
   opts.max_running_jobs = config.max_running_jobs;
@@ -195,13 +219,15 @@ int Run(int argc, char** argv) {
   opts.node = NodeFromConfig(config);
   opts.exact_gpu_type = config.gpu_type_match == "exact";
   opts.replica_restarts = config.replica_restarts;
-  if (auto dir = daemon::InstallPythonSupport(dd + "/python"); dir.ok()) {
+  if (auto dir = daemon::InstallPythonSupport(shared + "/python"); dir.ok()) {
     opts.python_support_dir = *dir;
   } else {
     TY_LOG_WARN("daemon", "trainers will not find the hypertune module: {}",
                 dir.status().message());
   }
-  if (config.resource_limits) {
+  if (on_slurm) {
+    TY_LOG_INFO("daemon", "replica limits: Slurm's (each step gets its own CPUs and memory)");
+  } else if (config.resource_limits) {
     executor::CgroupProbe probe = executor::ProbeCgroupV1(config.cgroup_root);
     if (probe.usable) {
       opts.cgroup_root = config.cgroup_root;

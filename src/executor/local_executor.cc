@@ -33,6 +33,7 @@
 #include "trainyard/core/util.h"
 #include "trainyard/executor/executor.h"
 #include "trainyard/executor/launcher_protocol.h"
+#include "work_dir_tail.h"
 
 extern char** environ;
 
@@ -43,8 +44,6 @@ constexpr const char* kLog = "exec";
 // After the grace period the executor SIGKILLs the trainer's processes itself and gives the
 // launcher this long to write exit.json before the launcher is SIGKILLed too.
 constexpr Duration kLauncherReportGrace = 5 * kMicrosPerSecond;
-// The most of a log file read (and delivered) per replica per poll.
-constexpr size_t kMaxReadPerPoll = 4 << 20;
 // After a launcher exits, polls spent retrying lines the store refused before the exit is
 // reported anyway (about 10 s at the default interval).
 constexpr int kMaxDrainRetries = 500;
@@ -93,7 +92,6 @@ struct Replica {
   // Immutable after creation.
   ReplicaKey key;
   std::string work_dir;
-  std::string metric_tag;   // "" = no metric file to watch
   pid_t pid = 0;            // 0: no launcher is known (recovered dir without launcher.pid)
   uint64_t start_time = 0;  // 0: unknown
   bool is_child = false;    // started by this process (waitpid works)
@@ -107,14 +105,9 @@ struct Replica {
 
   // Monitor thread only.
   bool exited = false;
-  int log_fd = -1;
   int pid_fd = -1;  // pidfd of the launcher: readable once it exits (wakes the monitor at once)
-  uint64_t offset = 0;
-  bool running_reported = false;
   int drain_retries = 0;  // polls spent re-delivering the last lines after the launcher exited
-  bool delivered_lines = false;  // the last poll delivered lines (the replica is printing)
-  int64_t metrics_read_at = 0;   // monotonic; when the metric file was last looked at
-  std::string metrics_seen;      // its text when last delivered
+  WorkDirTail tail;
 };
 
 class LocalExecutor final : public Executor {
@@ -147,12 +140,6 @@ class LocalExecutor final : public Executor {
   bool Poll(Replica& r);
   bool LauncherGone(Replica& r);
   void EnforceKillDeadlines(Replica& r);
-  // Delivers new complete records; returns false when the listener refused some (they stay
-  // for the next call).
-  bool TailLog(Replica& r, bool to_end);
-  // Delivers the metric file's records when they changed (every metrics_interval, and at the
-  // end when `final`).
-  void PollMetrics(Replica& r, bool final);
   // <jobs_dir>/<project>/<job>[/trial-<id>]/<task>-replica-<i>
   std::string WorkDirFor(const ReplicaKey& key) const;
   void ReportExit(Replica& r);
@@ -255,7 +242,9 @@ Status LocalExecutor::Launch(const ReplicaSpec& given) {
   auto r = std::make_shared<Replica>();
   r->key = spec.key;
   r->work_dir = spec.work_dir;
-  r->metric_tag = spec.metric_tag;
+  r->tail.key = spec.key;
+  r->tail.work_dir = spec.work_dir;
+  r->tail.metric_tag = spec.metric_tag;
   r->pid = pid;
   r->is_child = true;
   if (auto st = ReadProcStat(pid)) r->start_time = st->start_time;
@@ -332,7 +321,9 @@ std::vector<RecoveredReplica> LocalExecutor::Recover(const std::vector<ReplicaKe
     auto r = std::make_shared<Replica>();
     r->key = key;
     r->work_dir = dir;
-    r->metric_tag = spec->metric_tag;
+    r->tail.key = key;
+    r->tail.work_dir = dir;
+    r->tail.metric_tag = spec->metric_tag;
     if (auto pid_text = ReadFile(Join(dir, kPidFile)); pid_text.ok()) {
       pid_t pid = 0;
       uint64_t start = 0;
@@ -341,13 +332,7 @@ std::vector<RecoveredReplica> LocalExecutor::Recover(const std::vector<ReplicaKe
         r->start_time = start;
       }
     }
-    if (auto off = ReadFile(Join(dir, kLogOffsetFile)); off.ok()) {
-      std::string_view v = *off;
-      while (!v.empty() && v.back() == '\n') v.remove_suffix(1);
-      uint64_t o = 0;
-      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), o);
-      if (ec == std::errc() && p == v.data() + v.size()) r->offset = o;
-    }
+    r->tail.LoadOffset();
     const bool alive = r->pid > 0 && ProcessAlive(r->pid, r->start_time);
     if (!alive) r->exited = true;
     const int64_t now = MonotonicMicros();
@@ -411,10 +396,7 @@ void LocalExecutor::Shutdown() {
   if (monitor_.joinable()) monitor_.join();
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [key, r] : replicas_) {
-    if (r->log_fd >= 0) {
-      ::close(r->log_fd);
-      r->log_fd = -1;
-    }
+    r->tail.CloseLog();
     if (r->pid_fd >= 0) {
       ::close(r->pid_fd);
       r->pid_fd = -1;
@@ -436,9 +418,9 @@ void LocalExecutor::MonitorLoop() {
     for (auto& [key, r] : replicas_) snapshot.push_back(r);
     lock.unlock();
     for (auto& r : snapshot) {
-      r->delivered_lines = false;
+      r->tail.delivered_lines = false;
       bool exited = Poll(*r);
-      printing = printing || r->delivered_lines;
+      printing = printing || r->tail.delivered_lines;
       if (exited) {
         std::lock_guard<std::mutex> l(mu_);
         auto it = replicas_.find(r->key);
@@ -475,12 +457,9 @@ bool LocalExecutor::Poll(Replica& r) {
   // Whether the launcher is gone is decided first: everything it wrote is then on disk.
   const bool gone = LauncherGone(r);
   if (!gone) EnforceKillDeadlines(r);
-  if (!r.running_reported && FileExists(Join(r.work_dir, kRunningFile))) {
-    r.running_reported = true;
-    listener_->OnReplicaRunning(r.key);
-  }
-  bool drained = TailLog(r, gone);
-  PollMetrics(r, gone);
+  r.tail.PollRunning(listener_);
+  bool drained = r.tail.TailLog(listener_, gone);
+  r.tail.PollMetrics(listener_, gone, options_.metrics_interval);
   if (!gone) return false;
   if (r.pid_fd >= 0) {
     // Stays readable once the process is gone: close it so retries wait a poll interval.
@@ -555,113 +534,14 @@ void LocalExecutor::Sweep(const Replica& r, bool include_launcher) {
   if (include_launcher && launcher_alive) ::kill(r.pid, SIGKILL);
 }
 
-bool LocalExecutor::TailLog(Replica& r, bool to_end) {
-  if (r.log_fd < 0) {
-    r.log_fd = ::open(Join(r.work_dir, kLogFile).c_str(), O_RDONLY | O_CLOEXEC);
-    if (r.log_fd < 0) return true;
-  }
-  // One buffer per monitor thread, kept between polls: a fresh 4 MiB string per poll cost page
-  // faults and zero-filling on every read of a chatty replica. The same goes for the entries
-  // handed to the listener: they are reused, so their strings keep their buffers and a
-  // million-line trainer costs no allocation per line here.
-  thread_local std::string buf;
-  thread_local std::vector<model::LogEntry> batch;
-  thread_local LogRecord rec;
-  const std::string task_name = r.key.TaskName();
-  bool delivered = false;
-  bool refused = false;
-  while (true) {
-    struct stat st;
-    if (::fstat(r.log_fd, &st) != 0) return true;
-    const uint64_t size = static_cast<uint64_t>(st.st_size);
-    if (size <= r.offset) break;
-    const size_t want = static_cast<size_t>(std::min<uint64_t>(size - r.offset, kMaxReadPerPoll));
-    buf.resize(want);
-    ssize_t n = ::pread(r.log_fd, buf.data(), want, static_cast<off_t>(r.offset));
-    if (n <= 0) break;
-    buf.resize(static_cast<size_t>(n));
-    size_t last_nl = buf.rfind('\n');
-    if (last_nl == std::string::npos) break;  // a record still being written
-    size_t used = 0;
-    size_t pos = 0;
-    while (pos <= last_nl) {
-      size_t nl = buf.find('\n', pos);
-      std::string_view line(buf.data() + pos, nl - pos);
-      pos = nl + 1;
-      Status parsed = ParseLogRecordInto(line, &rec);
-      if (!parsed.ok()) {
-        TY_LOG_WARN(kLog, "skipping a malformed record in {}/log: {}", r.work_dir,
-                    parsed.ToString());
-        continue;
-      }
-      if (used == batch.size()) batch.emplace_back();
-      model::LogEntry& e = batch[used++];
-      e.insert_id = 0;
-      e.project.assign(r.key.project);
-      e.job_id.assign(r.key.job_id);
-      e.trial_id.assign(r.key.trial_id);
-      e.timestamp = rec.ts;
-      e.severity = rec.severity;
-      // The launcher's own lines ("Running module ...") come from inside the replica, as
-      // /runcloudml.py's do on AI Platform: they carry the replica's task name too.
-      e.task_name.assign(task_name);
-      // ASCII lines (nearly all) move through; anything else is made valid UTF-8 first.
-      bool ascii = std::all_of(rec.message.begin(), rec.message.end(),
-                               [](char c) { return static_cast<unsigned char>(c) < 0x80; });
-      if (ascii) {
-        e.message.assign(rec.message);
-      } else {
-        e.message = SanitizeUtf8(rec.message);
-      }
-    }
-    std::span<model::LogEntry> entries(batch.data(), used);
-    if (!entries.empty()) {
-      Status stored = listener_->OnReplicaLogs(entries);
-      if (!stored.ok()) {
-        // Not advanced: the same lines are delivered again on the next poll.
-        TY_LOG_WARN(kLog, "log lines of {} not stored, retrying: {}", r.work_dir,
-                    stored.ToString());
-        refused = true;
-        break;
-      }
-    }
-    r.offset += last_nl + 1;
-    delivered = true;
-    r.delivered_lines = true;
-    if (!to_end) break;  // the rest on the next poll; keeps one replica from starving others
-  }
-  if (delivered) {
-    Status s = WriteFileAtomic(Join(r.work_dir, kLogOffsetFile), std::to_string(r.offset) + "\n",
-                               /*durable=*/false);
-    if (!s.ok()) TY_LOG_WARN(kLog, "{}", s.ToString());
-  }
-  return !refused;
-}
-
-void LocalExecutor::PollMetrics(Replica& r, bool final) {
-  if (r.metric_tag.empty()) return;
-  const int64_t now = MonotonicMicros();
-  if (!final && now - r.metrics_read_at < options_.metrics_interval) return;
-  r.metrics_read_at = now;
-  auto text = ReadMetricFile(Join(r.work_dir, kMetricFile));
-  if (!text || *text == r.metrics_seen) return;
-  r.metrics_seen = std::move(*text);
-  const std::vector<MetricRecord> records = ParseMetricFile(r.metrics_seen, r.metric_tag);
-  if (!records.empty()) listener_->OnReplicaMetrics(r.key, records, final);
-}
-
 void LocalExecutor::ReportExit(Replica& r) {
-  if (r.log_fd >= 0) {
-    ::close(r.log_fd);
-    r.log_fd = -1;
-  }
+  r.tail.CloseLog();
   if (r.pid_fd >= 0) {
     ::close(r.pid_fd);
     r.pid_fd = -1;
   }
   ReplicaExit exit;
-  auto text = ReadFile(Join(r.work_dir, kExitFile));
-  auto parsed = text.ok() ? ExitFromJson(*text) : Result<ReplicaExit>(text.status());
+  auto parsed = ReadExitReport(r.work_dir);
   const bool reported = parsed.ok();
   if (reported) {
     exit = std::move(parsed).value();
@@ -697,12 +577,7 @@ void LocalExecutor::ReportExit(Replica& r) {
     exit.phase = "lost";
     exit.exit_code = -1;
     exit.message = "its launcher exited without reporting how the trainer ended";
-    if (auto err = ReadFile(Join(r.work_dir, kLauncherErrFile)); err.ok() && !err->empty()) {
-      std::string_view tail = *err;
-      if (tail.size() > 2000) tail = tail.substr(tail.size() - 2000);
-      while (!tail.empty() && tail.back() == '\n') tail.remove_suffix(1);
-      exit.message += ": " + SanitizeUtf8(tail);
-    }
+    if (std::string err = LauncherErrorTail(r.work_dir); !err.empty()) exit.message += ": " + err;
   }
   {
     std::lock_guard<std::mutex> lock(mu_);

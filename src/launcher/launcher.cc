@@ -27,7 +27,9 @@
 
 #include "launcher.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -35,6 +37,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -242,7 +245,7 @@ bool ValidEnvFileKey(const std::string& key) {
 
 class Launcher {
  public:
-  explicit Launcher(std::string work_dir) : work_dir_(std::move(work_dir)) {}
+  Launcher(std::string work_dir, bool slurm) : work_dir_(std::move(work_dir)), slurm_(slurm) {}
   int Run();
 
  private:
@@ -308,7 +311,14 @@ class Launcher {
   void WaitForSignal(Duration timeout);
   int PollTimeoutMs(int64_t now_mono) const;
 
+  // On a Slurm node (slurm_executor.cc): records the step in slurm.json, binds the trainer's
+  // port, tells the driver this replica's address on stdout and reads the run's cluster
+  // environment from stdin (docs/slurm.md). False with `error` set when it could not, or when
+  // the replica was stopped meanwhile (term_requested_).
+  bool SlurmRendezvous(std::string* error);
+
   const std::string work_dir_;
+  const bool slurm_ = false;
   ReplicaSpec spec_;
   LogWriter log_;
   int sfd_ = -1;
@@ -405,11 +415,25 @@ int Launcher::Run() {
   }
 
   PrepareLocalJobDir();
-  if (IsContainer()) return RunContainer();
+  auto rendezvous_failure = [&](const std::string& message) {
+    if (term_requested_) return StoppedBeforeStart();
+    ReplicaExit exit;
+    exit.exit_code = 1;
+    exit.phase = "launch";
+    exit.message = message;
+    Service(Severity::kError, message);
+    return Finish(exit);
+  };
+  if (IsContainer()) {
+    if (slurm_ && !SlurmRendezvous(&error)) return rendezvous_failure(error);
+    return RunContainer();
+  }
   SetUpCgroups();
   std::optional<std::string> python = PrepareEnvironment();
   if (!python) return Finish(failure_);
   if (term_requested_) return StoppedBeforeStart();
+  // Installed first: a replica whose environment fails never joins its peers.
+  if (slurm_ && !SlurmRendezvous(&error)) return rendezvous_failure(error);
 
   std::vector<std::string> argv = {*python, "-m", spec_.python_module};
   argv.insert(argv.end(), spec_.args.begin(), spec_.args.end());
@@ -550,6 +574,132 @@ void Launcher::CheckRelativeGs() {
   if (warning.empty()) return;
   Service(Severity::kWarning, warning);
   exit_warnings_.push_back(std::move(warning));
+}
+
+bool Launcher::SlurmRendezvous(std::string* error) {
+  auto env = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v != nullptr ? v : "");
+  };
+  const std::string node = env("SLURMD_NODENAME");
+  {
+    nlohmann::json info = {{"jobId", env("SLURM_JOB_ID")},
+                           {"stepId", env("SLURM_STEP_ID")},
+                           {"node", node},
+                           {"stepGpus", env("SLURM_STEP_GPUS")}};
+    Status s = WriteFileAtomic(Join(work_dir_, "slurm.json"), info.dump(), /*durable=*/false);
+    if (!s.ok()) Service(Severity::kWarning, "Cannot write slurm.json: " + s.message());
+  }
+  // The port: the one asked for (a restarted replica keeps its own), else a free one in the
+  // range, probed from a random point. It stays bound until the trainer is about to start, so
+  // no other launcher on the node takes it meanwhile.
+  int lo = 20000;
+  int hi = 32767;
+  if (std::string range = env("TRAINYARD_PORT_RANGE"); !range.empty()) {
+    if (std::sscanf(range.c_str(), "%d-%d", &lo, &hi) != 2 || lo < 1 || hi > 65535 || lo > hi) {
+      lo = 20000;
+      hi = 32767;
+    }
+  }
+  int wanted = std::atoi(env("TRAINYARD_RENDEZVOUS_PORT").c_str());
+  int fd = -1;
+  int port = 0;
+  const int span = hi - lo + 1;
+  const int start = static_cast<int>((NowMicros() ^ ::getpid()) % span);
+  for (int i = -1; i < span && fd < 0; ++i) {
+    const int candidate = i < 0 ? wanted : lo + (start + i) % span;
+    if (candidate <= 0) continue;
+    int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0) break;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_ANY);
+    addr.sin_port = htons(static_cast<uint16_t>(candidate));
+    if (::bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+      fd = s;
+      port = candidate;
+    } else {
+      ::close(s);
+    }
+  }
+  if (fd < 0) {
+    *error =
+        "no free port in " + std::to_string(lo) + "-" + std::to_string(hi) + " on node " + node;
+    return false;
+  }
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  nlohmann::json endpoint = {{"host", host}, {"port", port}, {"node", node}};
+  std::string line = "TY-ENDPOINT " + endpoint.dump() + "\n";
+  if (::write(STDOUT_FILENO, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+    ::close(fd);
+    *error = std::string("cannot tell the driver this replica's address: ") + std::strerror(errno);
+    return false;
+  }
+  Service(Severity::kInfo, "Waiting for the other replicas (this one is " + std::string(host) +
+                               ":" + std::to_string(port) + " on Slurm node " + node + ").");
+  // The answer: one "TY-ENV {...}" line on stdin, once every replica of the run has reported.
+  std::string buf;
+  std::string answer;
+  while (answer.empty()) {
+    pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {sfd_, POLLIN, 0}};
+    if (::poll(fds, 2, 1000) < 0 && errno != EINTR) break;
+    if (fds[1].revents & POLLIN) HandleSignals();
+    if (term_requested_) {
+      ::close(fd);
+      *error = "stopped while waiting for the other replicas";
+      return false;
+    }
+    log_.MaybeFlush(MonotonicMicros());
+    if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+    char chunk[65536];
+    ssize_t n = ::read(STDIN_FILENO, chunk, sizeof chunk);
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) continue;
+      ::close(fd);
+      *error = "the Slurm driver went away before every replica had reported its address";
+      return false;
+    }
+    buf.append(chunk, static_cast<size_t>(n));
+    size_t nl;
+    while ((nl = buf.find('\n')) != std::string::npos) {
+      std::string l = buf.substr(0, nl);
+      buf.erase(0, nl + 1);
+      if (StartsWith(l, "TY-ENV ")) answer = l.substr(7);
+    }
+  }
+  ::close(fd);
+  nlohmann::json vars = nlohmann::json::parse(answer, nullptr, /*allow_exceptions=*/false);
+  if (!vars.is_object()) {
+    *error = "the Slurm driver's answer is not a JSON object";
+    return false;
+  }
+  for (const auto& [k, v] : vars.items()) {
+    if (v.is_string()) spec_.env[k] = v.get<std::string>();
+  }
+  // GPUs are Slurm's: each step sees only its own (CUDA_VISIBLE_DEVICES from slurmstepd); a
+  // step without GPUs sees none. A container gets the devices of SLURM_STEP_GPUS (global
+  // indices), numbered from 0 inside.
+  const std::string visible = env("CUDA_VISIBLE_DEVICES");
+  const std::string step_gpus = env("SLURM_STEP_GPUS");
+  if (IsContainer() && !step_gpus.empty()) {
+    std::string inside;
+    int i = 0;
+    for (const std::string& g : Split(step_gpus, ',')) {
+      spec_.container.devices.push_back("/dev/nvidia" + Trim(g));
+      inside += (i ? "," : "") + std::to_string(i);
+      ++i;
+    }
+    for (const char* dev : {"/dev/nvidiactl", "/dev/nvidia-uvm"}) {
+      if (::access(dev, F_OK) == 0) spec_.container.devices.push_back(dev);
+    }
+    spec_.env["CUDA_VISIBLE_DEVICES"] = inside;
+  } else {
+    spec_.env["CUDA_VISIBLE_DEVICES"] = visible;
+  }
+  if (!visible.empty()) spec_.env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
+  Service(Severity::kInfo, "Every replica has reported its address; starting the trainer.");
+  return true;
 }
 
 int Launcher::StoppedBeforeStart() {
@@ -1599,8 +1749,8 @@ void Launcher::WaitForSignal(Duration timeout) {
 
 }  // namespace
 
-int RunLauncher(const std::string& work_dir) {
-  Launcher launcher(work_dir);
+int RunLauncher(const std::string& work_dir, bool slurm) {
+  Launcher launcher(work_dir, slurm);
   return launcher.Run();
 }
 

@@ -360,6 +360,10 @@ Status SchedulerCore::LaunchLocked(ActiveJob& aj, const std::string& trial_id) {
   if (trial != nullptr) plan.metric_tag = aj.tuning->metric_tag;
   plan.training_input =
       json::parse(job.training_input_json.empty() ? "{}" : job.training_input_json, nullptr, false);
+  executor::GangSpec gang;
+  gang.run_plan_json = cluster_env::RunPlanToJson(plan);
+  gang.max_running_time =
+      job.spec.scheduling.max_running_time.value_or(options_.default_max_running_time);
   const cluster_env::RunEnvironment run_env(std::move(plan));
   std::vector<std::string> packages;
   for (const auto& uri : job.spec.package_uris) {
@@ -389,6 +393,8 @@ Status SchedulerCore::LaunchLocked(ActiveJob& aj, const std::string& trial_id) {
   if (!options_.python_support_dir.empty()) {
     python_path += (python_path.empty() ? "" : ":") + options_.python_support_dir;
   }
+  std::vector<executor::ReplicaSpec> specs;
+  specs.reserve(run.size());
   for (size_t i = 0; i < run.size(); ++i) {
     Replica& r = *run[i];
     const bool in_container = !images[i].empty();
@@ -449,12 +455,20 @@ Status SchedulerCore::LaunchLocked(ActiveJob& aj, const std::string& trial_id) {
       spec.limits.memory_bytes = r.demand.memory_bytes;
       spec.limits.cpu_millis = r.demand.cpu_millis;
     }
-    TRAINYARD_RETURN_IF_ERROR(executor_.Launch(spec));
-    r.spec = std::move(spec);
-    r.has_spec = true;
-    r.launched = true;
+    gang.shapes.push_back(
+        {r.demand.cpu_millis, r.demand.memory_bytes, r.demand.gpus, r.demand.gpu_type});
+    specs.push_back(std::move(spec));
   }
-  return Status::Ok();
+  // One call for the whole run: a cluster backend makes one allocation for the gang.
+  size_t launched = 0;
+  Status st = executor_.LaunchGang(specs, gang, &launched);
+  for (size_t i = 0; i < run.size(); ++i) {
+    if (!st.ok() && i >= launched) break;
+    run[i]->spec = std::move(specs[i]);
+    run[i]->has_spec = true;
+    run[i]->launched = true;
+  }
+  return st;
 }
 
 }  // namespace trainyard::scheduler

@@ -32,9 +32,10 @@ def wait_for(predicate, timeout=60.0, interval=0.05, what="condition"):
 class Daemon:
     """A trainyardd child process. start() waits until /readyz answers 200."""
 
-    def __init__(self, data_dir, extra_args=()):
+    def __init__(self, data_dir, extra_args=(), env=None):
         self.data_dir = data_dir
         self.extra_args = list(extra_args)
+        self.env = env  # None: this process's environment
         self.proc = None
         self.url = None
         self.port = 0
@@ -45,7 +46,7 @@ class Daemon:
         self.proc = subprocess.Popen(
             [os.path.join(BIN, "trainyardd"), "--listen", listen, "--data-dir", self.data_dir,
              "--log-level", "info"] + self.extra_args,
-            stdout=subprocess.PIPE, stderr=self.log, start_new_session=True)
+            stdout=subprocess.PIPE, stderr=self.log, start_new_session=True, env=self.env)
         line = self.proc.stdout.readline().decode()
         assert line.startswith("listening on "), "daemon did not start: %r (see %s)" % (
             line, os.path.join(self.data_dir, "daemon.log"))

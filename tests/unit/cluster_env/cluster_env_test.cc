@@ -114,5 +114,27 @@ TEST(ClusterEnvTest, SnakeKeysRecurseIntoObjectsAndArrays) {
             json::parse(R"({"master_config":{"image_uri":"x"},"a":[{"b_c":1}]})"));
 }
 
+TEST(RunPlanJsonTest, RoundTripsAndNamesBadFields) {
+  RunPlan plan;
+  plan.tasks = {{"master", 0, "vm:2000"}, {"worker", 1, ""}};
+  plan.primary = "chief";
+  plan.project = "p";
+  plan.job_id = "j";
+  plan.trial_id = "3";
+  plan.metric_tag = "acc";
+  plan.training_input = nlohmann::json{{"scaleTier", "CUSTOM"}};
+  RunPlan back;
+  std::string error;
+  ASSERT_TRUE(RunPlanFromJson(RunPlanToJson(plan), &back, &error)) << error;
+  EXPECT_EQ(RunPlanToJson(back), RunPlanToJson(plan));
+  EXPECT_EQ(back.tasks[1].type, "worker");
+  EXPECT_EQ(back.tasks[0].address, "vm:2000");
+  EXPECT_FALSE(RunPlanFromJson("[]", &back, &error));
+  EXPECT_FALSE(RunPlanFromJson(R"({"tasks": [{"type": "master"}]})", &back, &error));
+  EXPECT_EQ(error, "run plan task 0 needs a type and an index");
+  EXPECT_FALSE(RunPlanFromJson(R"({"tasks": [], "jobId": 5})", &back, &error));
+  EXPECT_EQ(error, "run plan field jobId is not a string");
+}
+
 }  // namespace
 }  // namespace trainyard::cluster_env

@@ -88,6 +88,11 @@ struct RunPlan {
   nlohmann::json training_input;
 };
 
+// A RunPlan as JSON text and back (the Slurm driver receives the plan of its run in a file and
+// fills in the addresses the replicas report). Parsing names the first bad field.
+std::string RunPlanToJson(const RunPlan& plan);
+bool RunPlanFromJson(const std::string& text, RunPlan* plan, std::string* error);
+
 // Builds the environment of each replica of one run; the shared parts are computed once.
 class RunEnvironment {
  public:

@@ -115,6 +115,23 @@ struct ReplicaSpec {
   ContainerSpec container;
 };
 
+// What a gang (a job, or one trial of a tuning job: every replica of one run) needs from a
+// backend that allocates whole gangs (Slurm), beyond each replica's spec.
+struct GangSpec {
+  // One entry per spec, in the same order: what the replica's machine type asks for.
+  struct Shape {
+    int64_t cpu_millis = 0;
+    int64_t memory_bytes = 0;
+    int gpus = 0;
+    std::string gpu_type;  // AI Platform's accelerator type, "" when gpus == 0
+  };
+  std::vector<Shape> shapes;
+  // The run's cluster plan (cluster_env::RunPlanToJson): a backend that learns the replicas'
+  // addresses only once they are placed rebuilds their cluster environment from it.
+  std::string run_plan_json;
+  Duration max_running_time = 0;  // the scheduler enforces it; a backend may add a backstop
+};
+
 // How a replica ended.
 struct ReplicaExit {
   int exit_code = 0;               // the trainer's exit status (or the launcher's, see phase)
@@ -177,6 +194,24 @@ class Executor {
   // Starts the replica. Returns once it exists (the local backend: the launcher process), not
   // when the trainer runs. ALREADY_EXISTS while the key is still running.
   virtual Status Launch(const ReplicaSpec& spec) = 0;
+  // Starts every replica of one gang. A backend that allocates gangs at once (Slurm) makes one
+  // allocation for all of them; the default launches them one by one. On an error,
+  // `*launched` (when given) says how many of the first specs were started anyway.
+  virtual Status LaunchGang(std::span<const ReplicaSpec> specs, const GangSpec& gang,
+                            size_t* launched) {
+    (void)gang;
+    size_t n = 0;
+    for (const ReplicaSpec& spec : specs) {
+      Status st = Launch(spec);
+      if (!st.ok()) {
+        if (launched != nullptr) *launched = n;
+        return st;
+      }
+      ++n;
+    }
+    if (launched != nullptr) *launched = n;
+    return Status::Ok();
+  }
   // Stops the whole replica: SIGTERM to the launcher, the trainer and every descendant, SIGKILL
   // after `grace`. OnReplicaExit follows with killed_by_request = true and `reason` as its
   // stop_reason (also after a daemon restart). A second call only shortens the grace. No-op for

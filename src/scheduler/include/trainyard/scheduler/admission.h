@@ -57,6 +57,18 @@ class Admission {
   virtual int free_gpus() const = 0;
 };
 
+// What a cluster offers, in machine-type units (vCPUs and bytes as AI Platform counts them,
+// after the backend's scales): only for refusing what it could never hold.
+struct ClusterCapacity {
+  int64_t cpu_millis = 0;    // 0 = unknown (not checked)
+  int64_t memory_bytes = 0;  // 0 = unknown
+  int gpus = 0;
+  int max_submitted = 0;  // gangs handed to the cluster at once; 0 = no cap
+};
+
+// Admission for a cluster backend that queues gangs itself (Slurm): see cluster_admission.cc.
+std::unique_ptr<Admission> NewClusterAdmission(const ClusterCapacity& cluster);
+
 // Admission against the resources of this node (the local executor's backend).
 std::unique_ptr<Admission> NewLocalAdmission(const NodeCapacity& node, bool exact_gpu_type);
 

@@ -1,0 +1,153 @@
+#include "slurm_setup.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <functional>
+#include <set>
+
+#include "trainyard/core/time.h"
+#include "trainyard/core/util.h"
+#include "trainyard/executor/subprocess.h"
+
+namespace trainyard::daemon {
+
+namespace {
+
+constexpr Duration kTimeout = 20 * kMicrosPerSecond;
+
+Result<executor::CommandResult> Slurm(const std::vector<std::string>& argv) {
+  auto r = executor::RunCommand(argv, {}, kTimeout);
+  if (!r.ok() && r.status().code() == StatusCode::kNotFound) {
+    return FailedPrecondition("executor: slurm needs the Slurm client commands on PATH (" +
+                              argv[0] + " not found); install slurm-client on this machine");
+  }
+  return r;
+}
+
+// GPUs in a GRES list such as "gpu:fake:2,gpu:a100:4(S:0-1)" or "(null)".
+int CountGpus(const std::string& gres) {
+  int n = 0;
+  for (const std::string& item : Split(gres, ',')) {
+    std::string g = Trim(item);
+    if (const size_t paren = g.find('('); paren != std::string::npos) g = g.substr(0, paren);
+    if (!StartsWith(g, "gpu")) continue;
+    const size_t colon = g.rfind(':');
+    if (colon == std::string::npos) continue;
+    n += std::atoi(g.c_str() + colon + 1);
+  }
+  return n;
+}
+
+}  // namespace
+
+Result<SinfoTotals> SumSinfo(const std::string& text, const std::string& partition) {
+  SinfoTotals t;
+  std::set<std::string> partitions;
+  std::set<std::string> nodes;
+  std::string wanted = partition;
+  // The default partition is the one sinfo marks with '*'.
+  for (const std::string& line : Split(text, '\n')) {
+    auto f = Split(Trim(line), '|');
+    if (f.size() < 5) continue;
+    std::string p = f[1];
+    if (EndsWith(p, "*")) {
+      p.pop_back();
+      if (wanted.empty()) wanted = p;
+    }
+    partitions.insert(p);
+  }
+  if (wanted.empty() || partitions.count(wanted) == 0) {
+    std::string have;
+    for (const auto& p : partitions) have += (have.empty() ? "" : ", ") + p;
+    return NotFound(wanted.empty() ? "the cluster has no default partition (set slurm.partition; "
+                                     "partitions: " +
+                                         have + ")"
+                                   : "slurm.partition " + wanted +
+                                         " is not a partition of this cluster (partitions: " +
+                                         (have.empty() ? "none" : have) + ")");
+  }
+  t.partition = wanted;
+  for (const std::string& line : Split(text, '\n')) {
+    auto f = Split(Trim(line), '|');
+    if (f.size() < 5) continue;
+    std::string p = f[1];
+    if (EndsWith(p, "*")) p.pop_back();
+    if (p != wanted || !nodes.insert(f[0]).second) continue;
+    ++t.nodes;
+    t.cpus += std::atoll(f[2].c_str());
+    t.memory_mb += std::atoll(f[3].c_str());
+    t.gpus += CountGpus(f[4]);
+  }
+  return t;
+}
+
+Result<SlurmSetup> PrepareSlurm(const DaemonConfig& config, const std::string& jobs_dir) {
+  const auto& sc = config.slurm;
+  if (sc.shared_dir.empty()) {
+    return InvalidArgument(
+        "executor: slurm needs slurm.shared_dir, a directory mounted at the same path on this "
+        "machine and every node");
+  }
+  if (Status st = MakeDirs(jobs_dir); !st.ok()) {
+    return InvalidArgument("slurm.shared_dir " + sc.shared_dir +
+                           " is not writable: " + st.message());
+  }
+  const std::string probe = sc.shared_dir + "/.trainyard-write-test";
+  if (Status st = WriteFileAtomic(probe, "ok\n", /*durable=*/false); !st.ok()) {
+    return InvalidArgument("slurm.shared_dir " + sc.shared_dir +
+                           " is not writable: " + st.message());
+  }
+  ::unlink(probe.c_str());
+  for (const char* cmd : {"sbatch", "squeue", "scancel", "srun"}) {
+    TRAINYARD_ASSIGN_OR_RETURN(auto r, Slurm({cmd, "--version"}));
+    if (r.exit_code != 0) {
+      return FailedPrecondition(std::string("executor: slurm: ") + cmd +
+                                " --version failed: " + executor::CommandError(r));
+    }
+  }
+  TRAINYARD_ASSIGN_OR_RETURN(auto ping, Slurm({"scontrol", "ping"}));
+  if (ping.exit_code != 0 || ping.out.find("UP") == std::string::npos) {
+    return Unavailable("executor: slurm: the Slurm controller does not answer (scontrol ping: " +
+                       executor::CommandError(ping) + "); check SLURM_CONF and slurmctld");
+  }
+  TRAINYARD_ASSIGN_OR_RETURN(auto info, Slurm({"sinfo", "-h", "-N", "-o", "%N|%P|%c|%m|%G"}));
+  if (info.exit_code != 0) {
+    return Unavailable("executor: slurm: sinfo failed: " + executor::CommandError(info));
+  }
+  TRAINYARD_ASSIGN_OR_RETURN(SinfoTotals totals, SumSinfo(info.out, sc.partition));
+
+  SlurmSetup setup;
+  executor::SlurmOptions& o = setup.executor;
+  o.launcher_path = config.launcher_path;
+  o.jobs_dir = jobs_dir;
+  o.partition = sc.partition;
+  o.account = sc.account;
+  o.qos = sc.qos;
+  o.extra_sbatch_args = sc.extra_sbatch_args;
+  if (auto m = ParseKeyValueList(sc.gpu_types); m.ok()) o.gpu_types = *m;
+  o.cpu_scale = sc.cpu_scale;
+  o.memory_scale = sc.memory_scale;
+  o.port_range = sc.port_range;
+  o.poll_interval = ParseDuration(sc.poll_interval).value();
+  o.time_limit_margin = ParseDuration(sc.time_limit_margin).value();
+  o.cancel_grace = ParseDuration(config.cancel_grace).value();
+  char tag[9];
+  std::snprintf(tag, sizeof tag, "%08x",
+                static_cast<unsigned>(std::hash<std::string>{}(jobs_dir)&0xffffffffu));
+  o.name_prefix = std::string("ty-") + tag + "-";
+
+  // In machine-type units: what the partition has, through the scales.
+  setup.capacity.cpu_millis = static_cast<int64_t>(totals.cpus * 1000 / sc.cpu_scale);
+  setup.capacity.memory_bytes =
+      static_cast<int64_t>(static_cast<double>(totals.memory_mb) * 1048576.0 / sc.memory_scale);
+  setup.capacity.gpus = totals.gpus;
+  setup.capacity.max_submitted = sc.max_submitted_jobs;
+  setup.summary = "partition " + totals.partition + ": " + std::to_string(totals.nodes) +
+                  " nodes, " + std::to_string(totals.cpus) + " CPUs, " +
+                  std::to_string(totals.memory_mb) + " MiB, " + std::to_string(totals.gpus) +
+                  " GPUs; work dirs in " + jobs_dir;
+  return setup;
+}
+
+}  // namespace trainyard::daemon

@@ -1,0 +1,35 @@
+// `executor: slurm` at daemon start: checks the Slurm client, the controller, the partition and
+// the shared directory (a wrong setting stops the daemon with a message naming it), and reads
+// what the cluster offers (one sinfo call) for refusing jobs it could never hold.
+#pragma once
+
+#include <string>
+
+#include "config.h"
+#include "trainyard/core/status.h"
+#include "trainyard/executor/slurm.h"
+#include "trainyard/scheduler/admission.h"
+
+namespace trainyard::daemon {
+
+struct SlurmSetup {
+  executor::SlurmOptions executor;
+  scheduler::ClusterCapacity capacity;
+  std::string summary;  // for the start-up log line
+};
+
+// `jobs_dir` is where replica work dirs go (under slurm.shared_dir).
+Result<SlurmSetup> PrepareSlurm(const DaemonConfig& config, const std::string& jobs_dir);
+
+// Rows of `sinfo -h -N -o "%N|%P|%c|%m|%G"` summed over the distinct nodes of `partition` (""
+// = the default one, marked '*'). NOT_FOUND names the partitions there are.
+struct SinfoTotals {
+  std::string partition;
+  int nodes = 0;
+  int64_t cpus = 0;
+  int64_t memory_mb = 0;
+  int gpus = 0;
+};
+Result<SinfoTotals> SumSinfo(const std::string& text, const std::string& partition);
+
+}  // namespace trainyard::daemon

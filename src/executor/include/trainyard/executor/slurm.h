@@ -1,0 +1,77 @@
+// The Slurm executor: every gang (a job, or one trial of a tuning job) is one Slurm job whose
+// batch script runs `trainyard-launcher slurm-driver`, which starts one `srun` step per replica
+// (each under trainyard-launcher, as locally), brokers their host:port rendezvous over the
+// steps' stdin/stdout and exits when they have. Replicas write the usual work-dir files
+// (launcher_protocol.h) to a directory every node and the daemon share; the daemon tails them
+// as it does locally and asks Slurm (one squeue per poll for all its jobs) what happened to
+// each allocation. docs/slurm.md is the administrator's guide.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trainyard/core/status.h"
+#include "trainyard/core/time.h"
+#include "trainyard/executor/executor.h"
+
+namespace trainyard::executor {
+
+struct SlurmOptions {
+  std::string launcher_path;  // trainyard-launcher, at the same path on every node
+  std::string jobs_dir;       // replica work dirs: on the shared filesystem
+  std::string partition;      // "" = the cluster's default
+  std::string account;
+  std::string qos;
+  std::vector<std::string> extra_sbatch_args;  // the administrator's, one per #SBATCH line
+  // AI Platform accelerator type -> GRES type (NVIDIA_TESLA_T4 -> t4). Unmapped types ask for
+  // untyped GPUs.
+  std::map<std::string, std::string> gpu_types;
+  double cpu_scale = 1.0;                          // Slurm CPUs per machine-type vCPU
+  double memory_scale = 1.0;                       // Slurm memory per byte of machine-type memory
+  std::string port_range = "20000-32767";          // where launchers bind their trainer's port
+  Duration poll_interval = 10 * kMicrosPerSecond;  // squeue
+  Duration log_poll_interval = 500 * 1000;         // work-dir files
+  Duration metrics_interval = 1000 * 1000;         // trials' metric files
+  Duration time_limit_margin = 120 * kMicrosPerSecond;  // --time beyond maxRunningTime
+  Duration cancel_grace = 10 * kMicrosPerSecond;
+  // How long a replica's files get to show its exit after Slurm says its job ended.
+  Duration file_grace = 5 * kMicrosPerSecond;
+  // Prefix of every Slurm job name this daemon submits ("ty-<8 hex>-"): what it owns.
+  std::string name_prefix;
+};
+
+// What the executor knows of one Slurm job (one squeue row).
+struct SlurmJobState {
+  std::string id;
+  std::string state;   // PENDING, RUNNING, COMPLETED, CANCELLED, NODE_FAIL, ...
+  std::string reason;  // squeue's reason ("None" when running)
+  std::string name;
+};
+
+// Pure parts, for tests.
+// Rows of `squeue -h -o "%A|%T|%r|%j"`; malformed lines are skipped.
+std::vector<SlurmJobState> ParseSqueue(const std::string& text);
+// Whether a Slurm job state is final.
+bool SlurmStateEnded(const std::string& state);
+// "ty-<tag>-<job>[-t<trial>]-<suffix>": Slurm job names keep [A-Za-z0-9_.-] only.
+std::string SlurmJobName(const std::string& prefix, const ReplicaKey& key,
+                         const std::string& suffix);
+// The batch script of a gang (see slurm_executor.cc for its shape).
+struct SlurmGangPlan {
+  std::string name;
+  std::string gang_dir;   // plan.json, driver.out, gang.json
+  std::string plan_path;  // <gang_dir>/plan.json
+  int tasks = 0;
+  int cpus_per_task = 1;
+  int64_t mem_per_cpu_mb = 1;
+  std::string gpus_per_task;  // "" or "[type:]count"
+  int time_minutes = 0;
+  int signal_seconds = 0;
+};
+std::string SlurmBatchScript(const SlurmOptions& options, const SlurmGangPlan& plan);
+
+std::unique_ptr<Executor> NewSlurmExecutor(const SlurmOptions& options, ExecutorListener* listener);
+
+}  // namespace trainyard::executor

@@ -1,0 +1,897 @@
+// The Slurm executor (slurm.h). Layout on the shared filesystem, per run (a job, or one trial):
+//
+//   <jobs_dir>/<project>/<job>[/trial-<id>]/
+//     <task>-replica-<i>/     the replica's work dir, as locally (spec.json, log, exit.json, ...)
+//                             plus slurm.json (job, step, node), written by its launcher
+//     slurm-<suffix>/         one gang attempt: gang.json (name, then Slurm job id), plan.json
+//                             (read by the driver), job.sh, driver.out (the batch job's output),
+//                             rendezvous.json (every replica's host:port, by the driver)
+//
+// Crash safety: gang.json names the Slurm job before sbatch runs and gets its id after; a
+// daemon that died in between finds the job by its unique name (squeue lists every job of
+// ours), so a gang is never submitted twice.
+//
+// Threads: callers touch the tables under mu_; the monitor thread runs squeue, tails the work
+// dirs and is the only caller of the listener.
+#include <poll.h>
+#include <pwd.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "hypertune_metrics.h"
+#include "proc_util.h"
+#include "protocol_private.h"
+#include "trainyard/core/log.h"
+#include "trainyard/core/util.h"
+#include "trainyard/executor/launcher_protocol.h"
+#include "trainyard/executor/slurm.h"
+#include "trainyard/executor/subprocess.h"
+#include "work_dir_tail.h"
+
+namespace trainyard::executor {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kLog = "slurm";
+constexpr const char* kGangFile = "gang.json";
+constexpr const char* kPlanFile = "plan.json";
+constexpr const char* kDriverOut = "driver.out";
+constexpr const char* kSlurmReplicaFile = "slurm.json";
+constexpr Duration kCommandTimeout = 30 * kMicrosPerSecond;
+// After an exit was seen, polls spent re-delivering lines the store refused.
+constexpr int kMaxDrainRetries = 200;
+
+std::string Join(const std::string& dir, const char* file) { return dir + "/" + file; }
+
+std::string RandomSuffix() {
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>(rng()));
+  return buf;
+}
+
+std::string RunDirOf(const std::string& jobs_dir, const ReplicaKey& key) {
+  std::string dir = jobs_dir + "/" + key.project + "/" + key.job_id;
+  if (!key.trial_id.empty()) dir += "/trial-" + key.trial_id;
+  return dir;
+}
+
+// The newest gang dir (slurm-*) of a run whose plan.json mentions `work_dir` ("" = none).
+std::string NewestGangDir(const std::string& run_dir, const std::string& work_dir) {
+  std::error_code ec;
+  std::string best;
+  std::filesystem::file_time_type best_time{};
+  for (const auto& entry : std::filesystem::directory_iterator(run_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!StartsWith(name, "slurm-")) continue;
+    const std::string plan_path = entry.path().string() + "/" + kPlanFile;
+    auto plan = ReadFile(plan_path);
+    if (!plan.ok() || plan->find(json(work_dir).dump()) == std::string::npos) continue;
+    std::error_code tec;
+    auto t = std::filesystem::last_write_time(plan_path, tec);
+    if (tec) continue;
+    if (best.empty() || t > best_time) {
+      best = entry.path().string();
+      best_time = t;
+    }
+  }
+  return best;
+}
+
+std::string CurrentUser() {
+  if (const passwd* pw = ::getpwuid(::geteuid()); pw != nullptr) return pw->pw_name;
+  return std::to_string(::geteuid());
+}
+
+// The environment sbatch runs with: nothing of the daemon's secrets reaches the job.
+std::vector<std::string> SlurmClientEnv() {
+  std::vector<std::string> env;
+  for (const char* name : {"PATH", "HOME", "USER", "LANG", "SLURM_CONF", "TZ"}) {
+    if (const char* v = std::getenv(name); v != nullptr) env.push_back(std::string(name) + "=" + v);
+  }
+  return env;
+}
+
+std::string ToMinutesCeil(Duration d) {
+  return std::to_string((d + 60 * kMicrosPerSecond - 1) / (60 * kMicrosPerSecond));
+}
+
+}  // namespace
+
+std::vector<SlurmJobState> ParseSqueue(const std::string& text) {
+  std::vector<SlurmJobState> out;
+  for (const std::string& raw : Split(text, '\n')) {
+    std::string line = Trim(raw);
+    if (line.empty()) continue;
+    auto parts = Split(line, '|');
+    if (parts.size() < 4) continue;
+    SlurmJobState s;
+    s.id = Trim(parts[0]);
+    s.state = Trim(parts[1]);
+    s.reason = Trim(parts[2]);
+    // A name cannot hold '|' (SlurmJobName), but keep whatever follows intact.
+    s.name = parts[3];
+    for (size_t i = 4; i < parts.size(); ++i) s.name += "|" + parts[i];
+    s.name = Trim(s.name);
+    if (s.id.empty() || s.state.empty()) continue;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+bool SlurmStateEnded(const std::string& state) {
+  static const std::set<std::string> kLive = {
+      "PENDING",   "RUNNING",      "CONFIGURING",  "COMPLETING", "SUSPENDED",
+      "REQUEUED",  "REQUEUE_HOLD", "REQUEUE_FED",  "RESIZING",   "SIGNALING",
+      "STAGE_OUT", "STOPPED",      "RESV_DEL_HOLD"};
+  return kLive.count(state) == 0;
+}
+
+std::string SlurmJobName(const std::string& prefix, const ReplicaKey& key,
+                         const std::string& suffix) {
+  std::string name =
+      prefix + key.job_id + (key.trial_id.empty() ? "" : "-t" + key.trial_id) + "-" + suffix;
+  for (char& c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '.' || c == '-';
+    if (!ok) c = '_';
+  }
+  return name;
+}
+
+std::string SlurmBatchScript(const SlurmOptions& options, const SlurmGangPlan& plan) {
+  std::string s = "#!/bin/bash\n";
+  auto line = [&](const std::string& arg) { s += "#SBATCH " + arg + "\n"; };
+  line("--job-name=" + plan.name);
+  line("--output=" + Join(plan.gang_dir, kDriverOut));
+  line("--open-mode=append");
+  line("--no-requeue");
+  // A backstop only: the daemon's own timer enforces maxRunningTime with AI Platform's
+  // message. USR1 reaches the driver (never the trainers) before the limit, so replicas stop
+  // gracefully even while the daemon is down.
+  if (plan.time_minutes > 0) line("--time=" + std::to_string(plan.time_minutes));
+  if (plan.signal_seconds > 0) line("--signal=B:USR1@" + std::to_string(plan.signal_seconds));
+  if (!options.partition.empty()) line("--partition=" + options.partition);
+  if (!options.account.empty()) line("--account=" + options.account);
+  if (!options.qos.empty()) line("--qos=" + options.qos);
+  line("--ntasks=" + std::to_string(plan.tasks));
+  line("--cpus-per-task=" + std::to_string(plan.cpus_per_task));
+  line("--mem-per-cpu=" + std::to_string(plan.mem_per_cpu_mb) + "M");
+  if (!plan.gpus_per_task.empty()) line("--gpus-per-task=" + plan.gpus_per_task);
+  for (const std::string& extra : options.extra_sbatch_args) line(extra);
+  s +=
+      "exec " + ShellJoin({options.launcher_path, "slurm-driver", "--plan", plan.plan_path}) + "\n";
+  return s;
+}
+
+namespace {
+
+struct Gang {
+  std::string name;
+  std::string dir;
+  std::string slurm_id;  // "" until known
+  std::string state;     // last seen in squeue ("" not yet)
+  std::string reason;
+  bool seen = false;
+  bool ended = false;
+  int64_t ended_at = 0;      // monotonic
+  int64_t submitted_at = 0;  // monotonic
+  std::vector<ReplicaKey> members;
+  bool cancel_sent = false;    // scancel -s TERM (or a plain scancel while pending)
+  int64_t hard_cancel_at = 0;  // monotonic; a plain scancel, 0 = none due
+};
+
+struct SReplica {
+  ReplicaKey key;
+  std::string work_dir;
+  std::shared_ptr<Gang> gang;
+  // Guarded by mu_.
+  bool kill_requested = false;
+  std::string stop_reason;
+  int64_t hard_kill_at = 0;  // monotonic; plain scancel of its step
+  bool term_sent = false;
+  // Monitor thread only.
+  bool gone = false;
+  int64_t exit_seen_at = 0;  // monotonic; when exit.json showed up (guarded by mu_)
+  int drain_retries = 0;
+  WorkDirTail tail;
+};
+
+class SlurmExecutor final : public Executor {
+ public:
+  SlurmExecutor(SlurmOptions options, ExecutorListener* listener)
+      : options_(std::move(options)), listener_(listener), user_(CurrentUser()) {
+    wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    monitor_ = std::thread([this] { MonitorLoop(); });
+  }
+  ~SlurmExecutor() override {
+    Shutdown();
+    if (wake_fd_ >= 0) ::close(wake_fd_);
+  }
+
+  Status Launch(const ReplicaSpec& spec) override;
+  Status LaunchGang(std::span<const ReplicaSpec> specs, const GangSpec& gang,
+                    size_t* launched) override;
+  void Kill(const ReplicaKey& key, Duration grace, const std::string& reason) override;
+  std::vector<RecoveredReplica> Recover(const std::vector<ReplicaKey>& keys) override;
+  std::vector<MetricRecord> ReplicaMetrics(const ReplicaKey& key, const std::string& tag) override;
+  int RunningCount() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return static_cast<int>(replicas_.size());
+  }
+  void Shutdown() override;
+
+ private:
+  // Writes the gang's files and submits it; the replicas' specs are in their work dirs.
+  Status Submit(const std::shared_ptr<Gang>& gang, const json& plan, const SlurmGangPlan& shape);
+  void MonitorLoop();
+  void PollSlurm();
+  bool Poll(SReplica& r);
+  void ReportExit(SReplica& r);
+  void Scancel(const std::vector<std::string>& args);
+  void EnforceDeadlines();
+  std::string WorkDirFor(const ReplicaKey& key) const {
+    return RunDirOf(options_.jobs_dir, key) + "/" + key.TaskName();
+  }
+  void Wake() {
+    if (wake_fd_ >= 0) {
+      uint64_t one = 1;
+      [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+    }
+  }
+
+  SlurmOptions options_;
+  ExecutorListener* const listener_;
+  const std::string user_;
+
+  mutable std::mutex mu_;
+  std::map<ReplicaKey, std::shared_ptr<SReplica>> replicas_;  // guarded by mu_
+  std::set<std::shared_ptr<Gang>> gangs_;                     // guarded by mu_
+  bool stop_ = false;                                         // guarded by mu_
+  int64_t next_squeue_ = 0;                                   // guarded by mu_
+  int fast_polls_ = 0;  // guarded by mu_: quick squeue polls left after an event
+  std::thread monitor_;
+  int wake_fd_ = -1;
+};
+
+Status SlurmExecutor::LaunchGang(std::span<const ReplicaSpec> specs, const GangSpec& gang_spec,
+                                 size_t* launched) {
+  if (launched != nullptr) *launched = 0;
+  if (specs.empty()) return Status::Ok();
+  if (gang_spec.shapes.size() != specs.size()) {
+    return InvalidArgument("the gang has " + std::to_string(specs.size()) + " specs and " +
+                           std::to_string(gang_spec.shapes.size()) + " shapes");
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return FailedPrecondition("executor is shut down");
+    for (const ReplicaSpec& spec : specs) {
+      if (replicas_.count(spec.key) != 0) {
+        return AlreadyExists("replica " + spec.key.TaskName() + " of job " + spec.key.job_id +
+                             " is already running");
+      }
+    }
+  }
+  const std::string run_dir = RunDirOf(options_.jobs_dir, specs[0].key);
+  const std::string suffix = RandomSuffix();
+  auto gang = std::make_shared<Gang>();
+  gang->name = SlurmJobName(options_.name_prefix, specs[0].key, suffix);
+  gang->dir = run_dir + "/slurm-" + suffix;
+  TRAINYARD_RETURN_IF_ERROR(MakeDirs(gang->dir));
+
+  // The envelope: every task gets the largest shape (one shape: exact). A replica that needs
+  // fewer GPUs than the envelope runs its step with only its own (--gres=none for none).
+  SlurmGangPlan shape;
+  shape.name = gang->name;
+  shape.gang_dir = gang->dir;
+  shape.plan_path = Join(gang->dir, kPlanFile);
+  shape.tasks = static_cast<int>(specs.size());
+  json replicas = json::array();
+  int max_cpus = 1;
+  int64_t max_mem_mb = 1;
+  int max_gpus = 0;
+  std::string gpu_type;
+  std::set<std::string> distinct;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const GangSpec::Shape& sh = gang_spec.shapes[i];
+    const int cpus = std::max<int>(
+        1, static_cast<int>(std::lround(sh.cpu_millis / 1000.0 * options_.cpu_scale)));
+    const int64_t mem_mb = std::max<int64_t>(
+        16, static_cast<int64_t>(std::ceil(sh.memory_bytes * options_.memory_scale / 1048576.0)));
+    std::string gres;
+    if (sh.gpus > 0) {
+      auto mapped = options_.gpu_types.find(sh.gpu_type);
+      gres = (mapped != options_.gpu_types.end() ? mapped->second + ":" : "") +
+             std::to_string(sh.gpus);
+      if (gpu_type.empty() && mapped != options_.gpu_types.end()) gpu_type = mapped->second;
+    }
+    max_cpus = std::max(max_cpus, cpus);
+    max_mem_mb = std::max(max_mem_mb, mem_mb);
+    max_gpus = std::max(max_gpus, sh.gpus);
+    distinct.insert(std::to_string(cpus) + "/" + std::to_string(mem_mb) + "/" + gres);
+    std::string work_dir = specs[i].work_dir.empty() ? WorkDirFor(specs[i].key) : specs[i].work_dir;
+    replicas.push_back({{"workDir", work_dir},
+                        {"task", i},
+                        {"taskName", specs[i].key.TaskName()},
+                        {"cpus", cpus},
+                        {"memPerCpuMb", (mem_mb + cpus - 1) / cpus},
+                        {"gpus", gres},
+                        {"container", !specs[i].container.image.empty()}});
+  }
+  shape.cpus_per_task = max_cpus;
+  shape.mem_per_cpu_mb = (max_mem_mb + max_cpus - 1) / max_cpus;
+  if (max_gpus > 0) {
+    shape.gpus_per_task = (gpu_type.empty() ? "" : gpu_type + ":") + std::to_string(max_gpus);
+  }
+  const Duration limit = gang_spec.max_running_time > 0 ? gang_spec.max_running_time
+                                                        : 7LL * 24 * 3600 * kMicrosPerSecond;
+  shape.time_minutes =
+      std::stoi(ToMinutesCeil(limit + options_.cancel_grace + options_.time_limit_margin));
+  shape.signal_seconds = static_cast<int>(options_.cancel_grace / kMicrosPerSecond) + 90;
+
+  json plan = {{"name", gang->name},
+               {"launcher", options_.launcher_path},
+               {"portRange", options_.port_range},
+               {"replicas", replicas},
+               {"run", json::parse(gang_spec.run_plan_json, nullptr, false)}};
+  if (distinct.size() > 1) {
+    plan["envelopeNote"] =
+        "the replicas have " + std::to_string(distinct.size()) +
+        " shapes; this Trainyard runs them as one plain Slurm job in which every task gets the "
+        "largest (" +
+        std::to_string(max_cpus) + " CPUs, " + std::to_string(max_mem_mb) + " MiB" +
+        (max_gpus > 0 ? ", " + std::to_string(max_gpus) + " GPUs" : std::string()) + ")";
+  }
+
+  // Every replica's spec in its work dir, as locally, before anything is submitted.
+  for (const ReplicaSpec& given : specs) {
+    ReplicaSpec spec = given;
+    if (spec.work_dir.empty()) spec.work_dir = WorkDirFor(spec.key);
+    TRAINYARD_RETURN_IF_ERROR(MakeDirs(spec.work_dir));
+    for (const char* f : {kPidFile, kRunningFile, kLogFile, kLogOffsetFile, kExitFile, kKillFile,
+                          kStopReasonFile, kLauncherErrFile, kSlurmReplicaFile}) {
+      TRAINYARD_RETURN_IF_ERROR(RemoveTree(Join(spec.work_dir, f)));
+    }
+    if (!spec.metric_tag.empty()) {
+      const std::string metric_dir = Join(spec.work_dir, kMetricDir);
+      TRAINYARD_RETURN_IF_ERROR(MakeDirs(metric_dir));
+      spec.env["CLOUD_ML_HP_METRIC_FILE"] = Join(spec.work_dir, kMetricFile);
+      if (!spec.container.image.empty()) {
+        spec.container.mounts.insert(spec.container.mounts.begin(), metric_dir + ":" + metric_dir);
+      }
+    }
+    // Slurm's task/cgroup enforces limits; the launcher makes no cgroups of its own there.
+    spec.cgroup_root.clear();
+    TRAINYARD_RETURN_IF_ERROR(WriteFileAtomic(Join(spec.work_dir, kSpecFile), SpecToJson(spec)));
+    auto r = std::make_shared<SReplica>();
+    r->key = spec.key;
+    r->work_dir = spec.work_dir;
+    r->gang = gang;
+    r->tail.key = spec.key;
+    r->tail.work_dir = spec.work_dir;
+    r->tail.metric_tag = spec.metric_tag;
+    gang->members.push_back(spec.key);
+    std::lock_guard<std::mutex> lock(mu_);
+    replicas_[spec.key] = std::move(r);
+  }
+  Status st = Submit(gang, plan, shape);
+  if (!st.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const ReplicaKey& k : gang->members) replicas_.erase(k);
+    return st;
+  }
+  if (launched != nullptr) *launched = specs.size();
+  return Status::Ok();
+}
+
+Status SlurmExecutor::Submit(const std::shared_ptr<Gang>& gang, const json& plan,
+                             const SlurmGangPlan& shape) {
+  TRAINYARD_RETURN_IF_ERROR(
+      WriteFileAtomic(shape.plan_path, plan.dump(-1, ' ', false, json::error_handler_t::replace)));
+  const std::string script_path = Join(gang->dir, "job.sh");
+  TRAINYARD_RETURN_IF_ERROR(WriteFileAtomic(script_path, SlurmBatchScript(options_, shape)));
+  // The name first: a daemon that dies before it learns the id adopts the job by its name.
+  TRAINYARD_RETURN_IF_ERROR(
+      WriteFileAtomic(Join(gang->dir, kGangFile), json({{"name", gang->name}}).dump()));
+  auto res = RunCommand({"sbatch", "--parsable", script_path}, SlurmClientEnv(), kCommandTimeout);
+  if (!res.ok()) return Unavailable("cannot submit to Slurm: " + res.status().message());
+  if (res->exit_code != 0) {
+    // Slurm's own words: "Requested node configuration is not available" and the like.
+    return FailedPrecondition("Slurm refused the job: " + CommandError(*res));
+  }
+  std::string id = Trim(res->out);
+  if (size_t semi = id.find(';'); semi != std::string::npos) id = id.substr(0, semi);  // cluster
+  TRAINYARD_RETURN_IF_ERROR(WriteFileAtomic(Join(gang->dir, kGangFile),
+                                            json({{"name", gang->name}, {"jobId", id}}).dump()));
+  TY_LOG_INFO(kLog, "submitted {} as Slurm job {} ({} tasks)", gang->name, id, shape.tasks);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    gang->slurm_id = id;
+    gang->submitted_at = MonotonicMicros();
+    gangs_.insert(gang);
+    fast_polls_ = 4;
+    next_squeue_ = 0;
+  }
+  Wake();
+  return Status::Ok();
+}
+
+Status SlurmExecutor::Launch(const ReplicaSpec& given) {
+  // A restart of one replica: a new allocation of its own, with the shape and the run plan of
+  // the gang it was part of, and its peers' addresses from that gang's rendezvous.
+  ReplicaSpec spec = given;
+  if (spec.work_dir.empty()) spec.work_dir = WorkDirFor(spec.key);
+  const std::string run_dir = RunDirOf(options_.jobs_dir, spec.key);
+  const std::string old_dir = NewestGangDir(run_dir, spec.work_dir);
+  if (old_dir.empty()) {
+    return FailedPrecondition("no earlier Slurm plan for " + spec.key.TaskName() + " of job " +
+                              spec.key.job_id);
+  }
+  const std::string best_plan = old_dir + "/" + kPlanFile;
+  TRAINYARD_ASSIGN_OR_RETURN(auto text, ReadFile(best_plan));
+  json old = json::parse(text, nullptr, false);
+  if (!old.is_object()) return Internal(best_plan + " is not a JSON object");
+  json rv = json::object();
+  if (auto t = ReadFile(old_dir + "/rendezvous.json"); t.ok()) {
+    rv = json::parse(*t, nullptr, false);
+  }
+  json mine;
+  for (const json& r : old.value("replicas", json::array())) {
+    if (r.value("workDir", "") == spec.work_dir) mine = r;
+  }
+  if (mine.is_null()) return FailedPrecondition(best_plan + " does not plan " + spec.work_dir);
+  json run = old["run"];
+  // Peers keep the addresses they rendezvoused with.
+  if (rv.is_object() && run.contains("tasks")) {
+    for (auto& t : run["tasks"]) {
+      const std::string name =
+          t.value("type", "") + "-replica-" + std::to_string(t.value("index", 0));
+      if (rv.contains(name)) t["address"] = rv[name];
+    }
+  }
+  const int task = mine.value("task", 0);
+  if (run.contains("tasks") && task < static_cast<int>(run["tasks"].size())) {
+    run["tasks"][task]["address"] = "";  // this one rendezvouses again
+  }
+  GangSpec gs;
+  GangSpec::Shape sh;
+  // The stored shape is already in Slurm's units: undo the scales so LaunchGang reapplies them.
+  const int cpus = mine.value("cpus", 1);
+  sh.cpu_millis = static_cast<int64_t>(cpus * 1000 / std::max(options_.cpu_scale, 1e-9));
+  sh.memory_bytes = static_cast<int64_t>(mine.value("memPerCpuMb", 1) * cpus * 1048576.0 /
+                                         std::max(options_.memory_scale, 1e-9));
+  const std::string gres = mine.value("gpus", "");
+  if (!gres.empty()) {
+    const size_t colon = gres.rfind(':');
+    sh.gpus = std::atoi(gres.c_str() + (colon == std::string::npos ? 0 : colon + 1));
+    if (colon != std::string::npos) {
+      const std::string type = gres.substr(0, colon);
+      for (const auto& [aip, slurm] : options_.gpu_types) {
+        if (slurm == type) sh.gpu_type = aip;
+      }
+    }
+  }
+  gs.shapes.push_back(sh);
+  gs.run_plan_json = run.dump();
+  ReplicaSpec one = spec;
+  return LaunchGang(std::span<const ReplicaSpec>(&one, 1), gs, nullptr);
+}
+
+void SlurmExecutor::Scancel(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"scancel"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto res = RunCommand(argv, SlurmClientEnv(), kCommandTimeout);
+  if (!res.ok()) {
+    TY_LOG_WARN(kLog, "{}: {}", ShellJoin(argv), res.status().message());
+  } else if (res->exit_code != 0) {
+    TY_LOG_WARN(kLog, "{}: {}", ShellJoin(argv), CommandError(*res));
+  }
+}
+
+void SlurmExecutor::Kill(const ReplicaKey& key, Duration grace, const std::string& reason) {
+  std::shared_ptr<SReplica> r;
+  std::shared_ptr<Gang> gang;
+  bool whole_gang = false;
+  bool pending = false;
+  const int64_t now = MonotonicMicros();
+  if (grace < 0) grace = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = replicas_.find(key);
+    if (it == replicas_.end()) return;
+    r = it->second;
+    gang = r->gang;
+    if (r->kill_requested && r->hard_kill_at != 0 && r->hard_kill_at <= now + grace) return;
+    r->kill_requested = true;
+    if (!reason.empty()) r->stop_reason = reason;
+    r->hard_kill_at = now + grace;
+    whole_gang = std::all_of(gang->members.begin(), gang->members.end(), [&](const ReplicaKey& k) {
+      auto m = replicas_.find(k);
+      return m == replicas_.end() || m->second->kill_requested;
+    });
+    pending = !gang->seen || gang->state == "PENDING" || gang->state == "CONFIGURING";
+    if (whole_gang) {
+      if (gang->hard_cancel_at == 0 || gang->hard_cancel_at > now + grace) {
+        gang->hard_cancel_at = now + grace;
+      }
+    }
+    fast_polls_ = 4;
+    next_squeue_ = 0;
+  }
+  if (!reason.empty()) {
+    Status s = WriteFileAtomic(Join(r->work_dir, kStopReasonFile), reason, /*durable=*/false);
+    if (!s.ok()) TY_LOG_WARN(kLog, "{}", s.ToString());
+  }
+  Status s = WriteFileAtomic(Join(r->work_dir, kKillFile), std::to_string(grace) + "\n",
+                             /*durable=*/false);
+  if (!s.ok()) TY_LOG_WARN(kLog, "{}", s.ToString());
+  if (gang->slurm_id.empty()) return;  // adopted by name on the next poll, then cancelled
+  if (whole_gang) {
+    // Never --full: that kills the driver, and Slurm then SIGKILLs every step at once.
+    if (pending) {
+      Scancel({gang->slurm_id});
+    } else {
+      Scancel({"-s", "TERM", gang->slurm_id});
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    gang->cancel_sent = true;
+  } else if (auto info = ReadFile(Join(r->work_dir, kSlurmReplicaFile)); info.ok()) {
+    json j = json::parse(*info, nullptr, false);
+    if (j.is_object() && j.contains("stepId")) {
+      Scancel({"-s", "TERM", gang->slurm_id + "." + j.value("stepId", "")});
+      std::lock_guard<std::mutex> lock(mu_);
+      r->term_sent = true;
+    }
+  }
+  TY_LOG_INFO(kLog, "stopping {} of job {} (Slurm job {}, grace {})", key.TaskName(), key.job_id,
+              gang->slurm_id, FormatDuration(grace));
+  Wake();
+}
+
+std::vector<RecoveredReplica> SlurmExecutor::Recover(const std::vector<ReplicaKey>& keys) {
+  std::vector<RecoveredReplica> found;
+  std::map<std::string, std::shared_ptr<Gang>> by_dir;
+  for (const ReplicaKey& key : keys) {
+    const std::string dir = WorkDirFor(key);
+    auto text = ReadFile(Join(dir, kSpecFile));
+    if (!text.ok()) continue;  // never launched
+    auto spec = SpecFromJson(*text);
+    if (spec.ok()) {
+      spec->work_dir = dir;
+    } else {
+      TY_LOG_WARN(kLog, "cannot recover {}: {}", dir, spec.status().ToString());
+      spec = ReplicaSpec();
+    }
+    spec->key = key;
+    // The newest gang that planned this replica.
+    const std::string run_dir = RunDirOf(options_.jobs_dir, key);
+    const std::string gang_dir = NewestGangDir(run_dir, dir);
+    RecoveredReplica rec;
+    auto r = std::make_shared<SReplica>();
+    r->key = key;
+    r->work_dir = dir;
+    r->tail.key = key;
+    r->tail.work_dir = dir;
+    r->tail.metric_tag = spec->metric_tag;
+    r->tail.LoadOffset();
+    std::shared_ptr<Gang>& gang = by_dir[gang_dir];
+    if (!gang) {
+      gang = std::make_shared<Gang>();
+      gang->dir = gang_dir;
+      gang->submitted_at = MonotonicMicros();
+      if (auto g = ReadFile(Join(gang_dir, kGangFile)); g.ok()) {
+        json j = json::parse(*g, nullptr, false);
+        if (j.is_object()) {
+          gang->name = j.value("name", "");
+          gang->slurm_id = j.value("jobId", "");
+        }
+      }
+      if (gang_dir.empty() || gang->name.empty()) {
+        gang->ended = true;  // nothing was submitted: the replica never started
+        gang->state = "NOT_SUBMITTED";
+      }
+    }
+    gang->members.push_back(key);
+    r->gang = gang;
+    if (auto kill_text = ReadFile(Join(dir, kKillFile)); kill_text.ok()) {
+      r->kill_requested = true;
+      r->hard_kill_at = MonotonicMicros() + std::max<Duration>(0, std::atoll(kill_text->c_str()));
+      if (auto reason = ReadFile(Join(dir, kStopReasonFile)); reason.ok()) {
+        r->stop_reason = *reason;
+      }
+    }
+    rec.kill_requested = r->kill_requested;
+    rec.stop_reason = r->stop_reason;
+    rec.spec = std::move(spec).value();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (replicas_.count(key) != 0) {
+        rec.running = true;
+        found.push_back(std::move(rec));
+        continue;
+      }
+      replicas_[key] = r;
+      if (!gang->ended) gangs_.insert(gang);
+    }
+    rec.running = !gang->ended && !FileExists(Join(dir, kExitFile));
+    TY_LOG_INFO(kLog, "{} of job {}: {}", key.TaskName(), key.job_id,
+                rec.running ? "re-attached to Slurm job " + gang->slurm_id
+                            : std::string("ended while the daemon was down"));
+    found.push_back(std::move(rec));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    next_squeue_ = 0;
+  }
+  Wake();
+  return found;
+}
+
+std::vector<MetricRecord> SlurmExecutor::ReplicaMetrics(const ReplicaKey& key,
+                                                        const std::string& tag) {
+  auto text = ReadMetricFile(Join(WorkDirFor(key), kMetricFile));
+  if (!text) return {};
+  return ParseMetricFile(*text, tag);
+}
+
+void SlurmExecutor::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  Wake();
+  if (monitor_.joinable()) monitor_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [key, r] : replicas_) r->tail.CloseLog();
+  replicas_.clear();
+  gangs_.clear();
+}
+
+void SlurmExecutor::PollSlurm() {
+  auto res = RunCommand({"squeue", "-h", "-u", user_, "-t", "all", "-o", "%A|%T|%r|%j"},
+                        SlurmClientEnv(), kCommandTimeout);
+  if (!res.ok() || res->exit_code != 0) {
+    // The controller is away: keep every job as it was and try again next poll.
+    TY_LOG_WARN(kLog, "squeue failed (jobs are kept as they were): {}",
+                res.ok() ? CommandError(*res) : res.status().message());
+    return;
+  }
+  std::map<std::string, SlurmJobState> by_name;
+  for (SlurmJobState& s : ParseSqueue(res->out)) {
+    if (!StartsWith(s.name, options_.name_prefix)) continue;
+    // Ids are reused after a controller reset: the newest job of a name wins.
+    auto it = by_name.find(s.name);
+    if (it == by_name.end() || std::atoll(s.id.c_str()) > std::atoll(it->second.id.c_str())) {
+      by_name[s.name] = std::move(s);
+    }
+  }
+  std::vector<std::pair<std::shared_ptr<Gang>, std::string>> to_cancel;
+  const int64_t now = MonotonicMicros();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& gang : gangs_) {
+    if (gang->ended) continue;
+    auto it = by_name.find(gang->name);
+    if (it != by_name.end()) {
+      const SlurmJobState& s = it->second;
+      if (gang->slurm_id.empty()) {
+        gang->slurm_id = s.id;  // adopted by name (the daemon died right after sbatch)
+        Status w = WriteFileAtomic(Join(gang->dir, kGangFile),
+                                   json({{"name", gang->name}, {"jobId", s.id}}).dump());
+        if (!w.ok()) TY_LOG_WARN(kLog, "{}", w.ToString());
+        TY_LOG_INFO(kLog, "adopted Slurm job {} ({}) by its name", s.id, gang->name);
+      } else if (s.id != gang->slurm_id) {
+        continue;  // not ours: the name matches but the id does not
+      }
+      gang->seen = true;
+      gang->state = s.state;
+      gang->reason = s.reason;
+      if (SlurmStateEnded(s.state)) {
+        gang->ended = true;
+        gang->ended_at = now;
+      }
+      // Kill requested for all of a gang still pending: cancel it now that its id is known.
+      if (!gang->cancel_sent && gang->hard_cancel_at != 0 && !gang->ended) {
+        to_cancel.emplace_back(gang, s.state == "PENDING" ? "" : "TERM");
+        gang->cancel_sent = true;
+      }
+    } else if (gang->seen || now - gang->submitted_at > 60 * kMicrosPerSecond) {
+      // Gone from squeue (MinJobAge passed, or the controller lost it).
+      gang->ended = true;
+      gang->ended_at = now;
+      if (gang->state.empty() || !SlurmStateEnded(gang->state)) gang->state = "UNKNOWN";
+      gang->reason = "the job left the Slurm queue";
+    }
+  }
+  for (auto& [gang, sig] : to_cancel) {
+    if (sig.empty()) {
+      Scancel({gang->slurm_id});
+    } else {
+      Scancel({"-s", sig, gang->slurm_id});
+    }
+  }
+}
+
+void SlurmExecutor::EnforceDeadlines() {
+  const int64_t now = MonotonicMicros();
+  std::vector<std::string> hard;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& gang : gangs_) {
+      if (gang->ended || gang->slurm_id.empty()) continue;
+      if (gang->hard_cancel_at != 0 && now >= gang->hard_cancel_at) {
+        hard.push_back(gang->slurm_id);
+        gang->hard_cancel_at = now + 30 * kMicrosPerSecond;  // again later if still there
+      }
+    }
+    for (const auto& [key, r] : replicas_) {
+      if (!r->kill_requested || r->hard_kill_at == 0 || now < r->hard_kill_at) continue;
+      if (r->gang->ended || r->gang->slurm_id.empty() || r->gang->hard_cancel_at != 0) continue;
+      r->hard_kill_at = now + 30 * kMicrosPerSecond;
+      if (auto info = ReadFile(Join(r->work_dir, kSlurmReplicaFile)); info.ok()) {
+        json j = json::parse(*info, nullptr, false);
+        if (j.is_object() && j.contains("stepId")) {
+          hard.push_back(r->gang->slurm_id + "." + j.value("stepId", ""));
+        }
+      }
+    }
+  }
+  for (const std::string& id : hard) Scancel({id});
+}
+
+void SlurmExecutor::MonitorLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    const int64_t now = MonotonicMicros();
+    bool poll_slurm = !gangs_.empty() && now >= next_squeue_;
+    if (poll_slurm) {
+      Duration next = options_.poll_interval;
+      if (fast_polls_ > 0) {
+        next = std::min<Duration>(next, kMicrosPerSecond);
+        --fast_polls_;
+      }
+      next_squeue_ = now + next;
+    }
+    lock.unlock();
+    if (poll_slurm) PollSlurm();
+    EnforceDeadlines();
+    std::vector<std::shared_ptr<SReplica>> snapshot;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      for (auto& [key, r] : replicas_) snapshot.push_back(r);
+    }
+    bool printing = false;
+    for (auto& r : snapshot) {
+      r->tail.delivered_lines = false;
+      Poll(*r);
+      printing = printing || r->tail.delivered_lines;
+    }
+    lock.lock();
+    // Gangs whose members all reported their exits are done.
+    for (auto it = gangs_.begin(); it != gangs_.end();) {
+      const auto& g = *it;
+      const bool members_left =
+          std::any_of(g->members.begin(), g->members.end(), [&](const ReplicaKey& k) {
+            auto m = replicas_.find(k);
+            return m != replicas_.end() && m->second->gang == g;
+          });
+      it = (!members_left && g->ended) ? gangs_.erase(it) : std::next(it);
+    }
+    if (stop_) break;
+    lock.unlock();
+    const Duration interval = printing ? std::min<Duration>(options_.log_poll_interval, 20 * 1000)
+                                       : options_.log_poll_interval;
+    pollfd pfd{wake_fd_, POLLIN, 0};
+    ::poll(&pfd, 1, static_cast<int>(std::max<int64_t>(1, interval / 1000)));
+    uint64_t drained;
+    [[maybe_unused]] ssize_t n = ::read(wake_fd_, &drained, sizeof drained);
+    lock.lock();
+  }
+}
+
+bool SlurmExecutor::Poll(SReplica& r) {
+  if (!r.gone) {
+    // The launcher writes exit.json last; the gang's end (plus a grace for the files to show
+    // on a network filesystem) covers launchers that never could.
+    if (FileExists(Join(r.work_dir, kExitFile))) {
+      // A trainer stopped by a SIGTERM that Trainyard did not send (the node failed, the job
+      // was preempted) reports a clean exit of its own: wait for Slurm's verdict on the
+      // allocation before believing it (ReportExit).
+      std::lock_guard<std::mutex> lock(mu_);
+      if (r.kill_requested || r.gang->ended) {
+        r.gone = true;
+      } else if (auto e = ReadExitReport(r.work_dir); !e.ok() || !e->stop_requested) {
+        r.gone = true;
+      } else {
+        if (r.exit_seen_at == 0) r.exit_seen_at = MonotonicMicros();
+        r.gone = MonotonicMicros() - r.exit_seen_at >= 6 * options_.poll_interval +
+                                                          options_.file_grace;
+        fast_polls_ = std::max(fast_polls_, 2);
+      }
+    } else {
+      std::lock_guard<std::mutex> lock(mu_);
+      r.gone = r.gang->ended && MonotonicMicros() - r.gang->ended_at >= options_.file_grace;
+    }
+  }
+  r.tail.PollRunning(listener_);
+  const bool drained = r.tail.TailLog(listener_, r.gone);
+  r.tail.PollMetrics(listener_, r.gone, options_.metrics_interval);
+  if (!r.gone) return false;
+  if (!drained && ++r.drain_retries < kMaxDrainRetries) return false;
+  ReportExit(r);
+  return true;
+}
+
+void SlurmExecutor::ReportExit(SReplica& r) {
+  r.tail.CloseLog();
+  ReplicaExit exit;
+  auto parsed = ReadExitReport(r.work_dir);
+  const bool reported = parsed.ok();
+  std::string state;
+  std::string reason;
+  std::string slurm_id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    state = r.gang->state;
+    reason = r.gang->reason;
+    slurm_id = r.gang->slurm_id;
+  }
+  // The allocation was lost under the replica: whatever the trainer did when it was told to
+  // stop, it did not finish (AI Platform restarts such a replica with the same identity).
+  const bool infrastructure = state == "NODE_FAIL" || state == "PREEMPTED" ||
+                              state == "BOOT_FAIL" || state == "DEADLINE";
+  if (reported && !(infrastructure && !r.kill_requested && parsed->stop_requested)) {
+    exit = std::move(parsed).value();
+  } else if (reported) {
+    exit.exit_code = -1;
+    exit.phase = "lost";
+    exit.message = "Slurm ended its allocation (job " + slurm_id + " " + state +
+                   (reason.empty() || reason == "None" ? "" : ", " + reason) + ")";
+  } else {
+    const bool started = FileExists(Join(r.work_dir, kPidFile));
+    exit.exit_code = -1;
+    exit.phase = started ? "lost" : "launch";
+    exit.message = "the Slurm job " + (slurm_id.empty() ? r.gang->name : slurm_id) + " ended (" +
+                   (state.empty() ? "UNKNOWN" : state) +
+                   (reason.empty() || reason == "None" ? "" : ", " + reason) + ") before " +
+                   (started ? "the replica reported how it ended" : "the replica started");
+    if (std::string err = LauncherErrorTail(r.work_dir); !err.empty()) {
+      exit.message += ": " + err;
+    } else if (auto out = ReadFile(Join(r.gang->dir, kDriverOut)); out.ok() && !out->empty()) {
+      std::string_view tail = *out;
+      if (tail.size() > 1500) tail = tail.substr(tail.size() - 1500);
+      exit.message += "; the batch job's output ends: " + SanitizeUtf8(Trim(tail));
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    exit.killed_by_request =
+        r.kill_requested && (!reported || exit.phase != "run" || exit.stop_requested);
+    if (r.kill_requested) exit.stop_reason = r.stop_reason;
+    auto it = replicas_.find(r.key);
+    if (it != replicas_.end() && it->second.get() == &r) replicas_.erase(it);
+  }
+  TY_LOG_INFO(kLog, "{} of job {} exited (phase {}, code {}, Slurm job {} {})", r.key.TaskName(),
+              r.key.job_id, exit.phase, exit.exit_code, slurm_id, state);
+  listener_->OnReplicaExit(r.key, exit);
+}
+
+}  // namespace
+
+std::unique_ptr<Executor> NewSlurmExecutor(const SlurmOptions& options,
+                                           ExecutorListener* listener) {
+  return std::make_unique<SlurmExecutor>(options, listener);
+}
+
+}  // namespace trainyard::executor

@@ -1,0 +1,295 @@
+// trainyard-launcher slurm-driver --plan FILE: what a Slurm gang's batch script execs
+// (slurm_executor.cc writes the plan). It makes no decisions of its own: it starts one `srun`
+// step per replica (each with its own CPUs and GPUs: --exact), waits until every launcher has
+// reported the address its trainer will listen on (a "TY-ENDPOINT {...}" line on the step's
+// stdout), answers each with its cluster environment built from the real addresses (a
+// "TY-ENV {...}" line on its stdin: TF_CONFIG, CLUSTER_SPEC, MASTER_ADDR, ...), records them in
+// rendezvous.json and exits once every step has. Log lines never travel through srun: the
+// launchers write them to their work dirs. Everything else a step prints goes to the batch
+// job's output (driver.out), prefixed with its task name.
+//
+// Signals: USR1 comes from Slurm before the job's time limit (sbatch --signal=B:USR1@...): the
+// driver then asks every step to stop gracefully (scancel -s TERM, which never reaches the
+// batch shell), so replicas stop in order even while the daemon is down.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "launcher.h"
+#include "trainyard/cluster_env/cluster_env.h"
+#include "trainyard/core/time.h"
+#include "trainyard/core/util.h"
+#include "trainyard/executor/launcher_protocol.h"
+#include "trainyard/executor/subprocess.h"
+
+extern char** environ;
+
+namespace trainyard::launcher {
+namespace {
+
+using nlohmann::json;
+
+struct Step {
+  std::string work_dir;
+  std::string task_name;
+  size_t task = 0;  // index into the run plan's tasks
+  bool container = false;
+  pid_t pid = 0;
+  int in_fd = -1;   // the step's stdin (write end)
+  int out_fd = -1;  // its stdout (read end)
+  std::string buf;
+  bool reported = false;
+  bool answered = false;
+  bool exited = false;
+  int status = 0;
+};
+
+void Say(const std::string& line) {
+  std::string l = "trainyard slurm-driver: " + line + "\n";
+  [[maybe_unused]] ssize_t n = ::write(STDOUT_FILENO, l.data(), l.size());
+}
+
+// The exit report of a replica whose step ended before its launcher could write one (srun
+// refused the step, the node failed it): the daemon sees how it ended instead of waiting.
+void ReportLostStep(const Step& s) {
+  const std::string path = s.work_dir + "/" + executor::kExitFile;
+  if (::access(path.c_str(), F_OK) == 0) return;
+  executor::ReplicaExit exit;
+  exit.exit_code = 1;
+  exit.phase = "launch";
+  const int code = WIFEXITED(s.status) ? WEXITSTATUS(s.status) : 128 + WTERMSIG(s.status);
+  exit.message = "the Slurm step of " + s.task_name + " ended (srun exit status " +
+                 std::to_string(code) + ") before its launcher reported";
+  Status st = WriteFileAtomic(path, executor::ExitToJson(exit));
+  if (!st.ok()) Say("cannot write " + path + ": " + st.message());
+}
+
+}  // namespace
+
+int RunSlurmDriver(const std::string& plan_path) {
+  auto text = ReadFile(plan_path);
+  if (!text.ok()) {
+    Say(text.status().message());
+    return 1;
+  }
+  const json plan = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!plan.is_object() || !plan.contains("replicas") || !plan.contains("run")) {
+    Say(plan_path + " is not a gang plan");
+    return 1;
+  }
+  cluster_env::RunPlan run;
+  std::string error;
+  if (!cluster_env::RunPlanFromJson(plan["run"].dump(), &run, &error)) {
+    Say(plan_path + ": " + error);
+    return 1;
+  }
+  const std::string gang_dir = plan_path.substr(0, plan_path.rfind('/'));
+  const std::string launcher = plan.value("launcher", "trainyard-launcher");
+  const std::string port_range = plan.value("portRange", "20000-32767");
+  const char* job_id = std::getenv("SLURM_JOB_ID");
+  Say("Slurm job " + std::string(job_id != nullptr ? job_id : "?") + " on " +
+      std::string(std::getenv("SLURM_JOB_NODELIST") != nullptr ? std::getenv("SLURM_JOB_NODELIST")
+                                                               : "?") +
+      ", " + std::to_string(plan["replicas"].size()) + " replica(s)");
+  if (plan.contains("envelopeNote")) Say(plan.value("envelopeNote", ""));
+
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGTERM, SIGINT, SIGCHLD, SIGUSR1, SIGUSR2, SIGHUP}) sigaddset(&set, sig);
+  ::sigprocmask(SIG_BLOCK, &set, nullptr);
+  int sfd = ::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  std::vector<Step> steps;
+  for (const json& r : plan["replicas"]) {
+    Step s;
+    s.work_dir = r.value("workDir", "");
+    s.task_name = r.value("taskName", "");
+    s.task = r.value("task", 0);
+    s.container = r.value("container", false);
+    if (s.task >= run.tasks.size()) {
+      Say("replica " + s.task_name + " names task " + std::to_string(s.task) +
+          " outside the run plan");
+      return 1;
+    }
+    std::vector<std::string> argv = {
+        "srun",
+        "--ntasks=1",
+        "--nodes=1",
+        "--exact",
+        "--unbuffered",
+        "--kill-on-bad-exit=0",
+        "--cpus-per-task=" + std::to_string(r.value("cpus", 1)),
+        "--mem-per-cpu=" + std::to_string(r.value("memPerCpuMb", 1)) + "M",
+        "--job-name=" + s.task_name,
+        "--export=ALL,TRAINYARD_PORT_RANGE=" + port_range,
+    };
+    const std::string gpus = r.value("gpus", "");
+    argv.push_back(gpus.empty() ? "--gres=none" : "--gpus=" + gpus);
+    for (const std::string& a :
+         {launcher, std::string("--work-dir"), s.work_dir, std::string("--slurm")}) {
+      argv.push_back(a);
+    }
+    int in_pipe[2];
+    int out_pipe[2];
+    if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0) {
+      Say(std::string("pipe: ") + std::strerror(errno));
+      return 1;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in_pipe[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    int rc = posix_spawnp(&s.pid, "srun", &fa, &attr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    ::close(in_pipe[0]);
+    ::close(out_pipe[1]);
+    ::fcntl(out_pipe[0], F_SETFL, O_NONBLOCK);
+    s.in_fd = in_pipe[1];
+    s.out_fd = out_pipe[0];
+    if (rc != 0) {
+      Say("cannot run srun: " + std::string(std::strerror(rc)));
+      ::close(s.in_fd);
+      ::close(s.out_fd);
+      s.in_fd = s.out_fd = -1;
+      s.exited = true;
+      s.status = 127 << 8;
+      ReportLostStep(s);
+    }
+    steps.push_back(std::move(s));
+  }
+
+  bool answered_all = false;
+  bool stop_sent = false;
+  auto all_exited = [&] {
+    for (const Step& s : steps) {
+      if (!s.exited || s.out_fd >= 0) return false;
+    }
+    return true;
+  };
+  while (!all_exited()) {
+    std::vector<pollfd> fds;
+    fds.push_back({sfd, POLLIN, 0});
+    for (const Step& s : steps) {
+      if (s.out_fd >= 0) fds.push_back({s.out_fd, POLLIN, 0});
+    }
+    ::poll(fds.data(), fds.size(), 1000);
+    signalfd_siginfo info;
+    while (::read(sfd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+      const int sig = static_cast<int>(info.ssi_signo);
+      if (sig == SIGUSR1 && !stop_sent && job_id != nullptr) {
+        stop_sent = true;
+        Say("the job's time limit is near: stopping every replica gracefully");
+        auto res =
+            executor::RunCommand({"scancel", "-s", "TERM", job_id}, {}, 30 * kMicrosPerSecond);
+        if (!res.ok()) Say("scancel: " + res.status().message());
+      } else if (sig == SIGTERM || sig == SIGINT) {
+        Say("received " + std::string(strsignal(sig)) + "; the steps are Slurm's to stop");
+      }
+    }
+    int status = 0;
+    pid_t w;
+    while ((w = ::waitpid(-1, &status, WNOHANG)) > 0) {
+      for (Step& s : steps) {
+        if (s.pid != w) continue;
+        s.exited = true;
+        s.status = status;
+        if (s.in_fd >= 0) {
+          ::close(s.in_fd);
+          s.in_fd = -1;
+        }
+        ReportLostStep(s);
+      }
+    }
+    for (Step& s : steps) {
+      if (s.out_fd < 0) continue;
+      char chunk[65536];
+      ssize_t n = ::read(s.out_fd, chunk, sizeof chunk);
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+      if (n <= 0) {
+        ::close(s.out_fd);
+        s.out_fd = -1;
+        continue;
+      }
+      s.buf.append(chunk, static_cast<size_t>(n));
+      size_t nl;
+      while ((nl = s.buf.find('\n')) != std::string::npos) {
+        std::string line = s.buf.substr(0, nl);
+        s.buf.erase(0, nl + 1);
+        if (StartsWith(line, "TY-ENDPOINT ")) {
+          json ep = json::parse(line.substr(12), nullptr, false);
+          if (ep.is_object() && ep.contains("host") && ep.contains("port")) {
+            run.tasks[s.task].address =
+                ep.value("host", "") + ":" + std::to_string(ep.value("port", 0));
+            s.reported = true;
+            Say(s.task_name + " is at " + run.tasks[s.task].address + " (node " +
+                ep.value("node", "") + ")");
+          }
+        } else {
+          std::string l = "[" + s.task_name + "] " + line + "\n";
+          [[maybe_unused]] ssize_t m = ::write(STDOUT_FILENO, l.data(), l.size());
+        }
+      }
+    }
+    if (!answered_all &&
+        std::all_of(steps.begin(), steps.end(),
+                    [](const Step& s) { return s.reported || s.exited; }) &&
+        std::all_of(steps.begin(), steps.end(), [](const Step& s) { return s.reported; })) {
+      answered_all = true;
+      const cluster_env::RunEnvironment env(run);
+      json rv = json::object();
+      for (const cluster_env::Task& t : run.tasks) {
+        rv[t.type + "-replica-" + std::to_string(t.index)] = t.address;
+      }
+      Status w2 = WriteFileAtomic(gang_dir + "/rendezvous.json", rv.dump());
+      if (!w2.ok()) Say(w2.message());
+      for (Step& s : steps) {
+        auto vars = env.ForTask(s.task, {}, s.container);
+        vars.erase("CUDA_VISIBLE_DEVICES");  // the step's own, from Slurm (launcher)
+        vars.erase("CUDA_DEVICE_ORDER");
+        std::string line = "TY-ENV " + json(vars).dump() + "\n";
+        if (s.in_fd >= 0) {
+          if (::write(s.in_fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+            Say("cannot answer " + s.task_name + ": " + std::strerror(errno));
+          }
+          ::close(s.in_fd);
+          s.in_fd = -1;
+        }
+        s.answered = true;
+      }
+      Say("every replica reported its address; the cluster is " + rv.dump());
+    }
+  }
+  int failed = 0;
+  for (const Step& s : steps) {
+    if (!WIFEXITED(s.status) || WEXITSTATUS(s.status) != 0) ++failed;
+  }
+  Say(std::to_string(steps.size() - failed) + " of " + std::to_string(steps.size()) +
+      " steps ended cleanly");
+  return 0;
+}
+
+}  // namespace trainyard::launcher

@@ -1,0 +1,254 @@
+"""`executor: slurm` end to end (issue 12): a real trainyardd submits every job to a real Slurm
+cluster (scripts/slurm-dev-cluster.sh: three virtual nodes with two fake GPUs each) and real
+trainers run as Slurm steps under trainyard-launcher. The daemon and the nodes share one
+directory (here all nodes are this machine). Checks what the trainers saw (TF_CONFIG with every
+replica's real host:port, torch's variables, per-step GPUs), what the store holds (states,
+errorMessage, every log line once), and that Slurm is left with nothing of ours.
+
+Run with Debian's /usr/bin/python3 -m pytest tests/integration/test_slurm_executor.py."""
+
+import json
+import os
+import signal
+import tempfile
+import textwrap
+import time
+
+import pytest
+
+from conftest import PROJECT, Daemon, build_sdist, make_package, upload_package, wait_for
+from slurm_cluster import requires_slurm, slurm_cluster  # noqa: F401
+
+pytestmark = requires_slurm
+
+# Machine types ask for 4 vCPUs and 15 GB; the dev nodes have 4 CPUs and 2000 MB each.
+CONFIG = """executor: slurm
+cancel_grace: 15s
+slurm:
+  shared_dir: {shared}
+  cpu_scale: 0.25
+  memory_scale: 0.01
+  poll_interval: 1s
+  gpu_types: {{NVIDIA_TESLA_T4: fake}}
+"""
+
+TRAINER = """
+import json, os, signal, sys, time
+args = dict(a.split("=", 1) for a in sys.argv[1:] if "=" in a)
+tf = json.loads(os.environ["TF_CONFIG"])
+name = "%s-%d" % (tf["task"]["type"], tf["task"]["index"])
+seen = {k: os.environ.get(k) for k in ("TF_CONFIG", "CUDA_VISIBLE_DEVICES", "MASTER_ADDR",
+        "MASTER_PORT", "WORLD_SIZE", "RANK", "CLOUD_ML_JOB_ID", "SLURM_JOB_ID")}
+if "--out" in args:
+    with open(os.path.join(args["--out"], name + ".json"), "w") as f:
+        json.dump(seen, f)
+def on_term(signum, frame):
+    print("TERM received by", name, flush=True)
+    time.sleep(float(args.get("--term_seconds", "0")))
+    print("cleaned up", name, flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, on_term)
+for i in range(int(args.get("--lines", "3"))):
+    print("line %d of %s" % (i, name), flush=True)
+    time.sleep(float(args.get("--line_sleep", "0.05")))
+if args.get("--fail") == name:
+    print("failing on purpose", file=sys.stderr, flush=True)
+    sys.exit(3)
+time.sleep(float(args.get("--sleep", "0")))
+print("done", name, flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def env(slurm_cluster, tmp_path_factory):
+    """The shared directory, a daemon on the cluster, the trainer package uploaded."""
+    shared = tempfile.mkdtemp(prefix="ty-slurm-shared-")
+    root = tmp_path_factory.mktemp("slurm-exec")
+    data = str(root / "data")
+    os.makedirs(data)
+    cfg = str(root / "config.yaml")
+    with open(cfg, "w") as f:
+        f.write(CONFIG.format(shared=shared))
+    d = Daemon(data, extra_args=["--config", cfg], env=slurm_cluster.env)
+    d.start()
+    sdist = build_sdist(make_package(root / "pkg", TRAINER))
+    uri = upload_package(d, sdist)
+    yield {"daemon": d, "uri": uri, "shared": shared, "root": root, "cluster": slurm_cluster}
+    d.stop()
+    assert not ours(slurm_cluster), "Slurm jobs left behind: %s" % ours(slurm_cluster)
+
+
+def ours(cluster):
+    out = cluster.run("squeue", "-h", "-o", "%i|%T|%j").stdout
+    return [line for line in out.splitlines() if "|ty-" in line and
+            not line.split("|")[1] in ("COMPLETED", "CANCELLED", "FAILED", "TIMEOUT",
+                                        "NODE_FAIL")]
+
+
+def submit(env, job_id, args=(), **training):
+    out = os.path.join(str(env["root"]), "out-" + job_id)
+    os.makedirs(out, exist_ok=True)
+    ti = {"packageUris": [env["uri"]], "pythonModule": "trainer.task", "region": "us-central1",
+          "args": list(args) + ["--out=" + out]}
+    ti.update(training)
+    d = env["daemon"]
+    status, body = d.request("POST", "/v1/projects/%s/jobs" % PROJECT,
+                             {"jobId": job_id, "trainingInput": ti,
+                              "labels": {"test": "slurm"}})
+    assert status == 200, body
+    return out
+
+
+def seen(out, name):
+    with open(os.path.join(out, name + ".json")) as f:
+        return json.load(f)
+
+
+def messages(d, job_id, task=None):
+    return [e["jsonPayload"]["message"] for e in d.logs(job_id)
+            if task is None or e["resource"]["labels"].get("task_name") == task]
+
+
+def test_single_replica_job_succeeds_with_its_logs(env):
+    d = env["daemon"]
+    out = submit(env, "single", ["--lines=5"])
+    job = d.wait_state("single", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=180)
+    assert job["state"] == "SUCCEEDED", job
+    lines = messages(d, "single", "master-replica-0")
+    assert [m for m in lines if m.startswith("line ")] == ["line %d of master-0" % i
+                                                          for i in range(5)]
+    s = seen(out, "master-0")
+    tf = json.loads(s["TF_CONFIG"])
+    host, port = tf["cluster"]["master"][0].rsplit(":", 1)
+    assert (s["MASTER_ADDR"], s["MASTER_PORT"]) == (host, port)
+    assert s["SLURM_JOB_ID"] is None  # the trainer's environment is Trainyard's, not Slurm's
+    assert s["CUDA_VISIBLE_DEVICES"] == ""
+    assert not ours(env["cluster"])
+
+
+def test_distributed_job_gets_real_addresses_and_its_own_gpus(env):
+    d = env["daemon"]
+    out = submit(env, "dist", [], scaleTier="CUSTOM", masterType="n1-standard-4",
+                 masterConfig={"acceleratorConfig": {"type": "NVIDIA_TESLA_T4", "count": 1}},
+                 workerType="n1-standard-4", workerCount=2,
+                 parameterServerType="n1-standard-4", parameterServerCount=1)
+    job = d.wait_state("dist", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=240)
+    assert job["state"] == "SUCCEEDED", job
+    names = ["master-0", "worker-0", "worker-1", "ps-0"]
+    views = {n: seen(out, n) for n in names}
+    clusters = {json.dumps(json.loads(v["TF_CONFIG"])["cluster"], sort_keys=True)
+                for v in views.values()}
+    assert len(clusters) == 1, clusters  # every replica sees the same cluster
+    cluster = json.loads(clusters.pop())
+    addresses = cluster["master"] + cluster["worker"] + cluster["ps"]
+    assert len(set(addresses)) == 4
+    assert all(not a.startswith("127.0.0.1:") for a in addresses)
+    assert views["master-0"]["CUDA_VISIBLE_DEVICES"] in ("0", "1")
+    for n in ("worker-0", "worker-1", "ps-0"):
+        assert views[n]["CUDA_VISIBLE_DEVICES"] == "", n
+    assert [views[n]["RANK"] for n in ("master-0", "worker-0", "worker-1")] == ["0", "1", "2"]
+    assert views["ps-0"]["RANK"] is None
+    assert not ours(env["cluster"])
+
+
+def test_failing_worker_fails_the_job_and_stops_the_others(env):
+    d = env["daemon"]
+    submit(env, "failw", ["--fail=worker-1", "--sleep=120", "--term_seconds=1"],
+           scaleTier="CUSTOM", masterType="n1-standard-4", workerType="n1-standard-4",
+           workerCount=2)
+    job = d.wait_state("failw", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=240)
+    assert job["state"] == "FAILED", job
+    assert job["errorMessage"].startswith(
+        "The replica worker 1 exited with a non-zero status of 3."), job
+    wait_for(lambda: "cleaned up master-0" in messages(d, "failw", "master-replica-0"),
+             timeout=60, what="the master's TERM handler")
+    wait_for(lambda: not ours(env["cluster"]), timeout=60, what="no Slurm job left")
+
+
+def test_cancel_lets_a_slow_term_handler_finish(env):
+    d = env["daemon"]
+    # The handler needs 7 s, more than the cluster's KillWait (5 s): only a graceful stop
+    # (scancel -s TERM, then the daemon's own grace) lets it finish.
+    submit(env, "cancelrun", ["--sleep=300", "--term_seconds=7"])
+    wait_for(lambda: "line 2 of master-0" in messages(d, "cancelrun"), timeout=180,
+             what="the trainer running")
+    status, body = d.request("POST", "/v1/projects/%s/jobs/cancelrun:cancel" % PROJECT, {})
+    assert status == 200, body
+    job = d.wait_state("cancelrun", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=120)
+    assert job["state"] == "CANCELLED", job
+    lines = messages(d, "cancelrun", "master-replica-0")
+    assert "TERM received by master-0" in lines
+    assert "cleaned up master-0" in lines
+    wait_for(lambda: not ours(env["cluster"]), timeout=60, what="no Slurm job left")
+
+
+def test_cancel_while_pending_in_slurm(env):
+    d = env["daemon"]
+    c = env["cluster"]
+    blockers = [c.sbatch("--cpus-per-task=4", "--mem=100M", "--wrap", "sleep 300")
+                for _ in range(3)]
+    try:
+        for b in blockers:
+            c.wait_state(b, "RUNNING", timeout=60)
+        submit(env, "pending", ["--sleep=1"])
+        wait_for(lambda: any(line.endswith("|PENDING|ty-") or "|PENDING|" in line
+                             for line in ours(c)), timeout=60, what="the gang pending in Slurm")
+        assert d.job("pending")["state"] in ("QUEUED", "PREPARING")
+        status, body = d.request("POST", "/v1/projects/%s/jobs/pending:cancel" % PROJECT, {})
+        assert status == 200, body
+        job = d.wait_state("pending", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=60)
+        assert job["state"] == "CANCELLED", job
+        wait_for(lambda: not ours(c), timeout=30, what="the pending Slurm job gone")
+    finally:
+        c.scancel(*blockers)
+
+
+def test_daemon_killed_mid_job_reattaches_without_losing_a_line(env):
+    d = env["daemon"]
+    submit(env, "restart", ["--lines=40", "--line_sleep=0.25"])
+    wait_for(lambda: "line 3 of master-0" in messages(d, "restart"), timeout=180,
+             what="the trainer printing")
+    d.stop(signal.SIGKILL)
+    time.sleep(2)  # the trainer keeps printing while no daemon watches
+    d.start()
+    job = d.wait_state("restart", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=180)
+    assert job["state"] == "SUCCEEDED", job
+    lines = [m for m in messages(d, "restart", "master-replica-0") if m.startswith("line ")]
+    assert lines == ["line %d of master-0" % i for i in range(40)]
+
+
+def test_node_failure_restarts_the_replica_in_a_new_allocation(env):
+    d = env["daemon"]
+    c = env["cluster"]
+    submit(env, "nodefail", ["--lines=400", "--line_sleep=0.1"])
+    wait_for(lambda: "line 2 of master-0" in messages(d, "nodefail"), timeout=180,
+             what="the trainer running")
+    info = json.load(open(os.path.join(env["shared"], "jobs", PROJECT, "nodefail",
+                                       "master-replica-0", "slurm.json")))
+    c.node_down(info["node"], reason="ty-test")
+    try:
+        wait_for(lambda: any("restarting it with the same identity" in m
+                             for m in messages(d, "nodefail")),
+                 timeout=90, what="the restart")
+        job = d.wait_state("nodefail", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=240)
+        assert job["state"] == "SUCCEEDED", job
+    finally:
+        # ReturnToService=2 may have brought it back already.
+        if c.node_states().get(info["node"]) != "idle":
+            c.node_resume(info["node"])
+
+
+def test_tuning_trials_run_as_their_own_allocations(env):
+    d = env["daemon"]
+    submit(env, "tune", ["--lines=1"], hyperparameters={
+        "goal": "MAXIMIZE", "hyperparameterMetricTag": "m", "maxTrials": 3,
+        "maxParallelTrials": 2, "algorithm": "RANDOM_SEARCH",
+        "params": [{"parameterName": "lr", "type": "DOUBLE", "minValue": 0.1,
+                    "maxValue": 1.0}]})
+    job = d.wait_state("tune", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=300)
+    assert job["state"] == "SUCCEEDED", job
+    assert len(job["trainingOutput"]["trials"]) == 3
+    gangs = [g for t in ("1", "2", "3")
+             for g in os.listdir(os.path.join(env["shared"], "jobs", PROJECT, "tune",
+                                              "trial-" + t)) if g.startswith("slurm-")]
+    assert len(gangs) == 3

@@ -1,0 +1,72 @@
+// `executor: slurm` settings and what sinfo says of a partition.
+#include "slurm_setup.h"
+
+#include <gtest/gtest.h>
+
+#include "config.h"
+
+namespace trainyard::daemon {
+namespace {
+
+constexpr const char* kSinfo =
+    "n1|low*|4|2000|gpu:fake:2\n"
+    "n2|low*|4|2000|gpu:fake:2(S:0)\n"
+    "n3|low*|8|4000|(null)\n"
+    "n1|high|4|2000|gpu:fake:2\n";
+
+TEST(SlurmSetupTest, SumsTheDefaultPartition) {
+  auto t = SumSinfo(kSinfo, "");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->partition, "low");
+  EXPECT_EQ(t->nodes, 3);
+  EXPECT_EQ(t->cpus, 16);
+  EXPECT_EQ(t->memory_mb, 8000);
+  EXPECT_EQ(t->gpus, 4);
+}
+
+TEST(SlurmSetupTest, SumsANamedPartitionAndNamesTheOnesThereAre) {
+  auto high = SumSinfo(kSinfo, "high");
+  ASSERT_TRUE(high.ok());
+  EXPECT_EQ(high->nodes, 1);
+  EXPECT_EQ(high->gpus, 2);
+  auto missing = SumSinfo(kSinfo, "gpu");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().message(),
+            "slurm.partition gpu is not a partition of this cluster (partitions: high, low)");
+}
+
+TEST(SlurmSetupTest, ConfigKeysAreCheckedAndNamed) {
+  DaemonConfig c;
+  EXPECT_TRUE(SetConfigValue(c, "executor", "slurm").ok());
+  EXPECT_EQ(SetConfigValue(c, "executor", "k8s").message(),
+            "config executor: expected local or slurm, got \"k8s\"");
+  EXPECT_TRUE(SetConfigValue(c, "slurm.extra_sbatch_args", "--constraint=a100, --exclusive").ok());
+  EXPECT_EQ(c.slurm.extra_sbatch_args,
+            (std::vector<std::string>{"--constraint=a100", "--exclusive"}));
+  for (const char* bad : {"--time=5", "-n4", "--job-name=x", "--output=/tmp/x", "--gres=gpu:1"}) {
+    Status st = SetConfigValue(c, "slurm.extra_sbatch_args", bad);
+    EXPECT_FALSE(st.ok()) << bad;
+    EXPECT_NE(st.message().find("set by Trainyard"), std::string::npos) << st.message();
+  }
+  EXPECT_FALSE(SetConfigValue(c, "slurm.extra_sbatch_args", "exclusive").ok());
+  EXPECT_FALSE(SetConfigValue(c, "slurm.port_range", "30000-20000").ok());
+  EXPECT_FALSE(SetConfigValue(c, "slurm.poll_interval", "10").ok());
+  EXPECT_FALSE(SetConfigValue(c, "slurm.cpu_scale", "0").ok());
+  EXPECT_FALSE(SetConfigValue(c, "slurm.gpu_types", "NVIDIA_TESLA_T4").ok());
+  EXPECT_TRUE(
+      SetConfigValue(c, "slurm.gpu_types", "NVIDIA_TESLA_T4=t4,NVIDIA_TESLA_A100=a100").ok());
+  auto m = ParseKeyValueList(c.slurm.gpu_types);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->at("NVIDIA_TESLA_A100"), "a100");
+}
+
+TEST(SlurmSetupTest, NeedsASharedDirectory) {
+  DaemonConfig c;
+  c.executor = "slurm";
+  auto setup = PrepareSlurm(c, "/nonexistent/jobs");
+  ASSERT_FALSE(setup.ok());
+  EXPECT_NE(setup.status().message().find("slurm.shared_dir"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace trainyard::daemon

@@ -1,0 +1,77 @@
+// The Slurm executor's pure parts: squeue rows, job names, the batch script.
+#include "trainyard/executor/slurm.h"
+
+#include <gtest/gtest.h>
+
+namespace trainyard::executor {
+namespace {
+
+TEST(SlurmTest, ParsesSqueueRowsAndSkipsMalformedOnes) {
+  auto rows = ParseSqueue(
+      "12|RUNNING|None|ty-abcd1234-job1-00ff\n"
+      "garbage\n"
+      " 13|PENDING|Resources|ty-abcd1234-job2-t3-0011 \n"
+      "|RUNNING|None|nameless-id\n");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].id, "12");
+  EXPECT_EQ(rows[0].state, "RUNNING");
+  EXPECT_EQ(rows[0].name, "ty-abcd1234-job1-00ff");
+  EXPECT_EQ(rows[1].reason, "Resources");
+  EXPECT_EQ(rows[1].name, "ty-abcd1234-job2-t3-0011");
+}
+
+TEST(SlurmTest, KnowsWhichStatesAreFinal) {
+  for (const char* live : {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED"}) {
+    EXPECT_FALSE(SlurmStateEnded(live)) << live;
+  }
+  for (const char* ended : {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
+                            "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}) {
+    EXPECT_TRUE(SlurmStateEnded(ended)) << ended;
+  }
+}
+
+TEST(SlurmTest, JobNamesKeepOnlyWhatSlurmAccepts) {
+  ReplicaKey key{"p", "my job/1", "7", "master", 0};
+  EXPECT_EQ(SlurmJobName("ty-0000abcd-", key, "ff00"), "ty-0000abcd-my_job_1-t7-ff00");
+  key.trial_id = "";
+  EXPECT_EQ(SlurmJobName("ty-0000abcd-", key, "ff00"), "ty-0000abcd-my_job_1-ff00");
+}
+
+TEST(SlurmTest, BatchScriptHasTheGangShapeAndNeverTrainyardsProtectedFlagsTwice) {
+  SlurmOptions o;
+  o.launcher_path = "/opt/ty/trainyard-launcher";
+  o.partition = "gpu";
+  o.account = "ml";
+  o.extra_sbatch_args = {"--constraint=a100"};
+  SlurmGangPlan plan;
+  plan.name = "ty-1-j-2";
+  plan.gang_dir = "/shared/jobs/p/j/slurm-2";
+  plan.plan_path = "/shared/jobs/p/j/slurm-2/plan.json";
+  plan.tasks = 3;
+  plan.cpus_per_task = 4;
+  plan.mem_per_cpu_mb = 3840;
+  plan.gpus_per_task = "a100:2";
+  plan.time_minutes = 62;
+  plan.signal_seconds = 100;
+  const std::string s = SlurmBatchScript(o, plan);
+  EXPECT_EQ(s,
+            "#!/bin/bash\n"
+            "#SBATCH --job-name=ty-1-j-2\n"
+            "#SBATCH --output=/shared/jobs/p/j/slurm-2/driver.out\n"
+            "#SBATCH --open-mode=append\n"
+            "#SBATCH --no-requeue\n"
+            "#SBATCH --time=62\n"
+            "#SBATCH --signal=B:USR1@100\n"
+            "#SBATCH --partition=gpu\n"
+            "#SBATCH --account=ml\n"
+            "#SBATCH --ntasks=3\n"
+            "#SBATCH --cpus-per-task=4\n"
+            "#SBATCH --mem-per-cpu=3840M\n"
+            "#SBATCH --gpus-per-task=a100:2\n"
+            "#SBATCH --constraint=a100\n"
+            "exec /opt/ty/trainyard-launcher slurm-driver --plan "
+            "/shared/jobs/p/j/slurm-2/plan.json\n");
+}
+
+}  // namespace
+}  // namespace trainyard::executor
