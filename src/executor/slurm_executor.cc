@@ -90,6 +90,30 @@ std::string NewestGangDir(const std::string& run_dir, const std::string& work_di
   return best;
 }
 
+// Slurm's pending reason in words (squeue(1) "JOB REASON CODES").
+std::string DescribePendingReason(const std::string& reason) {
+  static const std::map<std::string, std::string> kWords = {
+      {"Resources", "the resources it needs are in use (Resources)"},
+      {"Priority", "jobs of higher priority are ahead of it (Priority)"},
+      {"None", "not yet considered by the scheduler"},
+      {"BeginTime", "its start time has not come (BeginTime)"},
+      {"Dependency", "it waits for another job (Dependency)"},
+      {"JobHeldAdmin", "an administrator holds it (JobHeldAdmin)"},
+      {"JobHeldUser", "it is held (JobHeldUser)"},
+      {"PartitionDown", "its partition is down (PartitionDown)"},
+      {"PartitionInactive", "its partition is inactive (PartitionInactive)"},
+      {"ReqNodeNotAvail", "nodes it needs are not available (ReqNodeNotAvail)"},
+      {"ReqNodeNotAvail, Reserved for maintenance",
+       "nodes it needs are reserved for maintenance (ReqNodeNotAvail)"},
+      {"QOSMaxJobsPerUserLimit", "its QOS allows no more jobs for this user (QOS limit)"},
+      {"AssocGrpCpuLimit", "its account has used its CPU limit (account limit)"},
+      {"AssocGrpGRES", "its account has used its GPU limit (account limit)"},
+      {"PartitionTimeLimit", "its time limit is above the partition's (PartitionTimeLimit)"},
+  };
+  auto it = kWords.find(reason);
+  return it != kWords.end() ? it->second : "Slurm says " + reason;
+}
+
 std::string CurrentUser() {
   if (const passwd* pw = ::getpwuid(::geteuid()); pw != nullptr) return pw->pw_name;
   return std::to_string(::geteuid());
@@ -116,14 +140,15 @@ std::vector<SlurmJobState> ParseSqueue(const std::string& text) {
     std::string line = Trim(raw);
     if (line.empty()) continue;
     auto parts = Split(line, '|');
-    if (parts.size() < 4) continue;
+    if (parts.size() < 5) continue;
     SlurmJobState s;
     s.id = Trim(parts[0]);
     s.state = Trim(parts[1]);
     s.reason = Trim(parts[2]);
+    s.nodes = Trim(parts[3]);
     // A name cannot hold '|' (SlurmJobName), but keep whatever follows intact.
-    s.name = parts[3];
-    for (size_t i = 4; i < parts.size(); ++i) s.name += "|" + parts[i];
+    s.name = parts[4];
+    for (size_t i = 5; i < parts.size(); ++i) s.name += "|" + parts[i];
     s.name = Trim(s.name);
     if (s.id.empty() || s.state.empty()) continue;
     out.push_back(std::move(s));
@@ -189,6 +214,8 @@ struct Gang {
   int64_t ended_at = 0;      // monotonic
   int64_t submitted_at = 0;  // monotonic
   std::vector<ReplicaKey> members;
+  std::string note;            // a warning for the job's log once it is submitted ("" = none)
+  std::string told;            // the waiting reason last written to the job's log
   bool cancel_sent = false;    // scancel -s TERM (or a plain scancel while pending)
   int64_t hard_cancel_at = 0;  // monotonic; a plain scancel, 0 = none due
 };
@@ -347,12 +374,13 @@ Status SlurmExecutor::LaunchGang(std::span<const ReplicaSpec> specs, const GangS
                {"replicas", replicas},
                {"run", json::parse(gang_spec.run_plan_json, nullptr, false)}};
   if (distinct.size() > 1) {
-    plan["envelopeNote"] =
+    gang->note =
         "the replicas have " + std::to_string(distinct.size()) +
         " shapes; this Trainyard runs them as one plain Slurm job in which every task gets the "
         "largest (" +
         std::to_string(max_cpus) + " CPUs, " + std::to_string(max_mem_mb) + " MiB" +
         (max_gpus > 0 ? ", " + std::to_string(max_gpus) + " GPUs" : std::string()) + ")";
+    plan["envelopeNote"] = gang->note;
   }
 
   // Every replica's spec in its work dir, as locally, before anything is submitted.
@@ -660,7 +688,7 @@ void SlurmExecutor::Shutdown() {
 }
 
 void SlurmExecutor::PollSlurm() {
-  auto res = RunCommand({"squeue", "-h", "-u", user_, "-t", "all", "-o", "%A|%T|%r|%j"},
+  auto res = RunCommand({"squeue", "-h", "-u", user_, "-t", "all", "-o", "%A|%T|%r|%N|%j"},
                         SlurmClientEnv(), kCommandTimeout);
   if (!res.ok() || res->exit_code != 0) {
     // The controller is away: keep every job as it was and try again next poll.
@@ -678,8 +706,14 @@ void SlurmExecutor::PollSlurm() {
     }
   }
   std::vector<std::pair<std::shared_ptr<Gang>, std::string>> to_cancel;
+  struct Line {
+    ReplicaKey key;
+    model::Severity severity;
+    std::string message;
+  };
+  std::vector<Line> lines;
   const int64_t now = MonotonicMicros();
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   for (const auto& gang : gangs_) {
     if (gang->ended) continue;
     auto it = by_name.find(gang->name);
@@ -697,6 +731,25 @@ void SlurmExecutor::PollSlurm() {
       gang->seen = true;
       gang->state = s.state;
       gang->reason = s.reason;
+      // What the job's log says of the allocation: the envelope's waste once, why Slurm keeps
+      // it waiting (on every change of reason), and where it started.
+      const ReplicaKey& first = gang->members.front();
+      if (!gang->note.empty()) {
+        lines.push_back({first, model::Severity::kWarning, gang->note});
+        gang->note.clear();
+      }
+      if (s.state == "PENDING" && s.reason != gang->told) {
+        gang->told = s.reason;
+        lines.push_back(
+            {first, model::Severity::kInfo,
+             "Waiting in Slurm (job " + s.id +
+                 (options_.partition.empty() ? "" : ", partition " + options_.partition) +
+                 "): " + DescribePendingReason(s.reason) + "."});
+      } else if (s.state == "RUNNING" && gang->told != "RUNNING") {
+        gang->told = "RUNNING";
+        lines.push_back({first, model::Severity::kInfo,
+                         "Slurm job " + s.id + " is running on " + s.nodes + "."});
+      }
       if (SlurmStateEnded(s.state)) {
         gang->ended = true;
         gang->ended_at = now;
@@ -713,6 +766,19 @@ void SlurmExecutor::PollSlurm() {
       if (gang->state.empty() || !SlurmStateEnded(gang->state)) gang->state = "UNKNOWN";
       gang->reason = "the job left the Slurm queue";
     }
+  }
+  lock.unlock();
+  for (const Line& l : lines) {
+    model::LogEntry e;
+    e.project = l.key.project;
+    e.job_id = l.key.job_id;
+    e.trial_id = l.key.trial_id;
+    e.timestamp = NowMicros();
+    e.severity = l.severity;
+    e.task_name = "service";
+    e.message = l.message;
+    Status st = listener_->OnReplicaLogs(std::span<model::LogEntry>(&e, 1));
+    if (!st.ok()) TY_LOG_WARN(kLog, "cannot store a service line: {}", st.ToString());
   }
   for (auto& [gang, sig] : to_cancel) {
     if (sig.empty()) {
@@ -815,8 +881,8 @@ bool SlurmExecutor::Poll(SReplica& r) {
         r.gone = true;
       } else {
         if (r.exit_seen_at == 0) r.exit_seen_at = MonotonicMicros();
-        r.gone = MonotonicMicros() - r.exit_seen_at >= 6 * options_.poll_interval +
-                                                          options_.file_grace;
+        r.gone =
+            MonotonicMicros() - r.exit_seen_at >= 6 * options_.poll_interval + options_.file_grace;
         fast_polls_ = std::max(fast_polls_, 2);
       }
     } else {
@@ -849,8 +915,8 @@ void SlurmExecutor::ReportExit(SReplica& r) {
   }
   // The allocation was lost under the replica: whatever the trainer did when it was told to
   // stop, it did not finish (AI Platform restarts such a replica with the same identity).
-  const bool infrastructure = state == "NODE_FAIL" || state == "PREEMPTED" ||
-                              state == "BOOT_FAIL" || state == "DEADLINE";
+  const bool infrastructure =
+      state == "NODE_FAIL" || state == "PREEMPTED" || state == "BOOT_FAIL" || state == "DEADLINE";
   if (reported && !(infrastructure && !r.kill_requested && parsed->stop_requested)) {
     exit = std::move(parsed).value();
   } else if (reported) {

@@ -148,6 +148,9 @@ def test_distributed_job_gets_real_addresses_and_its_own_gpus(env):
         assert views[n]["CUDA_VISIBLE_DEVICES"] == "", n
     assert [views[n]["RANK"] for n in ("master-0", "worker-0", "worker-1")] == ["0", "1", "2"]
     assert views["ps-0"]["RANK"] is None
+    service = messages(d, "dist", "service")
+    assert any("the replicas have 2 shapes" in m for m in service), service
+    assert any(m.startswith("Slurm job ") and " is running on n" in m for m in service), service
     assert not ours(env["cluster"])
 
 
@@ -194,6 +197,9 @@ def test_cancel_while_pending_in_slurm(env):
         wait_for(lambda: any(line.endswith("|PENDING|ty-") or "|PENDING|" in line
                              for line in ours(c)), timeout=60, what="the gang pending in Slurm")
         assert d.job("pending")["state"] in ("QUEUED", "PREPARING")
+        wait_for(lambda: any(m.startswith("Waiting in Slurm (job ") and "(Resources)" in m
+                             for m in messages(d, "pending", "service")),
+                 timeout=30, what="Slurm's pending reason in the job's log")
         status, body = d.request("POST", "/v1/projects/%s/jobs/pending:cancel" % PROJECT, {})
         assert status == 200, body
         job = d.wait_state("pending", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=60)

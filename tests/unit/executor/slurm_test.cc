@@ -8,14 +8,16 @@ namespace {
 
 TEST(SlurmTest, ParsesSqueueRowsAndSkipsMalformedOnes) {
   auto rows = ParseSqueue(
-      "12|RUNNING|None|ty-abcd1234-job1-00ff\n"
+      "12|RUNNING|None|n[1-2]|ty-abcd1234-job1-00ff\n"
       "garbage\n"
-      " 13|PENDING|Resources|ty-abcd1234-job2-t3-0011 \n"
-      "|RUNNING|None|nameless-id\n");
+      " 13|PENDING|Resources||ty-abcd1234-job2-t3-0011 \n"
+      "|RUNNING|None|n1|nameless-id\n");
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].id, "12");
   EXPECT_EQ(rows[0].state, "RUNNING");
   EXPECT_EQ(rows[0].name, "ty-abcd1234-job1-00ff");
+  EXPECT_EQ(rows[0].nodes, "n[1-2]");
+  EXPECT_EQ(rows[1].nodes, "");
   EXPECT_EQ(rows[1].reason, "Resources");
   EXPECT_EQ(rows[1].name, "ty-abcd1234-job2-t3-0011");
 }

@@ -47,11 +47,12 @@ struct SlurmJobState {
   std::string id;
   std::string state;   // PENDING, RUNNING, COMPLETED, CANCELLED, NODE_FAIL, ...
   std::string reason;  // squeue's reason ("None" when running)
+  std::string nodes;   // the node list ("" while pending)
   std::string name;
 };
 
 // Pure parts, for tests.
-// Rows of `squeue -h -o "%A|%T|%r|%j"`; malformed lines are skipped.
+// Rows of `squeue -h -o "%A|%T|%r|%N|%j"`; malformed lines are skipped.
 std::vector<SlurmJobState> ParseSqueue(const std::string& text);
 // Whether a Slurm job state is final.
 bool SlurmStateEnded(const std::string& state);
