@@ -9,7 +9,9 @@ Run with Debian's /usr/bin/python3 -m pytest tests/integration/test_slurm_execut
 
 import json
 import os
+import shutil
 import signal
+import subprocess
 import tempfile
 import textwrap
 import time
@@ -258,3 +260,36 @@ def test_tuning_trials_run_as_their_own_allocations(env):
              for g in os.listdir(os.path.join(env["shared"], "jobs", PROJECT, "tune",
                                               "trial-" + t)) if g.startswith("slurm-")]
     assert len(gangs) == 3
+
+
+def test_container_job_runs_as_a_slurm_step(env):
+    example = "localhost/trainyard-example:1"
+    probe = subprocess.run(["podman", "image", "exists", example], capture_output=True)
+    if shutil.which("podman") is None or probe.returncode != 0:
+        pytest.skip("needs podman and %s (examples/container/build.sh)" % example)
+    d = env["daemon"]
+    status, body = d.request("POST", "/v1/projects/%s/jobs" % PROJECT, {
+        "jobId": "ctr", "trainingInput": {
+            "region": "us-central1", "masterConfig": {"imageUri": example},
+            "jobDir": "gs://itest-bkt/ctr", "args": ["--epochs", "2"]}})
+    assert status == 200, body
+    job = d.wait_state("ctr", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=240)
+    assert job["state"] == "SUCCEEDED", job
+    with open(os.path.join(env["shared"], "buckets", "itest-bkt", "ctr", "model.json")) as f:
+        assert json.load(f)["epochs"] == 2
+    assert "epoch 2/2" in " ".join(messages(d, "ctr", "master-replica-0"))
+    names = subprocess.run(["podman", "ps", "-a", "--format", "{{.Names}}"],
+                           capture_output=True, text=True).stdout.split()
+    assert not [n for n in names if "-ctr-" in n], names
+
+
+def test_a_replica_no_node_can_hold_fails_at_once_with_slurms_reason(env):
+    d = env["daemon"]
+    # Four GPUs for one replica: the cluster has six, but no node more than two.
+    submit(env, "toobig", [], scaleTier="CUSTOM", masterType="n1-standard-4",
+           masterConfig={"acceleratorConfig": {"type": "NVIDIA_TESLA_T4", "count": 4}})
+    job = d.wait_state("toobig", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=60)
+    assert job["state"] == "FAILED", job
+    assert "Slurm refused the job" in job["errorMessage"], job
+    assert "node configuration is not available" in job["errorMessage"], job
+    assert not ours(env["cluster"])
