@@ -347,6 +347,12 @@ class Handlers {
 
   void Readyz(const httplib::Request&, httplib::Response& res) {
     if (ready_) {
+      // The backend away (the Slurm controller): jobs are kept, but none can start or end.
+      if (std::string problem = scheduler_.Stats().backend_problem; !problem.empty()) {
+        res.status = 503;
+        res.set_content("degraded: " + problem + "\n", "text/plain");
+        return;
+      }
       res.set_content("ready\n", "text/plain");
     } else {
       res.status = 503;

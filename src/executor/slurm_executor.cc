@@ -259,6 +259,10 @@ class SlurmExecutor final : public Executor {
     return static_cast<int>(replicas_.size());
   }
   void Shutdown() override;
+  std::string Problem() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return problem_;
+  }
 
  private:
   // Writes the gang's files and submits it; the replicas' specs are in their work dirs.
@@ -288,7 +292,8 @@ class SlurmExecutor final : public Executor {
   std::set<std::shared_ptr<Gang>> gangs_;                     // guarded by mu_
   bool stop_ = false;                                         // guarded by mu_
   int64_t next_squeue_ = 0;                                   // guarded by mu_
-  int fast_polls_ = 0;  // guarded by mu_: quick squeue polls left after an event
+  int fast_polls_ = 0;   // guarded by mu_: quick squeue polls left after an event
+  std::string problem_;  // guarded by mu_: why the last squeue failed ("" = it answered)
   std::thread monitor_;
   int wake_fd_ = -1;
 };
@@ -692,9 +697,21 @@ void SlurmExecutor::PollSlurm() {
                         SlurmClientEnv(), kCommandTimeout);
   if (!res.ok() || res->exit_code != 0) {
     // The controller is away: keep every job as it was and try again next poll.
-    TY_LOG_WARN(kLog, "squeue failed (jobs are kept as they were): {}",
-                res.ok() ? CommandError(*res) : res.status().message());
+    const std::string why = res.ok() ? CommandError(*res) : res.status().message();
+    TY_LOG_WARN(kLog, "squeue failed (jobs are kept as they were): {}", why);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (problem_.empty()) {
+      problem_ = "the Slurm controller does not answer since " + FormatRfc3339(NowMicros()) +
+                 " (squeue: " + why + "); jobs are kept as they were";
+    }
     return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!problem_.empty()) {
+      TY_LOG_INFO(kLog, "the Slurm controller answers again");
+      problem_.clear();
+    }
   }
   std::map<std::string, SlurmJobState> by_name;
   for (SlurmJobState& s : ParseSqueue(res->out)) {

@@ -226,6 +226,7 @@ SchedulerStats SchedulerCore::Stats() const {
     }
   }
   s.running_replicas = executor_.RunningCount();
+  s.backend_problem = executor_.Problem();
   s.free_cpu_millis = admission_->free_cpu_millis();
   s.free_memory_bytes = admission_->free_memory_bytes();
   s.free_gpus = admission_->free_gpus();

@@ -293,3 +293,24 @@ def test_a_replica_no_node_can_hold_fails_at_once_with_slurms_reason(env):
     assert "Slurm refused the job" in job["errorMessage"], job
     assert "node configuration is not available" in job["errorMessage"], job
     assert not ours(env["cluster"])
+
+
+def test_controller_away_keeps_the_jobs_and_says_so_in_readyz(env):
+    d = env["daemon"]
+    c = env["cluster"]
+    submit(env, "away", ["--lines=60", "--line_sleep=0.25"])
+    wait_for(lambda: "line 2 of master-0" in messages(d, "away"), timeout=180,
+             what="the trainer running")
+    ctld = int(c.daemon_pids()["slurmctld"])
+    os.kill(ctld, signal.SIGSTOP)  # unresponsive, as a controller that went away
+    try:
+        wait_for(lambda: d.get_status("/readyz") == 503, timeout=90,
+                 what="/readyz saying the controller is away")
+        assert d.job("away")["state"] == "RUNNING"
+    finally:
+        os.kill(ctld, signal.SIGCONT)
+    wait_for(lambda: d.get_status("/readyz") == 200, timeout=90, what="/readyz ready again")
+    job = d.wait_state("away", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=180)
+    assert job["state"] == "SUCCEEDED", job
+    lines = [m for m in messages(d, "away", "master-replica-0") if m.startswith("line ")]
+    assert lines == ["line %d of master-0" % i for i in range(60)]

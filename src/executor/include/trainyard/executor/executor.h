@@ -226,6 +226,9 @@ class Executor {
   // study rebuilt after a restart, or resumed by another job). Empty when there are none.
   virtual std::vector<MetricRecord> ReplicaMetrics(const ReplicaKey& key,
                                                    const std::string& tag) = 0;
+  // What keeps the backend from working right now ("" = nothing), e.g. a cluster controller
+  // that does not answer. Replicas are kept as they were meanwhile (for /readyz).
+  virtual std::string Problem() const { return ""; }
   // Number of replicas currently running (for /metrics).
   virtual int RunningCount() const = 0;
   // Stops threads; running replicas are left running (recovered on restart).

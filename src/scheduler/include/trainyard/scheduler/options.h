@@ -73,6 +73,7 @@ struct SchedulerStats {
   int64_t free_memory_bytes = 0;
   int free_gpus = 0;
   int64_t replica_restarts = 0;  // since start
+  std::string backend_problem;   // Executor::Problem(): "" when the backend works
 };
 
 }  // namespace trainyard::scheduler
