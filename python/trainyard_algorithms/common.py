@@ -100,9 +100,9 @@ class ArgumentParser(argparse.ArgumentParser):
         args, unknown = self.parse_known_args(argv)
         if unknown:
             names = [u.split("=", 1)[0] for u in unknown if u.startswith("-")] or unknown
-            known = sorted(a for action in self._actions for a in action.option_strings)
-            fail("Unknown argument %s: the built-in algorithm %s does not take it (its arguments: "
-                 "%s)" % (", ".join(names), self.algorithm, " ".join(known)))
+            fail("Unknown argument %s: the built-in algorithm %s does not take it "
+                 "(docs/builtin-algorithms.md lists its arguments)"
+                 % (", ".join(names), self.algorithm))
         return args
 
 
@@ -305,8 +305,9 @@ class Preprocessor(object):
     (sorted: numbers numerically, else as text) and the label is the class's index.
     """
 
-    def __init__(self, classification):
+    def __init__(self, classification, objective_hint="a regression objective"):
         self.classification = classification
+        self.objective_hint = objective_hint
         self.columns = []  # per feature: {"index", "type", "mean"} / {"vocabulary"}
         self.classes = None
         self.target_numeric = True
@@ -334,7 +335,7 @@ class Preprocessor(object):
             else:
                 self.classes = sorted(distinct)
         else:
-            check_numeric_target(rows, where)
+            check_numeric_target(rows, where, self.objective_hint)
         return self
 
     @property
@@ -347,7 +348,7 @@ class Preprocessor(object):
 
     def labels(self, rows, where, arg):
         if not self.classification:
-            check_numeric_target(rows, where)
+            check_numeric_target(rows, where, self.objective_hint)
             return np.array([float(r[0]) for r in rows], dtype=np.float64)
         index = {c: i for i, c in enumerate(self.classes)}
         out = np.empty(len(rows), dtype=np.float64)
@@ -476,7 +477,8 @@ def numeric_matrix(rows, where, arg, allow_missing):
                 hint = " (a header row? the CSV must not have one)" if where[i][1] == 1 else ""
                 what = "the target (first column)" if j == 0 else "column %d" % (j + 1)
                 fail("--%s: row %d of %s: %s is %r, not a number; without --preprocess every "
-                     "value must be numeric%s" % (arg, where[i][1], where[i][0], what, v, hint))
+                     "value must be numeric (--preprocess encodes categorical columns)%s"
+                     % (arg, where[i][1], where[i][0], what, v, hint))
     return out
 
 
