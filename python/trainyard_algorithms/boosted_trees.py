@@ -119,9 +119,7 @@ def main(argv):
         dm[name] = xgboost.DMatrix(x, label=y, weight=w, missing=np.nan, feature_names=names,
                                    nthread=-1)
     eval_name = "validation" if "validation" in dm else "training"
-    evals = [(dm["training"], "training")]
-    if eval_name == "validation":
-        evals.append((dm["validation"], "validation"))
+    evals = [(dm[eval_name], eval_name)]
     if "test" in dm:
         evals.append((dm["test"], "test"))  # logged, never reported for tuning
     history = {}

@@ -24,9 +24,9 @@
 
 #include <condition_variable>
 #include <map>
-#include <nlohmann/json_fwd.hpp>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <set>
 #include <string>

@@ -13,7 +13,7 @@ import urllib.request
 import numpy as np
 import pytest
 
-from conftest import BIN, PROJECT, Daemon, wait_for
+from conftest import BIN, PROJECT, Daemon
 
 BUCKET = "algos-itest"
 BT = "gcr.io/cloud-ml-algos/boosted_trees:latest"
@@ -305,7 +305,7 @@ def test_gcloud_submits_and_tunes_built_in_algorithms(algos, gcloud, tmp_path):
            "--config", str(config), "--job-dir", hp_dir, "--region", "us-central1", "--",
            "--preprocess", "--training_data_path", cls, "--objective", "binary:logistic",
            "--eval_metric", "auc", "--num_boost_round", "10")
-    jobs = finished(d, ["g_wide_deep", "g_tuned"], timeout=300)
+    finished(d, ["g_wide_deep", "g_tuned"], timeout=300)
 
     job = json.loads(gcloud("ai-platform", "jobs", "describe", "g_wide_deep", "--format",
                             "json").stdout)

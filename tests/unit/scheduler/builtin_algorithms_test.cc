@@ -48,9 +48,8 @@ TEST(BuiltInAlgorithms, OutputTakesTheTrainersVersionsElseTheJobs) {
   auto out = BuiltInAlgorithmOutputJson(
       a, R"({"python_version": "3.11", "runtime_version": "1.7.4", "other": 1})", "", "",
       "gs://b/out/model");
-  EXPECT_EQ(out.dump(),
-            R"({"framework":"XGBOOST","runtimeVersion":"1.7.4","pythonVersion":"3.11",)"
-            R"("modelPath":"gs://b/out/model"})");
+  EXPECT_EQ(out.dump(), R"({"framework":"XGBOOST","runtimeVersion":"1.7.4","pythonVersion":"3.11",)"
+                        R"("modelPath":"gs://b/out/model"})");
   // Nothing recorded (or not JSON, or not strings): the job's own; no model, no modelPath.
   out = BuiltInAlgorithmOutputJson(a, "not json", "1.15", "3.7", "");
   EXPECT_EQ(out.dump(), R"({"framework":"XGBOOST","runtimeVersion":"1.15","pythonVersion":"3.7"})");
