@@ -25,7 +25,6 @@ import math
 import os
 import random
 import sys
-import traceback
 
 import numpy as np
 
@@ -51,7 +50,6 @@ def run_main(main, argv=None):
         sys.exit(1)
     except MemoryError:
         sys.stdout.flush()
-        traceback.print_exc()
         print("ERROR: the data set does not fit the replica's memory: use a machine type with "
               "more memory (masterType) or the distributed XGBoost algorithm (xgboost_dist)",
               file=sys.stderr, flush=True)
@@ -497,13 +495,19 @@ def write_csv(path, y, x):
 # Metrics
 
 
+DEFAULT_METRIC_TAG = "training/hptuning/metric"
+
+
 class Reporter(object):
     """Metrics go to the log and, for hyperparameter tuning, through the hypertune module:
-    in a trial only the job's hyperparameterMetricTag (which must be one of `names`), else all."""
+    in a trial only the job's hyperparameterMetricTag (which must be one of `names`; without a
+    tag, names[0] under hypertune's default tag), else all."""
 
     def __init__(self, names):
         self.names = list(names)
         self.tag = os.environ.get("CLOUD_ML_HP_METRIC_TAG", "")
+        if self.tag == DEFAULT_METRIC_TAG:
+            self.tag = ""  # the job named no hyperparameterMetricTag
         self.trial = os.environ.get("CLOUD_ML_TRIAL_ID", "")
         if self.trial and self.tag and self.tag not in self.names:
             fail("hyperparameterMetricTag %r is not a metric of this algorithm; it reports %s"
@@ -520,8 +524,16 @@ class Reporter(object):
               flush=True)
         if self.hpt is None:
             return
+        if self.trial and not self.tag:
+            # A tuning job without hyperparameterMetricTag: the algorithm's first metric under
+            # hypertune's default tag (training/hptuning/metric), which the service then reads.
+            value = metrics.get(self.names[0])
+            if value is not None and math.isfinite(value):
+                self.hpt.report_hyperparameter_tuning_metric(
+                    hyperparameter_metric_tag=None, metric_value=value, global_step=step)
+            return
         for name, value in metrics.items():
-            if self.trial and self.tag and name != self.tag:
+            if self.trial and name != self.tag:
                 continue
             if value is None or not math.isfinite(value):
                 continue
