@@ -186,6 +186,11 @@ def load(args):
             raw["validation"] = (va, vaw, "training_data_path")
         if te:
             raw["test"] = (te, tew, "training_data_path")
+        for name in ("validation", "test"):
+            if name in raw and raw[name][2] != "training_data_path":
+                r, w, arg = raw[name]
+                r, w, _ = common.drop_incomplete_rows(r, w)
+                raw[name] = (r, w, arg)
         pre = common.Preprocessor(classification, "--model_type regression").fit(tr, trw)
     sets, classes = {}, None
     for name, (r, w, arg) in raw.items():
