@@ -1,8 +1,9 @@
 // The launch plan: what the model's cluster plan means on this daemon. A job's replicas and
 // their demands, the checks of what the model cannot know (runtimes, packages, job dir, whether
 // the backend could ever run it), and each replica's ReplicaSpec: runtime, packages, argv,
-// container, limits, and the cluster environment from ty_cluster_env. Where the replica's
-// files live is the executor's business: the spec leaves work_dir empty.
+// container, limits, and the cluster environment from ty_cluster_env. A built-in algorithm's
+// image (builtin_algorithms.h) is no container: its replicas run Trainyard's trainer module.
+// Where the replica's files live is the executor's business: the spec leaves work_dir empty.
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
