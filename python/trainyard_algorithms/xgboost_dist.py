@@ -44,7 +44,20 @@ def cluster():
     kind, index = task.get("type", primary), int(task.get("index", 0))
     rank = 0 if kind == primary else index + 1
     host, port = masters[0].rsplit(":", 1)
-    return rank, 1 + len(workers), host, int(port), kind == primary
+    mine = (masters + workers)[rank].rsplit(":", 1)[0]
+    same_host = sum(1 for a in masters + workers if a.rsplit(":", 1)[0] == mine)
+    return rank, 1 + len(workers), host, int(port), kind == primary, same_host
+
+
+def threads(replicas_here):
+    """XGBoost's threads: this replica's share of the CPUs it may use. Replicas on one host
+    (Trainyard's local backend) would otherwise each start a thread per CPU and spin against
+    each other in every allreduce."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, cpus // max(1, replicas_here))
 
 
 def main(argv):
@@ -53,7 +66,7 @@ def main(argv):
     xgb_common.add_xgboost_arguments(p)
     args = p.parse(argv)
     metrics = xgb_common.check_objective(args)
-    rank, world, host, port, is_master = cluster()
+    rank, world, host, port, is_master, replicas_here = cluster()
     reporter = common.Reporter(metrics) if is_master else None
 
     import xgboost
@@ -88,12 +101,14 @@ def main(argv):
         weights = m[:, 1] if args.csv_weight else None
         x = m[:, 2:] if args.csv_weight else m[:, 1:]
         xgb_common.check_labels(args, y, where, arg)
-        sets[name] = xgboost.DMatrix(x, label=y, weight=weights, missing=np.nan)
+        sets[name] = xgboost.DMatrix(x, label=y, weight=weights, missing=np.nan,
+                                     nthread=threads(replicas_here))
     print("Replica %d of %d: %d training rows x %d features" % (
         rank, world, sets["training"].num_row(), sets["training"].num_col()), flush=True)
 
     env = {"DMLC_TRACKER_URI": host, "DMLC_TRACKER_PORT": port, "DMLC_TASK_ID": "%04d" % rank}
     params = xgb_common.params_of(args, metrics)
+    params.setdefault("nthread", threads(replicas_here))
     eval_name = "validation" if "validation" in sets else "training"
     evals = [(sets["training"], "training")]
     if "validation" in sets:
@@ -105,7 +120,11 @@ def main(argv):
                                     evals=evals, callbacks=[cb.callback], verbose_eval=False,
                                     early_stopping_rounds=args.early_stopping_rounds)
         except xgboost.core.XGBoostError as e:
-            common.fail("XGBoost refused the training: %s" % str(e).strip().splitlines()[-1])
+            first = str(e).strip().splitlines()[0]
+            if "Allreduce failed" in first or "Socket" in first or "connect" in first.lower():
+                common.fail("XGBoost's collective failed (was another replica lost?): %s"
+                            % first)
+            common.fail("XGBoost refused the training: %s" % first)
         world_seen = collective.get_world_size()
     if tracker is not None:
         tracker.join()
