@@ -221,6 +221,9 @@ def test_bad_input_fails_the_job_naming_the_argument_or_row(algos, tmp_path):
                           "--objective reg:cubic is not an objective"),
         "bad_memory": (BT, ["--training_data_path", huge, "--objective", "reg:linear"],
                        "does not fit this replica's memory"),
+        "bad_dist_alone": ("gcr.io/cloud-ml-algos/xgboost_dist",
+                           ["--training_data_path", reg, "--objective", "reg:linear"],
+                           "runs on a master and at least one worker"),
     }
     for job_id, (image, args, _) in cases.items():
         submit(d, job_id, image, out + "/" + job_id, args)
