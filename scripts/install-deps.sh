@@ -11,6 +11,8 @@ PACKAGES=(
   # runtime: the default Python runtime and its ML stack, pip/venv for trainer packages
   python3 python3-pip python3-venv python3-setuptools python3-numpy python3-sklearn
   python3-joblib python3-torch
+  # the built-in algorithms (XGBoost for boosted_trees and xgboost_dist)
+  python3-xgboost
   # custom containers: podman with runc, and debootstrap for the example image's base
   podman runc debootstrap
   # tests, and the fuzzers (clang with libFuzzer and the sanitizer runtimes)

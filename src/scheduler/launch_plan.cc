@@ -1,10 +1,12 @@
 // The launch plan: what the model's cluster plan means on this daemon. A job's replicas and
 // their demands, the checks of what the model cannot know (runtimes, packages, job dir, whether
 // the backend could ever run it), and each replica's ReplicaSpec: runtime, packages, argv,
-// container, limits, and the cluster environment from ty_cluster_env. Where the replica's
-// files live is the executor's business: the spec leaves work_dir empty.
+// container, limits, and the cluster environment from ty_cluster_env. A built-in algorithm's
+// image (builtin_algorithms.h) is no container: its replicas run Trainyard's trainer module.
+// Where the replica's files live is the executor's business: the spec leaves work_dir empty.
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +21,7 @@
 #include "trainyard/core/util.h"
 #include "trainyard/model/machine_types.h"
 #include "trainyard/model/state_machine.h"
+#include "trainyard/scheduler/builtin_algorithms.h"
 #include "trainyard/scheduler/outcome.h"
 #include "tuning_state.h"
 
@@ -94,10 +97,22 @@ const char* ConfigFieldOf(const std::string& type) {
 }
 
 // The image a replica runs ("" = it runs the Python trainer): its own imageUri, else the
-// master's (compat §2: every *Config.imageUri defaults to masterConfig.imageUri).
+// master's (compat §2: every *Config.imageUri defaults to masterConfig.imageUri). A built-in
+// algorithm's image is no container: every replica runs Trainyard's trainer for it.
 const std::string& ImageOf(const model::TrainingSpec& spec, const std::string& type) {
+  static const std::string kNone;
+  if (FindBuiltInAlgorithm(spec.master.image_uri) != nullptr) return kNone;
   const std::string& own = RoleOf(spec, type).image_uri;
   return own.empty() ? spec.master.image_uri : own;
+}
+
+// A local job dir's path (absolute or file://), else the bucket store's file of a gs:// URI
+// (which must exist); "" when there is none.
+std::string LocalFileOf(const storage::BucketStore& buckets, const std::string& uri) {
+  if (StartsWith(uri, "file://")) return uri.substr(7);
+  if (StartsWith(uri, "/")) return uri;
+  auto path = buckets.LocalPathForUri(uri);
+  return path.ok() ? *path : "";
 }
 
 // A container name unique per replica that docker and podman accept ([a-z0-9_.-], starting
@@ -160,10 +175,70 @@ const RuntimeOptions* SchedulerCore::FindRuntime(const model::TrainingSpec& spec
   return nullptr;
 }
 
+const RuntimeOptions* SchedulerCore::RuntimeFor(const model::TrainingSpec& spec) const {
+  if (const RuntimeOptions* rt = FindRuntime(spec); rt != nullptr) return rt;
+  if (FindBuiltInAlgorithm(spec.master.image_uri) != nullptr && !options_.runtimes.empty()) {
+    return &options_.runtimes.front();
+  }
+  return nullptr;
+}
+
+void SchedulerCore::AddBuiltInOutputLocked(const ActiveJob& aj, bool succeeded,
+                                           nlohmann::ordered_json* out) const {
+  const model::TrainingSpec& spec = aj.job.spec;
+  const BuiltInAlgorithm* algo = FindBuiltInAlgorithm(spec.master.image_uri);
+  if (algo == nullptr) return;
+  // The versions the trainer recorded in <output>/artifacts/metadata.json (a small file; a
+  // missing or odd one leaves the job's own).
+  auto output_of = [&](const std::string& trial_id, bool with_model) {
+    const std::string dir = BuiltInOutputDir(spec.job_dir, trial_id);
+    std::string text;
+    if (!spec.job_dir.empty()) {
+      const std::string file = LocalFileOf(buckets_, dir + "/artifacts/metadata.json");
+      struct stat st;
+      if (!file.empty() && ::stat(file.c_str(), &st) == 0 && st.st_size < (64 << 20)) {
+        if (auto t = ReadFile(file); t.ok()) text = std::move(*t);
+      }
+    }
+    return BuiltInAlgorithmOutputJson(*algo, text, spec.runtime_version, spec.python_version,
+                                      with_model ? dir + "/model" : "");
+  };
+  (*out)["isBuiltInAlgorithmJob"] = true;
+  if (!aj.tuning) {
+    (*out)["builtInAlgorithmOutput"] = output_of("", succeeded && !spec.job_dir.empty());
+    return;
+  }
+  // A tuning job: each successful trial says what it ran; no modelPath (compat §4).
+  auto trials = out->find("trials");
+  if (trials == out->end() || !trials->is_array()) return;
+  for (auto& t : *trials) {
+    if (t.value("state", "") != "SUCCEEDED") continue;
+    t["builtInAlgorithmOutput"] = output_of(t.value("trialId", ""), false);
+  }
+}
+
+void SchedulerCore::SetBuiltInOutputLocked(ActiveJob& aj, bool succeeded) const {
+  if (aj.tuning || FindBuiltInAlgorithm(aj.job.spec.master.image_uri) == nullptr) return;
+  const std::string& text = aj.job.training_output_json;
+  nlohmann::ordered_json out =
+      nlohmann::ordered_json::parse(text.empty() ? "{}" : text, nullptr, false);
+  if (!out.is_object()) out = nlohmann::ordered_json::object();
+  AddBuiltInOutputLocked(aj, succeeded, &out);
+  aj.job.training_output_json = out.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 Status SchedulerCore::CheckRunnable(const Job& job) const {
   Status st = InvalidArgument("The job cannot run on this Trainyard");
   bool bad = false;
-  if (job.spec.master.image_uri.empty() && FindRuntime(job.spec) == nullptr) {
+  const BuiltInAlgorithm* builtin = FindBuiltInAlgorithm(job.spec.master.image_uri);
+  if (builtin != nullptr && job.spec.job_dir.empty()) {
+    bad = true;
+    st.AddViolation("trainingInput.jobDir",
+                    "built-in algorithms write their model to <job-dir>/model: a job directory "
+                    "is required (--job-dir)");
+  }
+  if ((job.spec.master.image_uri.empty() || builtin != nullptr) &&
+      RuntimeFor(job.spec) == nullptr) {
     bad = true;
     st.AddViolation("trainingInput.runtimeVersion",
                     "no configured runtime serves runtimeVersion \"" + job.spec.runtime_version +
@@ -334,8 +409,9 @@ Status SchedulerCore::LaunchLocked(ActiveJob& aj, const std::string& trial_id) {
     (images.back().empty() ? any_python : any_container) = true;
   }
   const RuntimeOptions* rt = nullptr;
+  const BuiltInAlgorithm* builtin = FindBuiltInAlgorithm(job.spec.master.image_uri);
   if (any_python) {
-    rt = FindRuntime(job.spec);
+    rt = RuntimeFor(job.spec);
     if (rt == nullptr) return FailedPrecondition("no configured runtime serves this job");
   }
   if (any_container && options_.container_engine.empty()) {
@@ -405,7 +481,7 @@ Status SchedulerCore::LaunchLocked(ActiveJob& aj, const std::string& trial_id) {
       spec.python = rt->python;
       spec.packages = packages;
       spec.package_uris = job.spec.package_uris;
-      spec.python_module = job.spec.python_module;
+      spec.python_module = builtin != nullptr ? builtin->module : job.spec.python_module;
       spec.args = trainer_args;
       if (!python_path.empty()) spec.env["PYTHONPATH"] = python_path;
     }
@@ -468,7 +544,10 @@ Status SchedulerCore::LaunchLocked(ActiveJob& aj, const std::string& trial_id) {
     run[i]->has_spec = true;
     run[i]->launched = true;
   }
-  return st;
+  if (!st.ok()) return st;
+  // A built-in algorithm's job says so from its start (compat §4).
+  if (trial_id.empty()) SetBuiltInOutputLocked(aj, false);
+  return Status::Ok();
 }
 
 }  // namespace trainyard::scheduler

@@ -517,6 +517,7 @@ void SchedulerCore::FinishLocked(ActiveJob& aj, JobState to, const std::string& 
   AccrueUnitsLocked(aj, aj.job.end_time);
   aj.units_accrued_at = 0;
   aj.job.error_message = message;
+  SetBuiltInOutputLocked(aj, to == JobState::kSucceeded);  // built-in algorithms (compat §4)
   (void)TransitionLocked(aj, to, message);
   // Its replicas are gone (or never started): what it held is free for the queue.
   admission_->Release(Owner(aj.job));

@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <set>
 #include <string>
@@ -145,6 +146,15 @@ class SchedulerCore {
   static JobDemand DemandOf(const std::vector<Replica>& replicas);
   static std::string Owner(const model::Job& job) { return job.project + "/" + job.job_id; }
   const RuntimeOptions* FindRuntime(const model::TrainingSpec& spec) const;
+  // FindRuntime, else for a built-in algorithm's job the first configured runtime.
+  const RuntimeOptions* RuntimeFor(const model::TrainingSpec& spec) const;
+  // A built-in algorithm's job (builtin_algorithms.h): adds isBuiltInAlgorithmJob and
+  // builtInAlgorithmOutput to its trainingOutput `out`, and to each successful trial's entry
+  // of a tuning job; modelPath when the job `succeeded` (not a tuning job). Else nothing.
+  void AddBuiltInOutputLocked(const ActiveJob& aj, bool succeeded,
+                              nlohmann::ordered_json* out) const;
+  // The same for a job that is not a tuning job, into its stored trainingOutput text.
+  void SetBuiltInOutputLocked(ActiveJob& aj, bool succeeded) const;
   // Launches the replicas of run `trial_id` ("" = the job's own) not launched yet.
   Status LaunchLocked(ActiveJob& aj, const std::string& trial_id);
   // Fails the replicas of `trial_id` not launched after LaunchLocked returned `st`.

@@ -608,6 +608,7 @@ void SchedulerCore::UpdateTuningOutputLocked(ActiveJob& aj, bool persist) {
   if (!trials.empty()) out["trials"] = std::move(trials);
   out["isHyperparameterTuningJob"] = true;
   out["hyperparameterMetricTag"] = ts.metric_tag;
+  AddBuiltInOutputLocked(aj, false, &out);  // built-in algorithms (compat §4)
   aj.job.training_output_json = out.dump(-1, ' ', false, json::error_handler_t::replace);
   if (!persist) return;
   if (Status st = store_.UpdateJob(aj.job, std::nullopt); !st.ok()) {

@@ -942,4 +942,63 @@ TEST_F(SchedulerTest, RecoveryTakesAContainersGpusFromItsDevices) {
   EXPECT_EQ(StateOf("waits"), JobState::kQueued);
 }
 
+// ---- Built-in algorithms (issue 18) -------------------------------------------------------------
+
+TEST_F(SchedulerTest, BuiltInAlgorithmJobsRunTrainyardsTrainerNotTheImage) {
+  // No container engine, and no runtime that names the job's (empty) runtime version: the
+  // first runtime runs the algorithm's module on every replica.
+  options_.runtimes = {RuntimeOptions{"tf", "/opt/py/bin/python3", {"2.11"}, {"3.7"}}};
+  StartScheduler();
+  Job job = ContainerJob("algo_1", 2, 0, 0);
+  job.spec.master.image_uri = "gcr.io/cloud-ml-algos/xgboost_dist:latest";
+  job.spec.args = {"--training_data_path", "gs://bkt/d.csv", "--objective", "reg:linear"};
+  job.spec.job_dir = "gs://bkt/out/";
+  ASSERT_TRUE(sched_->CheckRunnable(job).ok()) << sched_->CheckRunnable(job).ToString();
+  ASSERT_TRUE(sched_->Submit(job).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 3; }));
+  const std::vector<std::string> want_args = {
+      "--training_data_path", "gs://bkt/d.csv", "--objective",
+      "reg:linear",           "--job-dir",      "gs://bkt/out/"};
+  for (const auto& spec : exec_.Launched()) {
+    EXPECT_TRUE(spec.container.image.empty()) << spec.key.TaskName();
+    EXPECT_EQ(spec.python, "/opt/py/bin/python3");
+    EXPECT_EQ(spec.python_module, "trainyard_algorithms.xgboost_dist");
+    EXPECT_TRUE(spec.packages.empty());
+    EXPECT_EQ(spec.args, want_args);
+    EXPECT_NE(spec.env.at("TF_CONFIG").find(R"("cluster":{"master":["127.0.0.1:)"),
+              std::string::npos);
+  }
+  // isBuiltInAlgorithmJob from the start; the model's path once the master succeeded.
+  auto running = sched_->GetJob("p", "algo_1");
+  EXPECT_NE(running->training_output_json.find(R"("isBuiltInAlgorithmJob":true)"),
+            std::string::npos)
+      << running->training_output_json;
+  EXPECT_EQ(running->training_output_json.find("modelPath"), std::string::npos);
+  for (const auto& spec : exec_.Launched()) sched_->OnReplicaRunning(spec.key);
+  sched_->OnReplicaExit(Key("algo_1", "worker", 0), CleanExit());
+  sched_->OnReplicaExit(Key("algo_1", "worker", 1), CleanExit());
+  sched_->OnReplicaExit(Key("algo_1", "master", 0), CleanExit());
+  ASSERT_EQ(StateOf("algo_1"), JobState::kSucceeded);
+  const std::string out = sched_->GetJob("p", "algo_1")->training_output_json;
+  EXPECT_NE(out.find(R"("builtInAlgorithmOutput":{"framework":"XGBOOST",)"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find(R"("modelPath":"gs://bkt/out/model")"), std::string::npos) << out;
+}
+
+TEST_F(SchedulerTest, BuiltInAlgorithmJobsNeedAJobDir) {
+  StartScheduler();
+  Job job = ContainerJob("algo_2", 0, 0, 0);
+  job.spec.master.image_uri = "gcr.io/cloud-ml-algos/boosted_trees";
+  job.spec.job_dir.clear();
+  Status st = sched_->CheckRunnable(job);
+  ASSERT_EQ(st.code(), StatusCode::kInvalidArgument);
+  ASSERT_EQ(st.violations().size(), 1u) << st.ToString();
+  EXPECT_EQ(st.violations()[0].field, "trainingInput.jobDir");
+  // A custom container of the same name elsewhere is no built-in algorithm: it needs an engine.
+  job.spec.master.image_uri = "gcr.io/my-project/boosted_trees";
+  st = sched_->CheckRunnable(job);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.violations()[0].field, "trainingInput.masterConfig.imageUri") << st.ToString();
+}
+
 }  // namespace trainyard::scheduler
