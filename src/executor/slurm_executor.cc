@@ -20,6 +20,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -210,6 +212,7 @@ struct Gang {
   std::string state;     // last seen in squeue ("" not yet)
   std::string reason;
   bool seen = false;
+  bool submitting = false;  // sbatch not yet answered
   bool ended = false;
   int64_t ended_at = 0;      // monotonic
   int64_t submitted_at = 0;  // monotonic
@@ -242,6 +245,7 @@ class SlurmExecutor final : public Executor {
       : options_(std::move(options)), listener_(listener), user_(CurrentUser()) {
     wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     monitor_ = std::thread([this] { MonitorLoop(); });
+    submitter_ = std::thread([this] { SubmitLoop(); });
   }
   ~SlurmExecutor() override {
     Shutdown();
@@ -268,6 +272,7 @@ class SlurmExecutor final : public Executor {
   // Writes the gang's files and submits it; the replicas' specs are in their work dirs.
   Status Submit(const std::shared_ptr<Gang>& gang, const json& plan, const SlurmGangPlan& shape);
   void MonitorLoop();
+  void SubmitLoop();
   void PollSlurm();
   bool Poll(SReplica& r);
   void ReportExit(SReplica& r);
@@ -294,7 +299,15 @@ class SlurmExecutor final : public Executor {
   int64_t next_squeue_ = 0;                                   // guarded by mu_
   int fast_polls_ = 0;   // guarded by mu_: quick squeue polls left after an event
   std::string problem_;  // guarded by mu_: why the last squeue failed ("" = it answered)
+  struct PendingSubmit {
+    std::shared_ptr<Gang> gang;
+    std::string script;
+    int tasks = 0;
+  };
+  std::deque<PendingSubmit> submit_queue_;  // guarded by mu_
+  std::condition_variable submit_cv_;
   std::thread monitor_;
+  std::thread submitter_;
   int wake_fd_ = -1;
 };
 
@@ -438,27 +451,61 @@ Status SlurmExecutor::Submit(const std::shared_ptr<Gang>& gang, const json& plan
   // The name first: a daemon that dies before it learns the id adopts the job by its name.
   TRAINYARD_RETURN_IF_ERROR(
       WriteFileAtomic(Join(gang->dir, kGangFile), json({{"name", gang->name}}).dump()));
-  auto res = RunCommand({"sbatch", "--parsable", script_path}, SlurmClientEnv(), kCommandTimeout);
-  if (!res.ok()) return Unavailable("cannot submit to Slurm: " + res.status().message());
-  if (res->exit_code != 0) {
-    // Slurm's own words: "Requested node configuration is not available" and the like.
-    return FailedPrecondition("Slurm refused the job: " + CommandError(*res));
-  }
-  std::string id = Trim(res->out);
-  if (size_t semi = id.find(';'); semi != std::string::npos) id = id.substr(0, semi);  // cluster
-  TRAINYARD_RETURN_IF_ERROR(WriteFileAtomic(Join(gang->dir, kGangFile),
-                                            json({{"name", gang->name}, {"jobId", id}}).dump()));
-  TY_LOG_INFO(kLog, "submitted {} as Slurm job {} ({} tasks)", gang->name, id, shape.tasks);
+  // sbatch runs on the submitter thread: the caller (the scheduler, under its lock) never
+  // waits for the controller. A refusal comes back as the replicas' exits.
   {
     std::lock_guard<std::mutex> lock(mu_);
-    gang->slurm_id = id;
+    gang->submitting = true;
     gang->submitted_at = MonotonicMicros();
     gangs_.insert(gang);
-    fast_polls_ = 4;
-    next_squeue_ = 0;
+    submit_queue_.push_back({gang, script_path, shape.tasks});
   }
-  Wake();
+  submit_cv_.notify_one();
   return Status::Ok();
+}
+
+void SlurmExecutor::SubmitLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    submit_cv_.wait(lock, [&] { return stop_ || !submit_queue_.empty(); });
+    if (stop_) return;
+    PendingSubmit next = std::move(submit_queue_.front());
+    submit_queue_.pop_front();
+    lock.unlock();
+    const auto& gang = next.gang;
+    auto res = RunCommand({"sbatch", "--parsable", next.script}, SlurmClientEnv(), kCommandTimeout);
+    std::string id;
+    std::string refused;
+    if (!res.ok()) {
+      refused = "cannot submit to Slurm: " + res.status().message();
+    } else if (res->exit_code != 0) {
+      // Slurm's own words: "Requested node configuration is not available" and the like.
+      refused = "Slurm refused the job: " + CommandError(*res);
+    } else {
+      id = Trim(res->out);
+      if (size_t semi = id.find(';'); semi != std::string::npos) id = id.substr(0, semi);
+      Status w = WriteFileAtomic(Join(gang->dir, kGangFile),
+                                 json({{"name", gang->name}, {"jobId", id}}).dump());
+      if (!w.ok()) TY_LOG_WARN(kLog, "{} (the job is adopted by its name)", w.ToString());
+      TY_LOG_INFO(kLog, "submitted {} as Slurm job {} ({} tasks)", gang->name, id, next.tasks);
+    }
+    lock.lock();
+    gang->submitting = false;
+    if (!refused.empty()) {
+      TY_LOG_WARN(kLog, "{}: {}", gang->name, refused);
+      gang->ended = true;
+      gang->ended_at = MonotonicMicros() - options_.file_grace;  // nothing to wait for
+      gang->state = "REFUSED";
+      gang->reason = refused;
+    } else {
+      gang->slurm_id = id;
+      fast_polls_ = 4;
+      next_squeue_ = 0;
+    }
+    lock.unlock();
+    Wake();
+    lock.lock();
+  }
 }
 
 Status SlurmExecutor::Launch(const ReplicaSpec& given) {
@@ -685,7 +732,9 @@ void SlurmExecutor::Shutdown() {
     stop_ = true;
   }
   Wake();
+  submit_cv_.notify_all();
   if (monitor_.joinable()) monitor_.join();
+  if (submitter_.joinable()) submitter_.join();
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [key, r] : replicas_) r->tail.CloseLog();
   replicas_.clear();
@@ -776,7 +825,8 @@ void SlurmExecutor::PollSlurm() {
         to_cancel.emplace_back(gang, s.state == "PENDING" ? "" : "TERM");
         gang->cancel_sent = true;
       }
-    } else if (gang->seen || now - gang->submitted_at > 60 * kMicrosPerSecond) {
+    } else if (!gang->submitting &&
+               (gang->seen || now - gang->submitted_at > 60 * kMicrosPerSecond)) {
       // Gone from squeue (MinJobAge passed, or the controller lost it).
       gang->ended = true;
       gang->ended_at = now;
@@ -936,6 +986,10 @@ void SlurmExecutor::ReportExit(SReplica& r) {
       state == "NODE_FAIL" || state == "PREEMPTED" || state == "BOOT_FAIL" || state == "DEADLINE";
   if (reported && !(infrastructure && !r.kill_requested && parsed->stop_requested)) {
     exit = std::move(parsed).value();
+  } else if (!reported && state == "REFUSED") {
+    exit.exit_code = 1;
+    exit.phase = "launch";
+    exit.message = reason;
   } else if (reported) {
     exit.exit_code = -1;
     exit.phase = "lost";
