@@ -503,6 +503,16 @@ const std::vector<Field>& Fields() {
          return Status::Ok();
        },
        [](const DaemonConfig& c) { return c.slurm.time_limit_margin; }},
+      {"slurm.heterogeneous",
+       "replicas of different shapes: auto (a heterogeneous job, one component per shape, where "
+       "the cluster can place one; else one plain job of the largest shape), always, or never",
+       [](DaemonConfig& c, const std::string& v) {
+         if (v != "auto" && v != "always" && v != "never")
+           return InvalidArgument("config slurm.heterogeneous: expected auto, always or never");
+         c.slurm.heterogeneous = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.slurm.heterogeneous; }},
       {"default_project", "project used by the storage API when a request names none",
        [](DaemonConfig& c, const std::string& v) {
          c.default_project = v;

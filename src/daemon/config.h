@@ -72,6 +72,9 @@ struct DaemonConfig {
     std::string poll_interval = "10s";
     int max_submitted_jobs = 100;
     std::string time_limit_margin = "120s";
+    // Replicas of different shapes: auto (a heterogeneous job where the cluster can place
+    // one), always, or never (one plain job of the largest shape).
+    std::string heterogeneous = "auto";
   } slurm;
 };
 

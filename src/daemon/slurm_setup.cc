@@ -117,8 +117,20 @@ Result<SlurmSetup> PrepareSlurm(const DaemonConfig& config, const std::string& j
   }
   TRAINYARD_ASSIGN_OR_RETURN(SinfoTotals totals, SumSinfo(info.out, sc.partition));
 
+  // Heterogeneous jobs are started by the backfill scheduler only.
+  TRAINYARD_ASSIGN_OR_RETURN(auto config_dump, Slurm({"scontrol", "show", "config"}));
+  bool backfill = false;
+  for (const std::string& line : Split(config_dump.out, '\n')) {
+    if (StartsWith(Trim(line), "SchedulerType")) {
+      backfill = line.find("sched/backfill") != std::string::npos;
+    }
+  }
+
   SlurmSetup setup;
   executor::SlurmOptions& o = setup.executor;
+  o.heterogeneous = sc.heterogeneous;
+  o.het_components_max = totals.nodes;
+  o.backfill = backfill;
   o.launcher_path = config.launcher_path;
   o.jobs_dir = jobs_dir;
   o.partition = sc.partition;
@@ -146,7 +158,12 @@ Result<SlurmSetup> PrepareSlurm(const DaemonConfig& config, const std::string& j
   setup.summary = "partition " + totals.partition + ": " + std::to_string(totals.nodes) +
                   " nodes, " + std::to_string(totals.cpus) + " CPUs, " +
                   std::to_string(totals.memory_mb) + " MiB, " + std::to_string(totals.gpus) +
-                  " GPUs; work dirs in " + jobs_dir;
+                  " GPUs; heterogeneous jobs " +
+                  (sc.heterogeneous == "never" ? std::string("off")
+                   : backfill || sc.heterogeneous == "always"
+                       ? "up to " + std::to_string(totals.nodes) + " shapes"
+                       : std::string("off (SchedulerType is not sched/backfill)")) +
+                  "; work dirs in " + jobs_dir;
   return setup;
 }
 

@@ -193,11 +193,22 @@ std::string SlurmBatchScript(const SlurmOptions& options, const SlurmGangPlan& p
   if (!options.partition.empty()) line("--partition=" + options.partition);
   if (!options.account.empty()) line("--account=" + options.account);
   if (!options.qos.empty()) line("--qos=" + options.qos);
-  line("--ntasks=" + std::to_string(plan.tasks));
-  line("--cpus-per-task=" + std::to_string(plan.cpus_per_task));
-  line("--mem-per-cpu=" + std::to_string(plan.mem_per_cpu_mb) + "M");
-  if (!plan.gpus_per_task.empty()) line("--gpus-per-task=" + plan.gpus_per_task);
-  for (const std::string& extra : options.extra_sbatch_args) line(extra);
+  for (size_t c = 0; c < plan.components.size(); ++c) {
+    const SlurmGangPlan::Component& comp = plan.components[c];
+    if (c > 0) {
+      // A heterogeneous job's next component: the partition is not among the options Slurm
+      // carries over from the first one, so every component names it again.
+      s += "#SBATCH hetjob\n";
+      if (!options.partition.empty()) line("--partition=" + options.partition);
+      if (!options.account.empty()) line("--account=" + options.account);
+      if (!options.qos.empty()) line("--qos=" + options.qos);
+    }
+    line("--ntasks=" + std::to_string(comp.tasks));
+    line("--cpus-per-task=" + std::to_string(comp.cpus_per_task));
+    line("--mem-per-cpu=" + std::to_string(comp.mem_per_cpu_mb) + "M");
+    if (!comp.gpus_per_task.empty()) line("--gpus-per-task=" + comp.gpus_per_task);
+    for (const std::string& extra : options.extra_sbatch_args) line(extra);
+  }
   s +=
       "exec " + ShellJoin({options.launcher_path, "slurm-driver", "--plan", plan.plan_path}) + "\n";
   return s;
@@ -336,19 +347,20 @@ Status SlurmExecutor::LaunchGang(std::span<const ReplicaSpec> specs, const GangS
   gang->dir = run_dir + "/slurm-" + suffix;
   TRAINYARD_RETURN_IF_ERROR(MakeDirs(gang->dir));
 
-  // The envelope: every task gets the largest shape (one shape: exact). A replica that needs
-  // fewer GPUs than the envelope runs its step with only its own (--gres=none for none).
+  // One component per distinct shape. Several shapes run as a heterogeneous job when the
+  // cluster can place one, else as an envelope: one plain job in which every task gets the
+  // largest shape, each replica's step still asking only for its own (--gres=none for none).
   SlurmGangPlan shape;
   shape.name = gang->name;
   shape.gang_dir = gang->dir;
   shape.plan_path = Join(gang->dir, kPlanFile);
-  shape.tasks = static_cast<int>(specs.size());
   json replicas = json::array();
   int max_cpus = 1;
   int64_t max_mem_mb = 1;
   int max_gpus = 0;
   std::string gpu_type;
-  std::set<std::string> distinct;
+  std::map<std::string, int> component_of;  // shape key -> component index
+  std::vector<SlurmGangPlan::Component> components;
   for (size_t i = 0; i < specs.size(); ++i) {
     const GangSpec::Shape& sh = gang_spec.shapes[i];
     const int cpus = std::max<int>(
@@ -365,20 +377,37 @@ Status SlurmExecutor::LaunchGang(std::span<const ReplicaSpec> specs, const GangS
     max_cpus = std::max(max_cpus, cpus);
     max_mem_mb = std::max(max_mem_mb, mem_mb);
     max_gpus = std::max(max_gpus, sh.gpus);
-    distinct.insert(std::to_string(cpus) + "/" + std::to_string(mem_mb) + "/" + gres);
+    const int64_t mem_per_cpu = (mem_mb + cpus - 1) / cpus;
+    const std::string key = std::to_string(cpus) + "/" + std::to_string(mem_per_cpu) + "/" + gres;
+    auto [it, added] = component_of.emplace(key, static_cast<int>(components.size()));
+    if (added) components.push_back({0, cpus, mem_per_cpu, gres});
+    ++components[it->second].tasks;
     std::string work_dir = specs[i].work_dir.empty() ? WorkDirFor(specs[i].key) : specs[i].work_dir;
     replicas.push_back({{"workDir", work_dir},
                         {"task", i},
                         {"taskName", specs[i].key.TaskName()},
                         {"cpus", cpus},
-                        {"memPerCpuMb", (mem_mb + cpus - 1) / cpus},
+                        {"memPerCpuMb", mem_per_cpu},
                         {"gpus", gres},
+                        {"hetGroup", it->second},
                         {"container", !specs[i].container.image.empty()}});
   }
-  shape.cpus_per_task = max_cpus;
-  shape.mem_per_cpu_mb = (max_mem_mb + max_cpus - 1) / max_cpus;
-  if (max_gpus > 0) {
-    shape.gpus_per_task = (gpu_type.empty() ? "" : gpu_type + ":") + std::to_string(max_gpus);
+  const bool het = components.size() > 1 &&
+                   (options_.heterogeneous == "always" ||
+                    (options_.heterogeneous == "auto" && options_.backfill &&
+                     static_cast<int>(components.size()) <= options_.het_components_max));
+  if (het || components.size() == 1) {
+    shape.components = components;
+  } else {
+    SlurmGangPlan::Component envelope;
+    envelope.tasks = static_cast<int>(specs.size());
+    envelope.cpus_per_task = max_cpus;
+    envelope.mem_per_cpu_mb = (max_mem_mb + max_cpus - 1) / max_cpus;
+    if (max_gpus > 0) {
+      envelope.gpus_per_task = (gpu_type.empty() ? "" : gpu_type + ":") + std::to_string(max_gpus);
+    }
+    shape.components = {envelope};
+    for (auto& r : replicas) r["hetGroup"] = -1;
   }
   const Duration limit = gang_spec.max_running_time > 0 ? gang_spec.max_running_time
                                                         : 7LL * 24 * 3600 * kMicrosPerSecond;
@@ -389,15 +418,19 @@ Status SlurmExecutor::LaunchGang(std::span<const ReplicaSpec> specs, const GangS
   json plan = {{"name", gang->name},
                {"launcher", options_.launcher_path},
                {"portRange", options_.port_range},
+               {"heterogeneous", het},
                {"replicas", replicas},
                {"run", json::parse(gang_spec.run_plan_json, nullptr, false)}};
-  if (distinct.size() > 1) {
-    gang->note =
-        "the replicas have " + std::to_string(distinct.size()) +
-        " shapes; this Trainyard runs them as one plain Slurm job in which every task gets the "
-        "largest (" +
-        std::to_string(max_cpus) + " CPUs, " + std::to_string(max_mem_mb) + " MiB" +
-        (max_gpus > 0 ? ", " + std::to_string(max_gpus) + " GPUs" : std::string()) + ")";
+  if (components.size() > 1 && !het) {
+    gang->note = "the replicas have " + std::to_string(components.size()) +
+                 " shapes and this cluster cannot run them as a heterogeneous job (" +
+                 (options_.heterogeneous == "never" ? std::string("slurm.heterogeneous is never")
+                  : !options_.backfill ? std::string("its scheduler is not sched/backfill")
+                                       : "it needs a node per shape and the partition has " +
+                                             std::to_string(options_.het_components_max)) +
+                 "): they run as one plain Slurm job in which every task gets the largest (" +
+                 std::to_string(max_cpus) + " CPUs, " + std::to_string(max_mem_mb) + " MiB" +
+                 (max_gpus > 0 ? ", " + std::to_string(max_gpus) + " GPUs" : std::string()) + ")";
     plan["envelopeNote"] = gang->note;
   }
 
@@ -458,7 +491,9 @@ Status SlurmExecutor::Submit(const std::shared_ptr<Gang>& gang, const json& plan
     gang->submitting = true;
     gang->submitted_at = MonotonicMicros();
     gangs_.insert(gang);
-    submit_queue_.push_back({gang, script_path, shape.tasks});
+    int tasks = 0;
+    for (const auto& c : shape.components) tasks += c.tasks;
+    submit_queue_.push_back({gang, script_path, tasks});
   }
   submit_cv_.notify_one();
   return Status::Ok();
@@ -742,7 +777,7 @@ void SlurmExecutor::Shutdown() {
 }
 
 void SlurmExecutor::PollSlurm() {
-  auto res = RunCommand({"squeue", "-h", "-u", user_, "-t", "all", "-o", "%A|%T|%r|%N|%j"},
+  auto res = RunCommand({"squeue", "-h", "-u", user_, "-t", "all", "-o", "%i|%T|%r|%N|%j"},
                         SlurmClientEnv(), kCommandTimeout);
   if (!res.ok() || res->exit_code != 0) {
     // The controller is away: keep every job as it was and try again next poll.
@@ -765,10 +800,31 @@ void SlurmExecutor::PollSlurm() {
   std::map<std::string, SlurmJobState> by_name;
   for (SlurmJobState& s : ParseSqueue(res->out)) {
     if (!StartsWith(s.name, options_.name_prefix)) continue;
-    // Ids are reused after a controller reset: the newest job of a name wins.
+    // A heterogeneous job is one row per component ("123+0", "123+1"): one job for us, live
+    // while any component is, pending while any is, and ended as its worst component.
+    bool component = false;
+    if (size_t plus = s.id.find('+'); plus != std::string::npos) {
+      s.id = s.id.substr(0, plus);
+      component = true;
+    }
     auto it = by_name.find(s.name);
     if (it == by_name.end() || std::atoll(s.id.c_str()) > std::atoll(it->second.id.c_str())) {
+      // Ids are reused after a controller reset: the newest job of a name wins.
       by_name[s.name] = std::move(s);
+      continue;
+    }
+    if (!component || it->second.id != s.id) continue;
+    SlurmJobState& job = it->second;
+    auto rank = [](const SlurmJobState& x) {
+      if (x.state == "PENDING") return 0;
+      if (!SlurmStateEnded(x.state)) return 1;
+      if (x.state == "COMPLETED") return 3;
+      return 2;  // failed, cancelled, node failure, ...: the component that decides the end
+    };
+    if (!s.nodes.empty()) job.nodes += (job.nodes.empty() ? "" : ",") + s.nodes;
+    if (rank(s) < rank(job)) {
+      job.state = s.state;
+      job.reason = s.reason;
     }
   }
   std::vector<std::pair<std::shared_ptr<Gang>, std::string>> to_cancel;

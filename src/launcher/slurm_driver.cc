@@ -139,6 +139,9 @@ int RunSlurmDriver(const std::string& plan_path) {
     };
     const std::string gpus = r.value("gpus", "");
     argv.push_back(gpus.empty() ? "--gres=none" : "--gpus=" + gpus);
+    if (plan.value("heterogeneous", false)) {
+      argv.push_back("--het-group=" + std::to_string(r.value("hetGroup", 0)));
+    }
     for (const std::string& a :
          {launcher, std::string("--work-dir"), s.work_dir, std::string("--slurm")}) {
       argv.push_back(a);

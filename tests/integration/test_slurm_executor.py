@@ -150,9 +150,29 @@ def test_distributed_job_gets_real_addresses_and_its_own_gpus(env):
         assert views[n]["CUDA_VISIBLE_DEVICES"] == "", n
     assert [views[n]["RANK"] for n in ("master-0", "worker-0", "worker-1")] == ["0", "1", "2"]
     assert views["ps-0"]["RANK"] is None
+    # Two shapes (the master's GPU): a heterogeneous job, one component per shape.
+    gangs = [g for g in os.listdir(os.path.join(env["shared"], "jobs", PROJECT, "dist"))
+             if g.startswith("slurm-")]
+    script = open(os.path.join(env["shared"], "jobs", PROJECT, "dist", gangs[0], "job.sh")).read()
+    assert script.count("#SBATCH hetjob") == 1, script
+    assert "--gpus-per-task=fake:1" in script, script
     service = messages(d, "dist", "service")
-    assert any("the replicas have 2 shapes" in m for m in service), service
+    assert not any("shapes" in m for m in service), service
     assert any(m.startswith("Slurm job ") and " is running on n" in m for m in service), service
+
+
+def test_more_shapes_than_nodes_run_as_one_envelope_job(env):
+    d = env["daemon"]
+    out = submit(env, "envelope", [], scaleTier="CUSTOM", masterType="n1-standard-4",
+                 workerType="n1-standard-8", workerCount=1,
+                 parameterServerType="n1-highmem-2", parameterServerCount=1,
+                 evaluatorType="n1-highmem-4", evaluatorCount=1)
+    job = d.wait_state("envelope", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=240)
+    assert job["state"] == "SUCCEEDED", job
+    service = messages(d, "envelope", "service")
+    assert any("the replicas have 4 shapes" in m and "partition has 3" in m
+               for m in service), service
+    assert seen(out, "evaluator-0")["RANK"] is None
     assert not ours(env["cluster"])
 
 

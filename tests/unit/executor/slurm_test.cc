@@ -49,10 +49,7 @@ TEST(SlurmTest, BatchScriptHasTheGangShapeAndNeverTrainyardsProtectedFlagsTwice)
   plan.name = "ty-1-j-2";
   plan.gang_dir = "/shared/jobs/p/j/slurm-2";
   plan.plan_path = "/shared/jobs/p/j/slurm-2/plan.json";
-  plan.tasks = 3;
-  plan.cpus_per_task = 4;
-  plan.mem_per_cpu_mb = 3840;
-  plan.gpus_per_task = "a100:2";
+  plan.components = {{3, 4, 3840, "a100:2"}};
   plan.time_minutes = 62;
   plan.signal_seconds = 100;
   const std::string s = SlurmBatchScript(o, plan);
@@ -73,6 +70,15 @@ TEST(SlurmTest, BatchScriptHasTheGangShapeAndNeverTrainyardsProtectedFlagsTwice)
             "#SBATCH --constraint=a100\n"
             "exec /opt/ty/trainyard-launcher slurm-driver --plan "
             "/shared/jobs/p/j/slurm-2/plan.json\n");
+  // Two shapes: a heterogeneous job, every component naming its partition again.
+  plan.components = {{1, 8, 1000, "a100:2"}, {2, 2, 500, ""}};
+  const std::string het = SlurmBatchScript(o, plan);
+  EXPECT_NE(het.find("#SBATCH --gpus-per-task=a100:2\n#SBATCH --constraint=a100\n"
+                     "#SBATCH hetjob\n#SBATCH --partition=gpu\n#SBATCH --account=ml\n"
+                     "#SBATCH --ntasks=2\n#SBATCH --cpus-per-task=2\n"
+                     "#SBATCH --mem-per-cpu=500M\n#SBATCH --constraint=a100\nexec "),
+            std::string::npos)
+      << het;
 }
 
 }  // namespace

@@ -38,6 +38,13 @@ struct SlurmOptions {
   Duration cancel_grace = 10 * kMicrosPerSecond;
   // How long a replica's files get to show its exit after Slurm says its job ended.
   Duration file_grace = 5 * kMicrosPerSecond;
+  // Replicas of different shapes: "auto" runs them as a heterogeneous job (one component per
+  // shape) when the cluster can place it (het_components_max components at most: each needs a
+  // node of its own, and only the backfill scheduler starts them), else as an envelope (one
+  // plain job, every task the largest shape); "always" / "never" force one or the other.
+  std::string heterogeneous = "auto";
+  int het_components_max = 0;  // nodes in the partition (0 = unknown: never heterogeneous)
+  bool backfill = false;       // SchedulerType is sched/backfill
   // Prefix of every Slurm job name this daemon submits ("ty-<8 hex>-"): what it owns.
   std::string name_prefix;
 };
@@ -64,10 +71,14 @@ struct SlurmGangPlan {
   std::string name;
   std::string gang_dir;   // plan.json, driver.out, gang.json
   std::string plan_path;  // <gang_dir>/plan.json
-  int tasks = 0;
-  int cpus_per_task = 1;
-  int64_t mem_per_cpu_mb = 1;
-  std::string gpus_per_task;  // "" or "[type:]count"
+  // One entry for a plain job; one per shape for a heterogeneous job.
+  struct Component {
+    int tasks = 0;
+    int cpus_per_task = 1;
+    int64_t mem_per_cpu_mb = 1;
+    std::string gpus_per_task;  // "" or "[type:]count"
+  };
+  std::vector<Component> components;
   int time_minutes = 0;
   int signal_seconds = 0;
 };
