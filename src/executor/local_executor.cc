@@ -581,10 +581,7 @@ void LocalExecutor::ReportExit(Replica& r) {
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    // A trainer that ended on its own just before the stop request reached its launcher was
-    // not stopped by it (the master finishing while a worker's failure is being handled).
-    exit.killed_by_request =
-        r.kill_requested && (!reported || exit.phase != "run" || exit.stop_requested);
+    exit.killed_by_request = KilledByRequest(r.kill_requested, reported, exit);
     if (r.kill_requested) exit.stop_reason = r.stop_reason;
     // Out of the table before the listener hears of the exit, so it may launch the same
     // replica again (a restart) from inside the callback.

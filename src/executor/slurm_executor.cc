@@ -1069,8 +1069,7 @@ void SlurmExecutor::ReportExit(SReplica& r) {
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    exit.killed_by_request =
-        r.kill_requested && (!reported || exit.phase != "run" || exit.stop_requested);
+    exit.killed_by_request = KilledByRequest(r.kill_requested, reported, exit);
     if (r.kill_requested) exit.stop_reason = r.stop_reason;
     auto it = replicas_.find(r.key);
     if (it != replicas_.end() && it->second.get() == &r) replicas_.erase(it);

@@ -42,6 +42,13 @@ struct WorkDirTail {
 // The exit report the launcher wrote (exit.json); NOT_FOUND when there is none yet.
 Result<ReplicaExit> ReadExitReport(const std::string& work_dir);
 
+// Whether an exit counts as stopped by Kill(): a kill was requested, and the trainer did not
+// end on its own just before the stop reached its launcher (the master finishing while a
+// worker's failure is handled). `reported`: the launcher wrote exit.json.
+inline bool KilledByRequest(bool kill_requested, bool reported, const ReplicaExit& exit) {
+  return kill_requested && (!reported || exit.phase != "run" || exit.stop_requested);
+}
+
 // The tail of the launcher's own diagnostics (launcher.err), for a lost replica's message.
 std::string LauncherErrorTail(const std::string& work_dir);
 
