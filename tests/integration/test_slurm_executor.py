@@ -261,8 +261,8 @@ def test_node_failure_restarts_the_replica_in_a_new_allocation(env):
         job = d.wait_state("nodefail", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=240)
         assert job["state"] == "SUCCEEDED", job
     finally:
-        # ReturnToService=2 may have brought it back already.
-        if c.node_states().get(info["node"]) != "idle":
+        # ReturnToService=2 may have brought it back already (idle, or running the restart).
+        if any(s in c.node_states().get(info["node"], "") for s in ("down", "drain", "fail")):
             c.node_resume(info["node"])
 
 
