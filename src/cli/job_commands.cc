@@ -461,6 +461,14 @@ int RunDescribe(const Invocation& inv, const DescribeArgs& a) {
   inv.Out().flush();
   std::string id = StringField(ParseJson(*job), "jobId");
   if (id.empty()) id = a.job;
+  // As gcloud points at the Cloud Console, the daemon's own console (docs/console.md) on the
+  // endpoint the command used.
+  const client::ClientOptions co = inv.ResolvedClientOptions();
+  std::string base = co.endpoint;
+  if (base.find("://") == std::string::npos) base = "http://" + base;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  inv.Err() << "\nView job in the Trainyard console at:\n  " << base << "/mlengine/jobs/"
+            << PercentEncode(id) << "?project=" << PercentEncode(co.project) << "\n";
   inv.Err() << "\nView logs with:\n  " << inv.user_prefix << " jobs stream-logs " << id
             << inv.ProjectHint() << "\n";
   return kExitOk;

@@ -80,7 +80,9 @@ TEST_F(CliCommandsTest, DescribePrintsGcloudYamlAndAFollowUp) {
             "trainingInput:\n"
             "  region: us-central1\n"
             "  runtimeVersion: '2.11'\n");
-  EXPECT_EQ(r.err, "\nView logs with:\n  trainyard jobs stream-logs j --project p\n");
+  EXPECT_EQ(r.err, "\nView job in the Trainyard console at:\n  " + daemon_.endpoint() +
+                       "/mlengine/jobs/j?project=p\n"
+                       "\nView logs with:\n  trainyard jobs stream-logs j --project p\n");
 }
 
 TEST_F(CliCommandsTest, DescribeJsonAndValueFormats) {
