@@ -116,6 +116,10 @@ int Run(int argc, char** argv) {
   app.add_flag("--admission-paused", paused, "start with admission paused");
   app.add_flag("--print-config", print_config, "print the effective configuration and exit");
   app.add_flag("--config-reference", config_reference, "print the settings table and exit");
+  bool slurm_check = false;
+  app.add_flag("--slurm-check", slurm_check,
+               "check that executor: slurm can work (client, controller, partition, shared "
+               "directory, a 1-task job on a node) and exit");
   app.add_flag("--version", version, "print the version and exit");
   try {
     app.parse(argc, argv);
@@ -146,6 +150,11 @@ int Run(int argc, char** argv) {
   if (!log_level.empty()) config.log_level = log_level;
   if (paused) config.admission_paused = true;
   if (Status st = FinalizeConfig(config); !st.ok()) Fatal(st.message());
+  if (slurm_check) {
+    const std::string shared =
+        config.slurm.shared_dir.empty() ? config.data_dir : config.slurm.shared_dir;
+    return RunSlurmCheck(config, shared + "/jobs", std::cout);
+  }
   if (print_config) {
     std::cout << DumpConfig(config);
     return 0;

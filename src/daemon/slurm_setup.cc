@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <set>
@@ -165,6 +166,58 @@ Result<SlurmSetup> PrepareSlurm(const DaemonConfig& config, const std::string& j
                        : std::string("off (SchedulerType is not sched/backfill)")) +
                   "; work dirs in " + jobs_dir;
   return setup;
+}
+
+int RunSlurmCheck(const DaemonConfig& config, const std::string& jobs_dir, std::ostream& out) {
+  auto setup = PrepareSlurm(config, jobs_dir);
+  if (!setup.ok()) {
+    out << "FAIL  start-up checks: " << setup.status().message() << "\n";
+    return 1;
+  }
+  out << "ok    client, controller, partition, shared_dir: " << setup->summary << "\n";
+  const auto& sc = config.slurm;
+  char token[17];
+  std::snprintf(
+      token, sizeof token, "%016llx",
+      static_cast<unsigned long long>(NowMicros()) ^ (0x9e3779b97f4a7c15ULL * ::getpid()));
+  const std::string probe = sc.shared_dir + "/.trainyard-slurm-check-" + token;
+  std::vector<std::string> argv = {"srun",
+                                   "--ntasks=1",
+                                   "--nodes=1",
+                                   "--time=2",
+                                   "--job-name=trainyard-slurm-check",
+                                   "--quit-on-interrupt"};
+  if (!sc.partition.empty()) argv.push_back("--partition=" + sc.partition);
+  if (!sc.account.empty()) argv.push_back("--account=" + sc.account);
+  if (!sc.qos.empty()) argv.push_back("--qos=" + sc.qos);
+  // On the node: the launcher runs, and what it prints lands in the shared directory.
+  argv.insert(argv.end(), {"/bin/sh", "-c", "\"$1\" --version > \"$2\" && hostname >> \"$2\"",
+                           "check", config.launcher_path, probe});
+  const int64_t start = MonotonicMicros();
+  auto r = executor::RunCommand(argv, {}, 120 * kMicrosPerSecond);
+  if (!r.ok() || r->exit_code != 0) {
+    std::string cmd;
+    for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
+    out << "FAIL  a 1-task job (" << cmd
+        << "): " << (r.ok() ? executor::CommandError(*r) : r.status().message()) << "\n";
+    ::unlink(probe.c_str());
+    return 1;
+  }
+  auto text = ReadFile(probe);
+  ::unlink(probe.c_str());
+  if (!text.ok()) {
+    out << "FAIL  the 1-task job wrote " << probe
+        << " on its node, and this host cannot read it: slurm.shared_dir is not shared ("
+        << text.status().message() << ")\n";
+    return 1;
+  }
+  auto lines = Split(Trim(*text), '\n');
+  out << "ok    a 1-task job ran " << config.launcher_path << " ("
+      << (lines.empty() ? "" : Trim(lines[0])) << ") on "
+      << (lines.size() > 1 ? Trim(lines[1]) : std::string("?")) << " and wrote to slurm.shared_dir "
+      << "in " << FormatDuration(MonotonicMicros() - start) << "\n";
+  out << "Slurm is ready for executor: slurm\n";
+  return 0;
 }
 
 }  // namespace trainyard::daemon

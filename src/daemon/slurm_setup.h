@@ -3,6 +3,7 @@
 // what the cluster offers (one sinfo call) for refusing jobs it could never hold.
 #pragma once
 
+#include <ostream>
 #include <string>
 
 #include "config.h"
@@ -20,6 +21,12 @@ struct SlurmSetup {
 
 // `jobs_dir` is where replica work dirs go (under slurm.shared_dir).
 Result<SlurmSetup> PrepareSlurm(const DaemonConfig& config, const std::string& jobs_dir);
+
+// `trainyardd --slurm-check`: the start-up checks, then a 1-task job through the configured
+// partition/account/qos that runs `trainyard-launcher --version` on a node and writes a file in
+// slurm.shared_dir, which this host must then read (the shared filesystem really is shared).
+// Prints one line per check; returns the exit status (0 when every check passed).
+int RunSlurmCheck(const DaemonConfig& config, const std::string& jobs_dir, std::ostream& out);
 
 // Rows of `sinfo -h -N -o "%N|%P|%c|%m|%G"` summed over the distinct nodes of `partition` (""
 // = the default one, marked '*'). NOT_FOUND names the partitions there are.

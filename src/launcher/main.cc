@@ -1,4 +1,5 @@
 // trainyard-launcher --work-dir DIR [--slurm]
+// trainyard-launcher --version
 // trainyard-launcher slurm-driver --plan FILE
 #include <cstdio>
 #include <cstring>
@@ -11,6 +12,7 @@ namespace {
 int Usage() {
   std::fprintf(stderr,
                "usage: trainyard-launcher --work-dir DIR [--slurm]\n"
+               "       trainyard-launcher --version\n"
                "       trainyard-launcher slurm-driver --plan FILE\n");
   return 2;
 }
@@ -18,6 +20,10 @@ int Usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::strcmp(argv[1], "--version") == 0) {
+    std::printf("trainyard-launcher %s\n", TRAINYARD_VERSION);
+    return 0;
+  }
   if (argc >= 2 && std::strcmp(argv[1], "slurm-driver") == 0) {
     if (argc == 4 && std::strcmp(argv[2], "--plan") == 0) {
       return trainyard::launcher::RunSlurmDriver(argv[3]);

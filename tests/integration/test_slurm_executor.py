@@ -334,3 +334,22 @@ def test_controller_away_keeps_the_jobs_and_says_so_in_readyz(env):
     assert job["state"] == "SUCCEEDED", job
     lines = [m for m in messages(d, "away", "master-replica-0") if m.startswith("line ")]
     assert lines == ["line %d of master-0" % i for i in range(60)]
+
+
+def test_slurm_check_runs_a_job_through_the_shared_directory(env):
+    trainyardd = os.path.join(os.environ.get("TRAINYARD_BIN_DIR", os.path.join(
+        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "build",
+        "bin")), "trainyardd")
+    cfg = str(env["root"] / "config.yaml")
+    ok = subprocess.run([trainyardd, "--config", cfg, "--data-dir", str(env["root"] / "check"),
+                         "--slurm-check"], env=env["cluster"].env, capture_output=True, text=True,
+                        timeout=180)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "ok    a 1-task job ran" in ok.stdout and "trainyard-launcher" in ok.stdout, ok.stdout
+    assert ok.stdout.rstrip().endswith("Slurm is ready for executor: slurm"), ok.stdout
+    bad = subprocess.run([trainyardd, "--config", cfg, "--data-dir", str(env["root"] / "check"),
+                          "--slurm-check"],
+                         env=dict(env["cluster"].env, TRAINYARD_SLURM_PARTITION="nope"),
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "slurm.partition nope is not a partition of this cluster" in bad.stdout, bad.stdout
