@@ -871,6 +871,11 @@ void SlurmExecutor::PollSlurm() {
         gang->told = "RUNNING";
         lines.push_back({first, model::Severity::kInfo,
                          "Slurm job " + s.id + " is running on " + s.nodes + "."});
+      } else if (SlurmStateEnded(s.state) && gang->told != "RUNNING" && !s.nodes.empty()) {
+        // It started and ended between two polls.
+        gang->told = "RUNNING";
+        lines.push_back({first, model::Severity::kInfo,
+                         "Slurm job " + s.id + " ran on " + s.nodes + " (" + s.state + ")."});
       }
       if (SlurmStateEnded(s.state)) {
         gang->ended = true;

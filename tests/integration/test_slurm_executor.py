@@ -156,9 +156,12 @@ def test_distributed_job_gets_real_addresses_and_its_own_gpus(env):
     script = open(os.path.join(env["shared"], "jobs", PROJECT, "dist", gangs[0], "job.sh")).read()
     assert script.count("#SBATCH hetjob") == 1, script
     assert "--gpus-per-task=fake:1" in script, script
-    service = messages(d, "dist", "service")
-    assert not any("shapes" in m for m in service), service
-    assert any(m.startswith("Slurm job ") and " is running on n" in m for m in service), service
+    # Where it ran: said once squeue has shown the job running (or ended, for a job that started
+    # and ended between two polls).
+    wait_for(lambda: any(m.startswith("Slurm job ") and (" is running on n" in m or " ran on n" in m)
+                         for m in messages(d, "dist", "service")),
+             timeout=30, what="the nodes in the job's log")
+    assert not any("shapes" in m for m in messages(d, "dist", "service"))
 
 
 def test_more_shapes_than_nodes_run_as_one_envelope_job(env):
