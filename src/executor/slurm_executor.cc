@@ -620,6 +620,7 @@ void SlurmExecutor::Kill(const ReplicaKey& key, Duration grace, const std::strin
   std::shared_ptr<Gang> gang;
   bool whole_gang = false;
   bool pending = false;
+  std::string slurm_id;  // "" while sbatch has not answered
   const int64_t now = MonotonicMicros();
   if (grace < 0) grace = 0;
   {
@@ -637,6 +638,7 @@ void SlurmExecutor::Kill(const ReplicaKey& key, Duration grace, const std::strin
       return m == replicas_.end() || m->second->kill_requested;
     });
     pending = !gang->seen || gang->state == "PENDING" || gang->state == "CONFIGURING";
+    slurm_id = gang->slurm_id;
     if (whole_gang) {
       if (gang->hard_cancel_at == 0 || gang->hard_cancel_at > now + grace) {
         gang->hard_cancel_at = now + grace;
@@ -652,26 +654,27 @@ void SlurmExecutor::Kill(const ReplicaKey& key, Duration grace, const std::strin
   Status s = WriteFileAtomic(Join(r->work_dir, kKillFile), std::to_string(grace) + "\n",
                              /*durable=*/false);
   if (!s.ok()) TY_LOG_WARN(kLog, "{}", s.ToString());
-  if (gang->slurm_id.empty()) return;  // adopted by name on the next poll, then cancelled
+  // Not submitted yet: the poll that learns its id cancels it (hard_cancel_at is set).
+  if (slurm_id.empty()) return;
   if (whole_gang) {
     // Never --full: that kills the driver, and Slurm then SIGKILLs every step at once.
     if (pending) {
-      Scancel({gang->slurm_id});
+      Scancel({slurm_id});
     } else {
-      Scancel({"-s", "TERM", gang->slurm_id});
+      Scancel({"-s", "TERM", slurm_id});
     }
     std::lock_guard<std::mutex> lock(mu_);
     gang->cancel_sent = true;
   } else if (auto info = ReadFile(Join(r->work_dir, kSlurmReplicaFile)); info.ok()) {
     json j = json::parse(*info, nullptr, false);
     if (j.is_object() && j.contains("stepId")) {
-      Scancel({"-s", "TERM", gang->slurm_id + "." + j.value("stepId", "")});
+      Scancel({"-s", "TERM", slurm_id + "." + j.value("stepId", "")});
       std::lock_guard<std::mutex> lock(mu_);
       r->term_sent = true;
     }
   }
   TY_LOG_INFO(kLog, "stopping {} of job {} (Slurm job {}, grace {})", key.TaskName(), key.job_id,
-              gang->slurm_id, FormatDuration(grace));
+              slurm_id, FormatDuration(grace));
   Wake();
 }
 
