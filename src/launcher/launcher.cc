@@ -252,6 +252,8 @@ class Launcher {
   // Setup and outcome.
   bool Init(std::string* error);
   int StoppedBeforeStart();
+  // The trainer could not be started: the reason in the log and in exit.json (phase launch).
+  int LaunchFailure(const std::string& message);
   // Reports a memory kill and removes the cgroups, then writes exit.json.
   int Finish(ReplicaExit exit);
   void Service(Severity severity, std::string_view message) {
@@ -405,24 +407,11 @@ int Launcher::Run() {
   launcher_env_ = ToEnvMap(base_env_);
   host_env_ = ToEnvLines(HostEnvironment(launcher_env_));
   std::string error;
-  if (!Init(&error)) {
-    ReplicaExit exit;
-    exit.exit_code = 1;
-    exit.phase = "launch";
-    exit.message = error;
-    Service(Severity::kError, error);
-    return Finish(exit);
-  }
+  if (!Init(&error)) return LaunchFailure(error);
 
   PrepareLocalJobDir();
   auto rendezvous_failure = [&](const std::string& message) {
-    if (term_requested_) return StoppedBeforeStart();
-    ReplicaExit exit;
-    exit.exit_code = 1;
-    exit.phase = "launch";
-    exit.message = message;
-    Service(Severity::kError, message);
-    return Finish(exit);
+    return term_requested_ ? StoppedBeforeStart() : LaunchFailure(message);
   };
   if (IsContainer()) {
     if (slurm_ && !SlurmRendezvous(&error)) return rendezvous_failure(error);
@@ -700,6 +689,15 @@ bool Launcher::SlurmRendezvous(std::string* error) {
   if (!visible.empty()) spec_.env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
   Service(Severity::kInfo, "Every replica has reported its address; starting the trainer.");
   return true;
+}
+
+int Launcher::LaunchFailure(const std::string& message) {
+  ReplicaExit exit;
+  exit.exit_code = 1;
+  exit.phase = "launch";
+  exit.message = message;
+  Service(Severity::kError, message);
+  return Finish(exit);
 }
 
 int Launcher::StoppedBeforeStart() {
@@ -1043,14 +1041,7 @@ bool MissingImage(const std::vector<std::string>& stderr_lines) {
 int Launcher::RunContainer() {
   const executor::ContainerSpec& c = spec_.container;
   const std::string engine_name = docker_ ? "docker" : "podman";
-  auto launch_failure = [&](const std::string& message) {
-    ReplicaExit exit;
-    exit.exit_code = 1;
-    exit.phase = "launch";
-    exit.message = message;
-    Service(Severity::kError, message);
-    return Finish(exit);
-  };
+  auto launch_failure = [&](const std::string& message) { return LaunchFailure(message); };
 
   const std::string env_file = Join(work_dir_, "container.env");
   // The container's environment is Trainyard's defaults and the spec's, none of the host's.
