@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <limits>
 #include <map>
 
 namespace trainyard::executor {
@@ -145,7 +146,10 @@ bool ParsePidFile(std::string_view text, pid_t* pid, uint64_t* start_time) {
   size_t sp = text.find(' ');
   if (sp == std::string_view::npos) return false;
   int64_t p = 0;
-  if (!ParseInt(text.substr(0, sp), &p) || p <= 0) return false;
+  // A pid that does not fit pid_t would name another process once truncated.
+  if (!ParseInt(text.substr(0, sp), &p) || p <= 0 || p > std::numeric_limits<pid_t>::max()) {
+    return false;
+  }
   if (!ParseU64(text.substr(sp + 1), start_time)) return false;
   *pid = static_cast<pid_t>(p);
   return true;

@@ -240,6 +240,10 @@ TEST(PidFileTest, RoundTrips) {
   EXPECT_FALSE(ParsePidFile("", &pid, &start));
   EXPECT_FALSE(ParsePidFile("12", &pid, &start));
   EXPECT_FALSE(ParsePidFile("x 1", &pid, &start));
+  // Found by fuzz_launcher_files: a pid beyond pid_t was truncated into another process's.
+  EXPECT_FALSE(ParsePidFile("12261292646 894\n", &pid, &start));
+  EXPECT_FALSE(ParsePidFile("2147483648 1", &pid, &start));
+  EXPECT_TRUE(ParsePidFile("2147483647 1", &pid, &start));
 }
 
 TEST(ProcTest, ReadsOwnStat) {
