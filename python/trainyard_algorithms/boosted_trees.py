@@ -50,19 +50,8 @@ def load_sets(args, classification):
 
     pre = None
     if args.preprocess:
-        rows, where, dropped = common.drop_incomplete_rows(train_rows, train_where)
-        counts["dropped"] = dropped
-        (tr, trw), (va, vaw), (te, tew) = common.split(rows, where, v_split, t_split)
-        sets["training"] = (tr, trw, "training_data_path")
-        if va:
-            sets["validation"] = (va, vaw, "training_data_path")
-        if te:
-            sets["test"] = (te, tew, "training_data_path")
-        for name in ("validation", "test"):
-            if name in sets and sets[name][2] != "training_data_path":
-                r, w, arg = sets[name]
-                r, w, _ = common.drop_incomplete_rows(r, w)
-                sets[name] = (r, w, arg)
+        counts["dropped"], _ = common.preprocess_splits(
+            sets, train_rows, train_where, v_split, t_split)
         weight_col = None
         if args.csv_weight:
             # The weight column is no feature: keep it aside from the preprocessing.

@@ -455,6 +455,26 @@ def split(rows, where, validation_split, test_split, seed=0):
     return pick(train_idx), pick(val_idx), pick(test_idx)
 
 
+
+def preprocess_splits(sets, rows, where, validation_split, test_split, seed=0):
+    """--preprocess: drops incomplete rows of the training data and cuts the validation and
+    test sets from it (into `sets`, name -> (rows, where, argument)); a validation or test set
+    given as its own file keeps it and loses its incomplete rows too. Returns how many training
+    rows were dropped and the training set."""
+    rows, where, dropped = drop_incomplete_rows(rows, where)
+    (tr, trw), (va, vaw), (te, tew) = split(rows, where, validation_split, test_split, seed)
+    sets["training"] = (tr, trw, "training_data_path")
+    if va:
+        sets["validation"] = (va, vaw, "training_data_path")
+    if te:
+        sets["test"] = (te, tew, "training_data_path")
+    for name in ("validation", "test"):
+        if name in sets and sets[name][2] != "training_data_path":
+            r, w, arg = sets[name]
+            r, w, _ = drop_incomplete_rows(r, w)
+            sets[name] = (r, w, arg)
+    return dropped, (tr, trw)
+
 def numeric_matrix(rows, where, arg, allow_missing):
     """Without --preprocess: every value a number (blank = missing when allowed)."""
     try:

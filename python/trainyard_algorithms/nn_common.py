@@ -179,18 +179,8 @@ def load(args):
             raw[name] = (r, w, arg)
     pre = None
     if args.preprocess:
-        rows, where, counts["dropped"] = common.drop_incomplete_rows(rows, where)
-        (tr, trw), (va, vaw), (te, tew) = common.split(rows, where, v_split, t_split, args.seed)
-        raw["training"] = (tr, trw, "training_data_path")
-        if va:
-            raw["validation"] = (va, vaw, "training_data_path")
-        if te:
-            raw["test"] = (te, tew, "training_data_path")
-        for name in ("validation", "test"):
-            if name in raw and raw[name][2] != "training_data_path":
-                r, w, arg = raw[name]
-                r, w, _ = common.drop_incomplete_rows(r, w)
-                raw[name] = (r, w, arg)
+        counts["dropped"], (tr, trw) = common.preprocess_splits(
+            raw, rows, where, v_split, t_split, args.seed)
         pre = common.Preprocessor(classification, "--model_type regression").fit(tr, trw)
     sets, classes = {}, None
     for name, (r, w, arg) in raw.items():

@@ -1,7 +1,6 @@
 #include "console_api.h"
 
 #include <algorithm>
-#include <charconv>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 
@@ -32,27 +31,10 @@ Status CheckKnown(const QueryParams& params, std::initializer_list<const char*> 
   return Status::Ok();
 }
 
-const std::string* Param(const QueryParams& params, const char* name) {
-  auto it = params.find(name);
-  return it == params.end() ? nullptr : &it->second;
-}
-
-Result<int64_t> IntParam(const QueryParams& params, const char* name, int64_t def) {
-  const std::string* v = Param(params, name);
-  if (v == nullptr) return def;
-  int64_t out = 0;
-  auto r = std::from_chars(v->data(), v->data() + v->size(), out);
-  if (r.ec != std::errc() || r.ptr != v->data() + v->size()) {
-    return BadParam(
-        name, std::string("Invalid value for ") + name + ": \"" + *v + "\" is not an integer");
-  }
-  return out;
-}
-
 // The task and trial a log request selects (absent = every one).
 void SelectStream(const QueryParams& params, store::LogQuery* q) {
-  if (const std::string* t = Param(params, "taskName")) q->task_name = *t;
-  if (const std::string* t = Param(params, "trialId")) q->trial_id = *t;
+  if (const std::string* t = QueryParam(params, "taskName")) q->task_name = *t;
+  if (const std::string* t = QueryParam(params, "trialId")) q->trial_id = *t;
 }
 
 }  // namespace
@@ -104,20 +86,20 @@ Result<std::string> LogLines(store::JobStore& store, const std::string& project,
                              const std::string& job_id, const QueryParams& params) {
   TRAINYARD_RETURN_IF_ERROR(
       CheckKnown(params, {"lineOffset", "pageSize", "taskName", "trialId", "snapshotInsertId"}));
-  if (Param(params, "lineOffset") == nullptr) {
+  if (QueryParam(params, "lineOffset") == nullptr) {
     return BadParam("lineOffset", "lineOffset is required: the 0-based line to start from");
   }
-  TRAINYARD_ASSIGN_OR_RETURN(int64_t offset, IntParam(params, "lineOffset", 0));
+  TRAINYARD_ASSIGN_OR_RETURN(int64_t offset, IntQueryParam(params, "lineOffset", 0));
   if (offset < 0) return BadParam("lineOffset", "lineOffset must not be negative");
-  TRAINYARD_ASSIGN_OR_RETURN(int64_t limit, IntParam(params, "pageSize", kDefaultLines));
+  TRAINYARD_ASSIGN_OR_RETURN(int64_t limit, IntQueryParam(params, "pageSize", kDefaultLines));
   if (limit == 0) limit = kDefaultLines;
   if (limit < 0 || limit > kMaxLines) {
     return BadParam("pageSize", "pageSize must be between 0 and " + std::to_string(kMaxLines) +
                                     ", got " + std::to_string(limit));
   }
-  TRAINYARD_ASSIGN_OR_RETURN(int64_t snapshot, IntParam(params, "snapshotInsertId", 0));
+  TRAINYARD_ASSIGN_OR_RETURN(int64_t snapshot, IntQueryParam(params, "snapshotInsertId", 0));
   if (snapshot < 0) return BadParam("snapshotInsertId", "snapshotInsertId must not be negative");
-  if (Param(params, "snapshotInsertId") == nullptr) {
+  if (QueryParam(params, "snapshotInsertId") == nullptr) {
     TRAINYARD_ASSIGN_OR_RETURN(snapshot, store.LastLogInsertId());
   }
   store::LogQuery q;

@@ -311,26 +311,8 @@ json JobLogEntryJson(const model::LogEntry& e) {
   return j;
 }
 
-const std::string* Param(const QueryParams& params, const char* name) {
-  auto it = params.find(name);
-  return it == params.end() ? nullptr : &it->second;
-}
-
-Result<int64_t> IntParam(const QueryParams& params, const char* name, int64_t def) {
-  const std::string* v = Param(params, name);
-  if (v == nullptr) return def;
-  int64_t out = 0;
-  auto r = std::from_chars(v->data(), v->data() + v->size(), out);
-  if (r.ec != std::errc() || r.ptr != v->data() + v->size()) {
-    return Status(StatusCode::kInvalidArgument,
-                  std::string("Invalid value for ") + name + ": \"" + *v + "\" is not an integer")
-        .AddViolation(name, "must be an integer");
-  }
-  return out;
-}
-
 Result<Timestamp> TimeParam(const QueryParams& params, const char* name) {
-  const std::string* v = Param(params, name);
+  const std::string* v = QueryParam(params, name);
   if (v == nullptr || v->empty()) return Timestamp{0};
   auto t = ParseRfc3339(*v);
   if (!t.ok() || *t <= 0) {
@@ -361,7 +343,7 @@ Result<std::string> ListJobLogs(store::JobStore& store, const std::string& proje
                                 "minSeverity, startTime, endTime)");
     }
   }
-  TRAINYARD_ASSIGN_OR_RETURN(int64_t limit, IntParam(params, "pageSize", 1000));
+  TRAINYARD_ASSIGN_OR_RETURN(int64_t limit, IntQueryParam(params, "pageSize", 1000));
   if (limit == 0) limit = 1000;  // 0 = the default, as in every Google list method
   if (limit < 0 || limit > 10000) {
     return BadField("pageSize",
@@ -370,9 +352,9 @@ Result<std::string> ListJobLogs(store::JobStore& store, const std::string& proje
   store::LogQuery q;
   q.project = project;
   q.job_id = job_id;
-  if (const std::string* t = Param(params, "taskName")) q.task_name = *t;
-  if (const std::string* t = Param(params, "trialId")) q.trial_id = *t;
-  if (const std::string* s = Param(params, "minSeverity"); s != nullptr && !s->empty()) {
+  if (const std::string* t = QueryParam(params, "taskName")) q.task_name = *t;
+  if (const std::string* t = QueryParam(params, "trialId")) q.trial_id = *t;
+  if (const std::string* s = QueryParam(params, "minSeverity"); s != nullptr && !s->empty()) {
     std::string upper;
     for (char c : *s)
       upper.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
@@ -389,16 +371,16 @@ Result<std::string> ListJobLogs(store::JobStore& store, const std::string& proje
 
   json out;
   out["entries"] = json::array();
-  if (Param(params, "afterInsertId") != nullptr) {
+  if (QueryParam(params, "afterInsertId") != nullptr) {
     // Followers: ingestion order after a cursor. Every line has one insert id and ids are
     // committed in order, so resuming after the last id seen reads each line exactly once,
     // however late a replica's lines were stored relative to their timestamps.
-    if (Param(params, "pageToken") != nullptr || Param(params, "orderBy") != nullptr) {
+    if (QueryParam(params, "pageToken") != nullptr || QueryParam(params, "orderBy") != nullptr) {
       return BadField("afterInsertId",
                       "afterInsertId (follow in ingestion order) cannot be combined with "
                       "pageToken or orderBy");
     }
-    TRAINYARD_ASSIGN_OR_RETURN(int64_t after, IntParam(params, "afterInsertId", 0));
+    TRAINYARD_ASSIGN_OR_RETURN(int64_t after, IntQueryParam(params, "afterInsertId", 0));
     if (after < 0) return BadField("afterInsertId", "afterInsertId must not be negative");
     // The snapshot first: when the page is short, every line up to it has been examined, so
     // the cursor moves there even if the filters skipped the newest lines.
@@ -422,7 +404,7 @@ Result<std::string> ListJobLogs(store::JobStore& store, const std::string& proje
 
   // Listing: one (timestamp, insertId) order over every page, like entries:list.
   bool descending = false;
-  if (const std::string* order = Param(params, "orderBy")) {
+  if (const std::string* order = QueryParam(params, "orderBy")) {
     std::string o;
     for (char c : *order)
       o.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
@@ -434,7 +416,7 @@ Result<std::string> ListJobLogs(store::JobStore& store, const std::string& proje
     }
   }
   std::optional<PageToken> token;
-  if (const std::string* t = Param(params, "pageToken"); t != nullptr && !t->empty()) {
+  if (const std::string* t = QueryParam(params, "pageToken"); t != nullptr && !t->empty()) {
     TRAINYARD_ASSIGN_OR_RETURN(token, DecodePageToken(*t, descending, "pageToken"));
   }
   q.order = descending ? store::LogOrder::kTimestampDesc : store::LogOrder::kTimestampAsc;
@@ -450,6 +432,24 @@ Result<std::string> ListJobLogs(store::JobStore& store, const std::string& proje
   // and the follower read every line exactly once.
   out["snapshotInsertId"] = std::to_string(start.first);
   return out.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+const std::string* QueryParam(const QueryParams& params, const char* name) {
+  auto it = params.find(name);
+  return it == params.end() ? nullptr : &it->second;
+}
+
+Result<int64_t> IntQueryParam(const QueryParams& params, const char* name, int64_t def) {
+  const std::string* v = QueryParam(params, name);
+  if (v == nullptr) return def;
+  int64_t out = 0;
+  auto r = std::from_chars(v->data(), v->data() + v->size(), out);
+  if (r.ec != std::errc() || r.ptr != v->data() + v->size()) {
+    return Status(StatusCode::kInvalidArgument,
+                  std::string("Invalid value for ") + name + ": \"" + *v + "\" is not an integer")
+        .AddViolation(name, "must be an integer");
+  }
+  return out;
 }
 
 }  // namespace trainyard::api

@@ -37,6 +37,10 @@ Result<std::string> ListLogEntries(store::JobStore& store, std::string_view body
 
 // A request's query parameters (httplib::Params is this type).
 using QueryParams = std::multimap<std::string, std::string>;
+// The value of query parameter `name` (nullptr when absent).
+const std::string* QueryParam(const QueryParams& params, const char* name);
+// An integer query parameter, `def` when absent; INVALID_ARGUMENT naming it when not an integer.
+Result<int64_t> IntQueryParam(const QueryParams& params, const char* name, int64_t def);
 
 // Answers `GET /v1/projects/P/jobs/J/logs` (docs/api.md, "Job logs"). Two modes:
 //  * afterInsertId=N (followers): lines with insert ids above N in ingestion order, and
