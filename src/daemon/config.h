@@ -52,6 +52,10 @@ struct DaemonConfig {
   // engine's path or name on PATH.
   std::string container_engine = "auto";
   bool container_limits = true;  // --memory/--cpus per container from its machine type
+  // Authentication and authorization (docs/security.md).
+  bool auth = false;
+  bool allow_insecure_http = false;
+  std::string admin_email = "admin@trainyard.local";
 };
 
 // Parses a size such as "24GiB", "512M", "1.5G" or "1000000" (bytes). Binary units for
