@@ -544,7 +544,7 @@ class Handlers {
         if (!d.ok() || *d <= 0) {
           return WriteError(res, Status(StatusCode::kInvalidArgument,
                                         "Invalid ttl \"" + v.get<std::string>() +
-                                            "\": a positive duration such as \"3600s\" or \"90d\"")
+                                            "\": a positive duration in seconds such as \"3600s\"")
                                      .AddViolation("ttl", "a positive duration"));
         }
         expires = now + *d;

@@ -167,7 +167,8 @@ int RunGcloudConfig(const Invocation& inv, const GcloudConfigArgs& a) {
               << "# gsutil boto config: " << boto_file << " (export BOTO_CONFIG=" << boto_file
               << ")\n"
               << RenderIni(BotoSettings(s)) << "\n"
-              << "# access token file (any text while the daemon does not check tokens): "
+              << "# access token file (the API token from --token-file, TRAINYARD_TOKEN or the "
+                 "CLI config file): "
               << token_file << "\n";
     inv.Err() << "Run `trainyard gcloud-config --apply` to write these files"
               << (a.activate ? "" : " (add --activate to make the configuration active)") << ".\n";
@@ -186,8 +187,13 @@ int RunGcloudConfig(const Invocation& inv, const GcloudConfigArgs& a) {
     st = WriteFileAtomic(default_config.string(), "");
     if (!st.ok()) return inv.Fail(st.message());
   }
-  // The token gcloud sends as `Authorization: Bearer`: TRAINYARD_TOKEN when set, else any text.
+  // The token gcloud sends as `Authorization: Bearer` (auth/access_token_file): the CLI's own
+  // credential; without one, a placeholder only a daemon with authentication off accepts.
   std::string token = options.token.empty() ? "trainyard" : options.token;
+  if (options.token.empty()) {
+    inv.Warn("No API token (--token-file, TRAINYARD_TOKEN or token_file in " + CliConfigPath() +
+             "): gcloud will send a placeholder, which a daemon with authentication on refuses.");
+  }
   st = WriteOwnerOnlyFile(token_file, token + "\n");
   if (!st.ok()) return inv.Fail(st.message());
   st = MergeIntoFile(config_file, GcloudProperties(s));
