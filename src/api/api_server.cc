@@ -628,7 +628,10 @@ class Handlers {
     WriteJson(res, json{{"paused", scheduler_.admission_paused()}}.dump());
   }
 
-  void Help(const httplib::Request&, httplib::Response& res) {
+  void Help(const httplib::Request& req, httplib::Response& res) {
+    if (req.has_param("format") && req.get_param_value("format") == "json") {
+      return WriteJson(res, RouteTableJson());
+    }
     res.set_content(RouteTableHelp(), "text/plain");
   }
 
@@ -1512,6 +1515,45 @@ std::string RouteTableHelp() {
            r.help + "\n";
   }
   return out;
+}
+
+const char* ScopeName(Scope scope) {
+  switch (scope) {
+    case Scope::kDaemon:
+      return "daemon";
+    case Scope::kProject:
+      return "project";
+    case Scope::kJob:
+      return "job";
+    case Scope::kBucket:
+      return "bucket";
+    case Scope::kLogEntries:
+      return "logEntries";
+  }
+  return "daemon";
+}
+
+std::string RouteTableJson() {
+  json routes = json::array();
+  for (const auto& r : kRoutes) {
+    routes.push_back({{"method", r.method},
+                      {"pattern", r.pattern},
+                      {"permission", r.permission == nullptr ? json(nullptr) : json(r.permission)},
+                      {"scope", ScopeName(r.scope)},
+                      {"mutating", r.mutating},
+                      {"help", r.help}});
+  }
+  json ops = json::array();
+  for (const auto& o : storage::StorageOperations()) {
+    ops.push_back({{"name", o.name},
+                   {"method", o.method},
+                   {"example", o.example},
+                   {"permission", o.permission},
+                   {"sourcePermission",
+                    o.source_permission == nullptr ? json(nullptr) : json(o.source_permission)},
+                   {"mutating", o.mutating}});
+  }
+  return Dump(json{{"routes", routes}, {"storageOperations", ops}});
 }
 
 static internal::HttpLimits LimitsOf(const ApiOptions& o) {

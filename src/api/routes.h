@@ -75,5 +75,9 @@ struct Route {
 
 // The table, in match order.
 std::span<const Route> Routes();
+const char* ScopeName(Scope scope);
+// The table and the storage operations as JSON (GET /v1/help?format=json): method, pattern,
+// permission, scope, mutating; for the permission-matrix test and docs/security.md.
+std::string RouteTableJson();
 
 }  // namespace trainyard::api
