@@ -947,6 +947,18 @@ class Handlers {
         server.Get(r.pattern, wrapped);
       } else if (m == "POST") {
         server.Post(r.pattern, wrapped);
+      } else if (m == "PUT" && StartsWith(r.pattern, "/storage/")) {
+        // httplib tries handlers that stream their body before the others: the storage API's
+        // PUT /storage/v1/... would win, so this row reads its body the same way.
+        server.Put(r.pattern, [wrapped](const httplib::Request& req, httplib::Response& res,
+                                        const httplib::ContentReader& reader) {
+          httplib::Request with_body = req;
+          reader([&](const char* data, size_t size) {
+            with_body.body.append(data, size);
+            return with_body.body.size() <= kMaxApiBody;
+          });
+          wrapped(with_body, res);
+        });
       } else if (m == "PUT") {
         server.Put(r.pattern, wrapped);
       } else if (m == "PATCH") {
