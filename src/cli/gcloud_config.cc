@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <ostream>
 
 #include "commands.h"
@@ -123,6 +124,7 @@ gcloud::GcloudSetup Shared(const GcloudSetup& s) {
   g.project = s.project;
   g.region = s.region;
   g.token_file = GcloudTokenFilePath(s);
+  g.account = s.account;
   return g;
 }
 
@@ -156,6 +158,19 @@ int RunGcloudConfig(const Invocation& inv, const GcloudConfigArgs& a) {
   auto dir = GcloudConfigDirFromEnvironment();
   if (!dir.ok()) return inv.Fail(dir.status().message());
   s.config_dir = *dir;
+  if (!options.token.empty()) {
+    // The token's principal becomes gcloud's account (docs/gcloud.md, "Authentication").
+    auto who = inv.MakeClient()->CallJson("GET", "/v1/whoami");
+    if (who.ok()) {
+      auto j = nlohmann::json::parse(*who, nullptr, false);
+      if (j.is_object() && j.contains("email") && j["email"].is_string()) {
+        s.account = j["email"].get<std::string>();
+      }
+    } else if (!client::IsConnectionError(who.status())) {
+      inv.Warn("The daemon refused the API token (" + who.status().ToString() +
+               "): gcloud will be refused too.");
+    }
+  }
 
   const std::string config_file = GcloudConfigFilePath(s);
   const std::string token_file = GcloudTokenFilePath(s);

@@ -48,6 +48,10 @@ struct GcloudSetup {
   std::string project;
   std::string region;
   std::string token_file;  // auth/access_token_file
+  // The principal the token belongs to, "" when there is no token. With one, gcloud gets it as
+  // core/account and gsutil runs through `gcloud storage` (use_gcloud_storage), because native
+  // gsutil cannot send a static token; gcloud storage sends the token file's.
+  std::string account;
 };
 
 // The gcloud properties of a user's configuration: endpoint overrides for ml, storage and
