@@ -777,7 +777,27 @@ class Handlers {
                     "(Authorization: Bearer <Trainyard API token>; docs/security.md).");
     }
     if (token.size() > kMaxCredentialBytes) token.resize(kMaxCredentialBytes);
+    if (StartsWith(token, "ty1j.")) return AuthenticateJob(token);
     return auth_->Authenticate(token, NowMicros());
+  }
+
+  // A running job's credential (docs/security.md): valid while the job is unfinished; acts as
+  // the project's service agent (compat §13.3) on the project's buckets.
+  Result<auth::Principal> AuthenticateJob(const std::string& token) {
+    TRAINYARD_ASSIGN_OR_RETURN(auto subject, auth_->VerifyJobToken(token));
+    auto job = scheduler_.GetJob(subject.first, subject.second);
+    if (!job.ok() || model::IsTerminal(job->state)) {
+      return Status(StatusCode::kUnauthenticated,
+                    "Request had invalid authentication credentials: the credential of job " +
+                        subject.first + "/" + subject.second + " ended with the job.");
+    }
+    auth::Principal p;
+    auto config = json::parse(GetConfigJson(subject.first));
+    p.email = config["serviceAccount"].get<std::string>();
+    p.kind = auth::PrincipalKind::kServiceAccount;
+    p.job_project = subject.first;
+    p.job_id = subject.second;
+    return p;
   }
 
   bool Allowed(const auth::Principal& p, std::string_view project_resource,

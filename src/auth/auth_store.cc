@@ -1,6 +1,8 @@
 #include "trainyard/auth/auth_store.h"
 
 #include <fcntl.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <sqlite3.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -64,6 +66,13 @@ CREATE TABLE audit_log (
   caller_ip   TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX audit_log_project ON audit_log (project, id);
+)sql",
+    // 2: the daemon's secret, the key of job credentials (JobToken).
+    R"sql(
+CREATE TABLE daemon_secret (
+  id     INTEGER PRIMARY KEY CHECK (id = 1),
+  secret TEXT NOT NULL
+);
 )sql",
 };
 constexpr int kLatestVersion = static_cast<int>(std::size(kMigrations));
@@ -244,6 +253,7 @@ struct AuthStore::Impl {
   std::string path;
   sqlite3* db = nullptr;
   mutable std::mutex write_mu;  // the connection (one statement at a time)
+  std::string secret;           // 32 bytes; immutable after Open
   mutable std::shared_mutex cache_mu;
   std::map<std::string, Principal, std::less<>> principals;  // guarded by cache_mu
   std::map<std::string, StoredToken, std::less<>> tokens;    // by id; guarded by cache_mu
@@ -253,7 +263,27 @@ struct AuthStore::Impl {
     if (db != nullptr) sqlite3_close_v2(db);
   }
 
+  Status LoadSecret() {
+    Stmt read(db, "SELECT secret FROM daemon_secret WHERE id = 1");
+    TRAINYARD_ASSIGN_OR_RETURN(bool row, read.Step());
+    if (row) {
+      auto decoded = Base64Decode(read.Text(0));
+      if (!decoded.ok() || decoded->size() != 32) {
+        return Internal("auth store: the daemon secret is damaged");
+      }
+      secret = *decoded;
+      return Status::Ok();
+    }
+    unsigned char bytes[32];
+    TRAINYARD_RETURN_IF_ERROR(RandomBytes(bytes, sizeof bytes));
+    secret.assign(reinterpret_cast<const char*>(bytes), sizeof bytes);
+    Stmt write(db, "INSERT INTO daemon_secret (id, secret) VALUES (1, ?)");
+    write.Bind(1, Base64Encode(secret));
+    return write.Run();
+  }
+
   Status Load() {
+    TRAINYARD_RETURN_IF_ERROR(LoadSecret());
     {
       Stmt s(db, "SELECT email, kind, admin, disabled, created, description FROM principals");
       for (;;) {
@@ -342,6 +372,50 @@ Result<std::unique_ptr<AuthStore>> AuthStore::Open(const std::string& path) {
   TRAINYARD_RETURN_IF_ERROR(Migrate(impl->db, path));
   TRAINYARD_RETURN_IF_ERROR(impl->Load());
   return std::unique_ptr<AuthStore>(new AuthStore(std::move(impl)));
+}
+
+namespace {
+
+constexpr char kJobTokenPrefix[] = "ty1j.";
+
+std::string JobMac(const std::string& secret, std::string_view subject) {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  const std::string data = "trainyard job credential:" + std::string(subject);
+  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
+       reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &len);
+  return Base64Url(std::string_view(reinterpret_cast<const char*>(out), len));
+}
+
+}  // namespace
+
+std::string AuthStore::JobToken(std::string_view project, std::string_view job) const {
+  const std::string subject = std::string(project) + "/" + std::string(job);
+  return kJobTokenPrefix + subject + "." + JobMac(impl_->secret, subject);
+}
+
+Result<std::pair<std::string, std::string>> AuthStore::VerifyJobToken(
+    std::string_view token) const {
+  const size_t prefix = sizeof(kJobTokenPrefix) - 1;
+  size_t dot = token.rfind('.');
+  if (token.substr(0, prefix) != kJobTokenPrefix || dot == std::string_view::npos || dot < prefix) {
+    return Unauthenticated(
+        "Request had invalid authentication credentials: the job credential is malformed.");
+  }
+  std::string_view subject = token.substr(prefix, dot - prefix);
+  size_t slash = subject.find('/');
+  if (slash == std::string_view::npos || slash == 0 || slash + 1 == subject.size() ||
+      subject.find('/', slash + 1) != std::string_view::npos) {
+    return Unauthenticated(
+        "Request had invalid authentication credentials: the job credential is malformed.");
+  }
+  const std::string expected = JobMac(impl_->secret, subject);
+  if (!ConstantTimeEqual(expected, token.substr(dot + 1))) {
+    return Unauthenticated(
+        "Request had invalid authentication credentials: the job credential is not valid.");
+  }
+  return std::make_pair(std::string(subject.substr(0, slash)),
+                        std::string(subject.substr(slash + 1)));
 }
 
 Result<Principal> AuthStore::CreatePrincipal(std::string_view email, PrincipalKind kind, bool admin,
@@ -563,6 +637,14 @@ Result<Policy> AuthStore::PutPolicy(std::string_view resource, Policy policy) {
 bool AuthStore::Check(const Principal& principal, std::string_view project_resource,
                       std::string_view resource, std::string_view permission) const {
   if (principal.admin) return true;
+  if (!principal.job_project.empty()) {
+    // A job's credential: its project's buckets, nothing else.
+    if (project_resource != ProjectResource(principal.job_project)) return false;
+    for (std::string_view p : kJobPermissions) {
+      if (p == permission) return true;
+    }
+    return false;
+  }
   const std::string member = principal.member();
   std::shared_lock<std::shared_mutex> r(impl_->cache_mu);
   for (std::string_view name : {project_resource, resource}) {

@@ -48,6 +48,18 @@ CliConfig ReadCliConfig() {
   return c;
 }
 
+std::string LocalAdminTokenFile() {
+  std::string dir;
+  if (const char* d = std::getenv("TRAINYARD_DATA_DIR"); d != nullptr && *d) {
+    dir = d;
+  } else if (const char* x = std::getenv("XDG_DATA_HOME"); x != nullptr && *x) {
+    dir = std::string(x) + "/trainyard";
+  } else if (const char* h = std::getenv("HOME"); h != nullptr && *h) {
+    dir = std::string(h) + "/.local/share/trainyard";
+  }
+  return dir.empty() ? "" : dir + "/admin-token";
+}
+
 std::string ReadTokenFile(const std::string& path) {
   if (path.empty()) return "";
   std::string p = path;

@@ -18,6 +18,24 @@ namespace trainyard::cli {
 
 // --- Invocation ------------------------------------------------------------------------------
 
+namespace {
+
+// http://127.0.0.1:8470, localhost:8470, [::1]:8470 ...
+bool IsLoopbackEndpoint(const std::string& endpoint) {
+  std::string rest = endpoint;
+  if (size_t p = rest.find("://"); p != std::string::npos) rest = rest.substr(p + 3);
+  rest = rest.substr(0, rest.find('/'));
+  std::string host = rest;
+  if (!host.empty() && host[0] == '[') {
+    host = host.substr(1, host.find(']') - 1);
+  } else {
+    host = host.substr(0, host.rfind(':') == std::string::npos ? host.size() : host.rfind(':'));
+  }
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+}  // namespace
+
 client::ClientOptions Invocation::ResolvedClientOptions() const {
   // Flags, then the environment, then the config file (docs/cli.md), then the defaults.
   client::ClientOptions o = client::OptionsFromEnvironment();
@@ -33,6 +51,11 @@ client::ClientOptions Invocation::ResolvedClientOptions() const {
   if (!globals.project.empty()) o.project = globals.project;
   if (!globals.token_file.empty()) o.token = ReadTokenFile(globals.token_file);
   if (!globals.token.empty()) o.token = globals.token;
+  // Last resort on this machine: the local daemon's administrator token, when readable (docs/
+  // security.md). Only for loopback endpoints, so it never goes to another host.
+  if (o.token.empty() && IsLoopbackEndpoint(o.endpoint)) {
+    o.token = ReadTokenFile(LocalAdminTokenFile());
+  }
   return o;
 }
 

@@ -167,6 +167,10 @@ struct CliConfig {
 };
 std::string CliConfigPath();
 CliConfig ReadCliConfig();
+// <data dir>/admin-token of a daemon on this machine with the default data dir
+// ($TRAINYARD_DATA_DIR, else $XDG_DATA_HOME/trainyard, else ~/.local/share/trainyard): the
+// credential of last resort for a loopback endpoint (whoever can read it is the administrator).
+std::string LocalAdminTokenFile();
 // The first line of `path` without surrounding blanks; "" when path is "" or unreadable.
 std::string ReadTokenFile(const std::string& path);
 

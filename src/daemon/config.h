@@ -52,8 +52,9 @@ struct DaemonConfig {
   // engine's path or name on PATH.
   std::string container_engine = "auto";
   bool container_limits = true;  // --memory/--cpus per container from its machine type
-  // Authentication and authorization (docs/security.md).
-  bool auth = false;
+  // Authentication and authorization (docs/security.md): on unless disabled, and off only on
+  // loopback listeners.
+  bool auth = true;
   bool allow_insecure_http = false;
   std::string admin_email = "admin@trainyard.local";
 };

@@ -240,6 +240,16 @@ int Run(int argc, char** argv) {
                   config.container_limits ? "" : ", without memory/CPU limits");
     }
   }
+  // Principals, tokens, policies and the audit log (docs/security.md).
+  auto auth_store = auth::AuthStore::Open(dd + "/auth.db");
+  if (!auth_store.ok()) Fatal("cannot open the auth store: " + auth_store.status().message());
+  if (config.auth) {
+    // Each job's replicas reach its project's buckets with a credential that dies with the job.
+    auth::AuthStore* as = auth_store->get();
+    opts.job_credential = [as](const std::string& project, const std::string& job) {
+      return as->JobToken(project, job);
+    };
+  }
   scheduler::JobService sched(opts, **store, *executor, buckets);
   proxy.Set(&sched);
 
@@ -260,9 +270,6 @@ int Run(int argc, char** argv) {
       }
     }
   }
-  // Principals, tokens, policies and the audit log (docs/security.md).
-  auto auth_store = auth::AuthStore::Open(dd + "/auth.db");
-  if (!auth_store.ok()) Fatal("cannot open the auth store: " + auth_store.status().message());
   ao.auth = config.auth;
   ao.allow_insecure_http = config.allow_insecure_http;
   if (config.auth) {

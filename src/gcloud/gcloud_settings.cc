@@ -134,16 +134,21 @@ Ini BotoSettings(const GcloudSetup& s) {
   return ini;
 }
 
-Ini TrainerGcloudProperties(std::string_view endpoint, std::string_view project) {
+Ini TrainerGcloudProperties(std::string_view endpoint, std::string_view project,
+                            std::string_view token_file, std::string_view account) {
+  const bool token = !token_file.empty();
+  IniSection core = {"core",
+                     {{"project", std::string(project)},
+                      {"disable_usage_reporting", "True"},
+                      // Without this gcloud asks the GCE metadata server whether it runs on
+                      // Google's cloud (a network round trip that can take seconds off GCE).
+                      {"check_gce_metadata", "False"},
+                      {"pass_credentials_to_gsutil", token ? "True" : "False"}}};
+  if (token) core.entries.push_back({"account", std::string(account)});
   return {
-      {"core",
-       {{"project", std::string(project)},
-        {"disable_usage_reporting", "True"},
-        // Without this gcloud asks the GCE metadata server whether it runs on Google's cloud
-        // (a network round trip that can take seconds off GCE).
-        {"check_gce_metadata", "False"},
-        {"pass_credentials_to_gsutil", "False"}}},
-      {"auth", {{"disable_credentials", "True"}}},
+      core,
+      token ? IniSection{"auth", {{"access_token_file", std::string(token_file)}}}
+            : IniSection{"auth", {{"disable_credentials", "True"}}},
       {"component_manager", {{"disable_update_check", "True"}}},
       {"survey", {{"disable_prompts", "True"}}},
       EndpointOverrides(endpoint),

@@ -30,9 +30,14 @@ def wait_for(predicate, timeout=60.0, interval=0.05, what="condition"):
 
 
 class Daemon:
-    """A trainyardd child process. start() waits until /readyz answers 200."""
+    """A trainyardd child process. start() waits until /readyz answers 200.
 
-    def __init__(self, data_dir, extra_args=(), auth=False):
+    Authentication is on (the daemon's default) unless auth=False: request() and cli() then act
+    as the bootstrap administrator, whose token the first start writes to the data dir, so every
+    suite exercises the authorizing wrapper. Suites about Google's clients without credentials
+    turn it off explicitly."""
+
+    def __init__(self, data_dir, extra_args=(), auth=True):
         self.data_dir = data_dir
         self.extra_args = list(extra_args)
         self.auth = auth

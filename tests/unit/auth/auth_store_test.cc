@@ -209,3 +209,38 @@ TEST(Bootstrap, FirstStartOnlyAndTheFileIsOwnerOnly) {
 
 }  // namespace
 }  // namespace trainyard::auth
+
+namespace trainyard::auth {
+namespace {
+
+TEST(JobTokens, VerifyOnlyTheDaemonsOwnAndScopeToTheProjectsBuckets) {
+  auto store = Memory();
+  const std::string t = store->JobToken("p", "job_1");
+  auto subject = store->VerifyJobToken(t);
+  ASSERT_TRUE(subject.ok()) << subject.status().ToString();
+  EXPECT_EQ(subject->first, "p");
+  EXPECT_EQ(subject->second, "job_1");
+  // Another daemon's secret, a changed subject, a changed MAC: refused.
+  auto other = Memory();
+  EXPECT_EQ(other->VerifyJobToken(t).status().code(), StatusCode::kUnauthenticated);
+  std::string moved = t;
+  moved.replace(moved.find("job_1"), 5, "job_2");
+  EXPECT_FALSE(store->VerifyJobToken(moved).ok());
+  std::string bad_mac = t;
+  bad_mac.back() = bad_mac.back() == 'A' ? 'B' : 'A';
+  EXPECT_FALSE(store->VerifyJobToken(bad_mac).ok());
+  for (const char* malformed : {"ty1j.", "ty1j.p.x", "ty1j.p/a/b.x", "ty1j./j.x", "ty1j.p/.x"}) {
+    EXPECT_FALSE(store->VerifyJobToken(malformed).ok()) << malformed;
+  }
+  Principal job{.email = "service-1@cloud-ml.google.com.iam.gserviceaccount.com",
+                .kind = PrincipalKind::kServiceAccount,
+                .job_project = "p",
+                .job_id = "job_1"};
+  EXPECT_TRUE(store->Check(job, "projects/p", "projects/_/buckets/b", "storage.objects.create"));
+  EXPECT_FALSE(store->Check(job, "projects/q", "projects/_/buckets/c", "storage.objects.get"));
+  EXPECT_FALSE(store->Check(job, "projects/p", "projects/p/jobs/job_1", "ml.jobs.get"));
+  EXPECT_FALSE(store->Check(job, "projects/p", "projects/_/buckets/b", "storage.buckets.delete"));
+}
+
+}  // namespace
+}  // namespace trainyard::auth

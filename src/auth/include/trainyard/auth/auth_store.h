@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "trainyard/auth/iam.h"
@@ -29,8 +30,18 @@ struct Principal {
   bool disabled = false;
   Timestamp created = 0;
   std::string description;
+  // A running job's credential (JobToken): its project and job id. Such a principal holds
+  // kJobPermissions on its project's buckets and nothing else (docs/security.md).
+  std::string job_project;
+  std::string job_id;
   std::string member() const { return MemberOf(kind, email); }
 };
+
+// What a job's credential may do, on the buckets of the job's project.
+inline constexpr std::string_view kJobPermissions[] = {
+    "storage.objects.get",    "storage.objects.list",   "storage.objects.create",
+    "storage.objects.delete", "storage.objects.update", "storage.buckets.get",
+    "storage.buckets.list"};
 
 struct TokenInfo {
   std::string id;
@@ -97,6 +108,15 @@ class AuthStore {
   // The principal a token belongs to, or UNAUTHENTICATED saying why (malformed, unknown,
   // expired, revoked, principal disabled); the message never contains the token.
   Result<Principal> Authenticate(std::string_view token, Timestamp now) const;
+
+  // --- job credentials ---------------------------------------------------------------------
+  // The credential a job's replicas get: "ty1j.<project>/<job>.<HMAC-SHA256 under the
+  // daemon's secret>". Nothing is stored per job; the API accepts it only while the job is
+  // unfinished, so it dies with the job (docs/security.md).
+  std::string JobToken(std::string_view project, std::string_view job) const;
+  // {project, job} of a well-formed job token whose MAC is right (compared in constant time);
+  // UNAUTHENTICATED otherwise.
+  Result<std::pair<std::string, std::string>> VerifyJobToken(std::string_view token) const;
 
   // --- policies --------------------------------------------------------------------------
   // The policy of a resource (empty, etag "", when none was set).
