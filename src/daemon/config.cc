@@ -118,8 +118,8 @@ std::string JoinList(const std::vector<std::string>& v) {
 const std::vector<Field>& Fields() {
   static const std::vector<Field> kFields = {
       {"listen",
-       "HOST:PORT the API listens on (port 0 picks a free port; a non-loopback address is "
-       "logged as a warning, since authentication is off)",
+       "HOST:PORT the API listens on (port 0 picks a free port; a non-loopback address needs "
+       "auth on, and allow_insecure_http or the TLS listener instead)",
        [](DaemonConfig& c, const std::string& v) {
          if (ParseHostPort(v)) {
            c.listen = v;
