@@ -143,7 +143,9 @@ class Daemon:
 
     def __init__(self, data_dir=None, extra_args=(), keep=False, env=None):
         self.own_dir = data_dir is None
-        self.env = dict(os.environ, **(env or {}))
+        # Authentication off unless asked for (bench_auth.py measures it on).
+        self.env = dict(os.environ, TRAINYARD_AUTH="false")
+        self.env.update(env or {})
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="trainyard-bench-")
         self.extra_args = list(extra_args)
         self.keep = keep

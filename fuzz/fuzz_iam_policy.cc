@@ -13,7 +13,8 @@ namespace ta = trainyard::auth;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);
-  for (auto kind : {ta::ResourceKind::kProject, ta::ResourceKind::kJob, ta::ResourceKind::kBucket}) {
+  for (auto kind :
+       {ta::ResourceKind::kProject, ta::ResourceKind::kJob, ta::ResourceKind::kBucket}) {
     auto p = ta::ParsePolicy(in, kind);
     if (p.ok()) {
       auto again = ta::ParsePolicy(ta::PolicyToJson(*p), kind);
