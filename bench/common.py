@@ -143,7 +143,9 @@ class Daemon:
 
     def __init__(self, data_dir=None, extra_args=(), keep=False, env=None):
         self.own_dir = data_dir is None
-        self.env = dict(os.environ, **(env or {}))
+        # Authentication off unless asked for (bench_auth.py measures it on).
+        self.env = dict(os.environ, TRAINYARD_AUTH="false")
+        self.env.update(env or {})
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="trainyard-bench-")
         self.extra_args = list(extra_args)
         self.keep = keep
@@ -229,9 +231,10 @@ class Client:
     """One keep-alive HTTP/1.1 connection (or, with fresh=True, a new connection for every
     request); request() returns (status, parsed JSON or text)."""
 
-    def __init__(self, host, port, fresh=False):
+    def __init__(self, host, port, fresh=False, token=None):
         self.host, self.port = host, port
         self.fresh = fresh
+        self.token = token  # sent as `Authorization: Bearer` when set
         self.conn = http.client.HTTPConnection(host, port, timeout=60)
 
     def close(self):
@@ -239,6 +242,8 @@ class Client:
 
     def raw(self, method, path, body=None, content_type="application/json"):
         headers = {"Content-Type": content_type} if body is not None else {}
+        if self.token:
+            headers["Authorization"] = "Bearer " + self.token
         if self.fresh:
             headers["Connection"] = "close"
         for attempt in range(2):
@@ -394,7 +399,7 @@ def loadgen_path():
 
 
 def loadgen(port, method, path, body="", connections=8, duration=10.0, requests=0, start=0,
-            close=False, progress=0):
+            close=False, progress=0, headers=()):
     """Runs ty_loadgen and returns its JSON report (see bench/loadgen.cc); with progress=N the
     report also has "progress": [(completed, seconds)] every N requests."""
     exe = loadgen_path()
@@ -411,6 +416,8 @@ def loadgen(port, method, path, body="", connections=8, duration=10.0, requests=
         cmd.append("--close")
     if progress:
         cmd += ["--progress", str(progress)]
+    for h in headers:
+        cmd += ["--header", h]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0 and not out.stdout:
         sys.exit("ty_loadgen failed: %s" % out.stderr)

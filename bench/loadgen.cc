@@ -44,6 +44,7 @@ struct Options {
   std::string body;
   bool close = false;    // one connection per request (Connection: close)
   int64_t progress = 0;  // print "<completed> <seconds>" to stderr every this many requests
+  std::string headers;   // extra "Name: value\r\n" lines (--header), e.g. Authorization
 };
 
 using Clock = std::chrono::steady_clock;
@@ -53,7 +54,7 @@ using Clock = std::chrono::steady_clock;
                "ty_loadgen: %s\n"
                "usage: ty_loadgen --port P [--host H] [--connections N] [--duration S]\n"
                "                  [--requests N] [--start I] [--method M] --path PATH\n"
-               "                  [--body TEXT] [--close] [--progress N]\n"
+               "                  [--body TEXT] [--close] [--progress N] [--header 'N: V']...\n"
                "{i} in PATH and TEXT becomes a unique number; --close opens a new connection\n"
                "for every request instead of keeping one alive per thread; --progress prints\n"
                "'<completed> <seconds>' to stderr after every N completed requests\n",
@@ -259,6 +260,8 @@ int main(int argc, char** argv) {
       o.close = true;
     else if (a == "--progress")
       o.progress = std::atoll(value().c_str());
+    else if (a == "--header")
+      o.headers += value() + "\r\n";
     else
       Usage(("unknown argument " + a).c_str());
   }
@@ -288,6 +291,7 @@ int main(int argc, char** argv) {
         request +=
             o.method + " " + Substitute(o.path, id) + " HTTP/1.1\r\nHost: " + o.host + "\r\n";
         if (o.close) request += "Connection: close\r\n";
+        request += o.headers;
         if (!body.empty() || o.method == "POST" || o.method == "PUT" || o.method == "PATCH") {
           request +=
               "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +

@@ -1,9 +1,9 @@
 // The console's only way to the daemon: the public REST API of the same origin.
 //
-// Authentication seam: while the daemon's authentication is off every request goes out as is.
-// When it is on, the console will hold an HttpOnly session cookie (sent by the browser, never
-// read by this code) and add the CSRF header below to every mutating request; `authHeaders` is
-// the one place that changes.
+// Authentication: when the daemon's authentication is on, the browser holds an HttpOnly session
+// cookie (set by signing in, session.tsx; never read by this code), and every request that is
+// not a GET carries the header below, without which the daemon ignores the cookie (CSRF). A 401
+// raises SIGN_IN_EVENT, which shows the sign-in form.
 
 export class ApiError extends Error {
   constructor(
@@ -18,7 +18,14 @@ function authHeaders(method: string): Record<string, string> {
   return method === "GET" ? {} : { "X-Trainyard-Console": "1" };
 }
 
-export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+export const SIGN_IN_EVENT = "trainyard-sign-in";
+
+export async function api<T>(
+  method: string,
+  path: string,
+  body?: unknown,
+  opts: { quiet?: boolean } = {},
+): Promise<T> {
   const headers: Record<string, string> = authHeaders(method);
   if (body !== undefined) headers["Content-Type"] = "application/json";
   let res: Response;
@@ -41,6 +48,7 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
       data = {};
     }
   }
+  if (res.status === 401 && !opts.quiet) window.dispatchEvent(new Event(SIGN_IN_EVENT));
   if (!res.ok) {
     const msg = data?.error?.message ?? `HTTP ${res.status}`;
     throw new ApiError(res.status, `${method} ${path}: ${msg}`);

@@ -4,9 +4,11 @@ import "./app.css";
 import { JobPage } from "./job";
 import { JobsPage } from "./jobs";
 import { useLocation } from "./router";
+import { SessionBar, SignIn, useSignInNeeded } from "./session";
 
 function App() {
   const url = useLocation();
+  if (useSignInNeeded()) return <SignIn />;
   const parts = url.pathname.split("/").filter(Boolean).map(decodeURIComponent);
   // ["console", "projects", P, "jobs", ID?, TAB?]
   if (parts[0] === "console" && parts[1] === "projects" && parts[2] && parts[3] === "jobs") {
@@ -35,3 +37,5 @@ if (root) {
   root.textContent = "";
   render(<App />, root);
 }
+const bar = document.getElementById("session-bar");
+if (bar) render(<SessionBar />, bar);

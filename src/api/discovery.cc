@@ -161,6 +161,67 @@ void AddFixedSchemas(std::map<std::string, json>* s) {
   (*s)["GoogleCloudMlV1__CancelJobRequest"] =
       Object("GoogleCloudMlV1__CancelJobRequest", json::object());
   (*s)["GoogleProtobuf__Empty"] = Object("GoogleProtobuf__Empty", json::object());
+
+  // projects.getConfig, projects.locations, projects.operations (compat §5.2).
+  const json str = {{"type", "string"}};
+  (*s)["GoogleCloudMlV1__Config"] = Object("GoogleCloudMlV1__Config", {{"tpuServiceAccount", str}});
+  (*s)["GoogleCloudMlV1__GetConfigResponse"] =
+      Object("GoogleCloudMlV1__GetConfigResponse",
+             {{"serviceAccount", str},
+              {"serviceAccountProject", {{"type", "string"}, {"format", "int64"}}},
+              {"config", Ref("GoogleCloudMlV1__Config")}});
+  (*s)["GoogleCloudMlV1__Capability"] =
+      Object("GoogleCloudMlV1__Capability",
+             {{"type", str}, {"availableAccelerators", {{"type", "array"}, {"items", str}}}});
+  (*s)["GoogleCloudMlV1__Location"] = Object(
+      "GoogleCloudMlV1__Location",
+      {{"name", str},
+       {"capabilities", {{"type", "array"}, {"items", Ref("GoogleCloudMlV1__Capability")}}}});
+  (*s)["GoogleCloudMlV1__ListLocationsResponse"] =
+      Object("GoogleCloudMlV1__ListLocationsResponse",
+             {{"locations", {{"type", "array"}, {"items", Ref("GoogleCloudMlV1__Location")}}},
+              {"nextPageToken", str}});
+  (*s)["GoogleRpc__Status"] =
+      Object("GoogleRpc__Status",
+             {{"code", {{"type", "integer"}, {"format", "int32"}}},
+              {"message", str},
+              {"details",
+               {{"type", "array"},
+                {"items", {{"type", "object"}, {"additionalProperties", {{"type", "any"}}}}}}}});
+  (*s)["GoogleLongrunning__Operation"] =
+      Object("GoogleLongrunning__Operation",
+             {{"name", str},
+              {"done", {{"type", "boolean"}}},
+              {"error", Ref("GoogleRpc__Status")},
+              {"metadata", {{"type", "object"}, {"additionalProperties", {{"type", "any"}}}}},
+              {"response", {{"type", "object"}, {"additionalProperties", {{"type", "any"}}}}}});
+  (*s)["GoogleLongrunning__ListOperationsResponse"] =
+      Object("GoogleLongrunning__ListOperationsResponse",
+             {{"operations", {{"type", "array"}, {"items", Ref("GoogleLongrunning__Operation")}}},
+              {"nextPageToken", str}});
+  // IAM (compat §5.1).
+  (*s)["GoogleType__Expr"] =
+      Object("GoogleType__Expr",
+             {{"expression", str}, {"title", str}, {"description", str}, {"location", str}});
+  (*s)["GoogleIamV1__Binding"] =
+      Object("GoogleIamV1__Binding", {{"role", str},
+                                      {"members", {{"type", "array"}, {"items", str}}},
+                                      {"condition", Ref("GoogleType__Expr")}});
+  (*s)["GoogleIamV1__Policy"] =
+      Object("GoogleIamV1__Policy",
+             {{"version", {{"type", "integer"}, {"format", "int32"}}},
+              {"bindings", {{"type", "array"}, {"items", Ref("GoogleIamV1__Binding")}}},
+              {"etag", {{"type", "string"}, {"format", "byte"}}}});
+  (*s)["GoogleIamV1__SetIamPolicyRequest"] =
+      Object("GoogleIamV1__SetIamPolicyRequest",
+             {{"policy", Ref("GoogleIamV1__Policy")},
+              {"updateMask", {{"type", "string"}, {"format", "google-fieldmask"}}}});
+  (*s)["GoogleIamV1__TestIamPermissionsRequest"] =
+      Object("GoogleIamV1__TestIamPermissionsRequest",
+             {{"permissions", {{"type", "array"}, {"items", str}}}});
+  (*s)["GoogleIamV1__TestIamPermissionsResponse"] =
+      Object("GoogleIamV1__TestIamPermissionsResponse",
+             {{"permissions", {{"type", "array"}, {"items", str}}}});
 }
 
 json QueryParam(const char* type, const char* description) {
@@ -174,7 +235,7 @@ json StandardParameters() {
                   {"location", "query"},
                   {"enum", {"1", "2"}},
                   {"description", "V1 error format."}};
-  p["access_token"] = QueryParam("string", "OAuth access token (accepted and ignored).");
+  p["access_token"] = QueryParam("string", "OAuth access token (a Trainyard API token).");
   p["alt"] = {{"type", "string"},
               {"location", "query"},
               {"default", "json"},
@@ -185,7 +246,7 @@ json StandardParameters() {
                            "Selector specifying which fields to include in a partial "
                            "response (ignored: responses are whole).");
   p["key"] = QueryParam("string", "API key (accepted and ignored).");
-  p["oauth_token"] = QueryParam("string", "OAuth 2.0 token (accepted and ignored).");
+  p["oauth_token"] = QueryParam("string", "OAuth 2.0 token (a Trainyard API token).");
   p["prettyPrint"] = {{"type", "boolean"},
                       {"location", "query"},
                       {"default", "true"},
@@ -234,9 +295,9 @@ std::string BuildDiscoveryDocument(std::span<const Route> routes, const std::str
       {"title", "AI Platform Training & Prediction API"},
       {"canonicalName", "Cloud Machine Learning Engine"},
       {"description",
-       "AI Platform Training's ml v1 projects.jobs API as served by Trainyard. The document "
-       "has no auth section: authentication is off in this version, so clients need no "
-       "credentials."},
+       "AI Platform Training's ml v1 API as served by Trainyard. The document has no auth "
+       "section: clients send a Trainyard API token as an OAuth bearer token "
+       "(docs/security.md)."},
       {"documentationLink", "https://cloud.google.com/ai-platform/training/docs"},
       {"ownerDomain", "google.com"},
       {"ownerName", "Google"},

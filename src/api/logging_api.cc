@@ -127,6 +127,15 @@ Result<ListRequest> ParseRequest(std::string_view body) {
   return r;
 }
 
+}  // namespace
+
+Result<LogListTarget> ParseLogListTarget(std::string_view body) {
+  TRAINYARD_ASSIGN_OR_RETURN(ListRequest r, ParseRequest(body));
+  return LogListTarget{r.project, r.filter, r.page_token, r.page_size};
+}
+
+namespace {
+
 // A page token: where the previous page stopped in the (timestamp, insertId) order, the
 // direction, and the snapshot (the highest insert id when the first page was read), so every
 // page of one listing reads the same set of entries even while a job is still logging.

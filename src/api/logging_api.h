@@ -35,6 +35,22 @@ inline constexpr Duration kFreshUpperBoundWindow = 10 * kMicrosPerSecond;
 Result<std::string> ListLogEntries(store::JobStore& store, std::string_view body,
                                    Timestamp now = NowMicros());
 
+// What an entries:list body asks for, parsed as ListLogEntries parses it (the authorizer checks
+// logging.logEntries.list on `project`; filters naming the audit log are answered from it).
+struct LogListTarget {
+  std::string project;
+  std::string filter;
+  std::string page_token;
+  int page_size = 0;
+};
+Result<LogListTarget> ParseLogListTarget(std::string_view body);
+// The project of an entries:list body (INVALID_ARGUMENT naming resourceNames).
+inline Result<std::string> LogListProject(std::string_view body) {
+  auto t = ParseLogListTarget(body);
+  if (!t.ok()) return t.status();
+  return t->project;
+}
+
 // A request's query parameters (httplib::Params is this type).
 using QueryParams = std::multimap<std::string, std::string>;
 // The value of query parameter `name` (nullptr when absent).

@@ -38,6 +38,22 @@ struct DiscoverySpec {
   const char* description = nullptr;
 };
 
+// Who may call a route (docs/security.md). Every row names a permission, one of these two
+// markers, or kAdmin; a row that names none is refused to everyone but administrators (and the
+// permission-matrix test fails).
+inline constexpr const char* kPublic = "public";               // no credential needed
+inline constexpr const char* kAnyPrincipal = "authenticated";  // any valid credential
+inline constexpr const char* kAdmin = "trainyard.admin";       // daemon administrators
+
+// Where a route's resource is, for the permission check.
+enum class Scope {
+  kDaemon,      // the daemon itself (administration)
+  kProject,     // matches[1]: the project
+  kJob,         // matches[1]: the project, matches[2]: the job
+  kBucket,      // matches[1]: the bucket (its project from the bucket store)
+  kLogEntries,  // the project named by the body's resourceNames
+};
+
 enum class RouteKind {
   kMl,       // ml v1: body limit, project check, Google errors
   kLogging,  // Cloud Logging v2 subset: body limit, Google errors
@@ -52,9 +68,16 @@ struct Route {
   RouteKind kind;
   HandlerFn handler;
   DiscoverySpec discovery;
+  const char* permission = nullptr;  // Google's name ("ml.jobs.get"), kPublic, kAnyPrincipal
+  Scope scope = Scope::kDaemon;
+  const char* name = nullptr;  // the method in audit records when discovery.id is unset
 };
 
 // The table, in match order.
 std::span<const Route> Routes();
+const char* ScopeName(Scope scope);
+// The table and the storage operations as JSON (GET /v1/help?format=json): method, pattern,
+// permission, scope, mutating; for the permission-matrix test and docs/security.md.
+std::string RouteTableJson();
 
 }  // namespace trainyard::api

@@ -18,10 +18,44 @@ namespace trainyard::cli {
 
 // --- Invocation ------------------------------------------------------------------------------
 
+namespace {
+
+// http://127.0.0.1:8470, localhost:8470, [::1]:8470 ...
+bool IsLoopbackEndpoint(const std::string& endpoint) {
+  std::string rest = endpoint;
+  if (size_t p = rest.find("://"); p != std::string::npos) rest = rest.substr(p + 3);
+  rest = rest.substr(0, rest.find('/'));
+  std::string host = rest;
+  if (!host.empty() && host[0] == '[') {
+    host = host.substr(1, host.find(']') - 1);
+  } else {
+    host = host.substr(0, host.rfind(':') == std::string::npos ? host.size() : host.rfind(':'));
+  }
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+}  // namespace
+
 client::ClientOptions Invocation::ResolvedClientOptions() const {
+  // Flags, then the environment, then the config file (docs/cli.md), then the defaults.
   client::ClientOptions o = client::OptionsFromEnvironment();
+  CliConfig file = ReadCliConfig();
+  auto env_set = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v != nullptr && *v != '\0';
+  };
+  if (!env_set("TRAINYARD_ENDPOINT") && !file.endpoint.empty()) o.endpoint = file.endpoint;
+  if (!env_set("TRAINYARD_PROJECT") && !file.project.empty()) o.project = file.project;
+  if (o.token.empty()) o.token = ReadTokenFile(file.token_file);
   if (!globals.endpoint.empty()) o.endpoint = globals.endpoint;
   if (!globals.project.empty()) o.project = globals.project;
+  if (!globals.token_file.empty()) o.token = ReadTokenFile(globals.token_file);
+  if (!globals.token.empty()) o.token = globals.token;
+  // Last resort on this machine: the local daemon's administrator token, when readable (docs/
+  // security.md). Only for loopback endpoints, so it never goes to another host.
+  if (o.token.empty() && IsLoopbackEndpoint(o.endpoint)) {
+    o.token = ReadTokenFile(LocalAdminTokenFile());
+  }
   return o;
 }
 
@@ -36,6 +70,11 @@ int Invocation::Fail(const std::string& message) const {
 
 int Invocation::Fail(const Status& status) const {
   if (client::IsConnectionError(status)) return Fail(status.message());
+  if (status.code() == StatusCode::kUnauthenticated) {
+    return Fail(status.ToString() +
+                "\nGive an API token with --token-file FILE, TRAINYARD_TOKEN or token_file in " +
+                CliConfigPath() + " (docs/security.md).");
+  }
   return Fail(status.ToString());
 }
 
@@ -132,6 +171,87 @@ class CommandTree {
     AddAdmin(admin, "resume", "Resume admitting queued jobs.", AdminAction::kResume);
     AddAdmin(admin, "status", "Show whether admission is paused.", AdminAction::kStatus);
     AddAdminStop(admin);
+    AddAuthAdmin(admin);
+  }
+
+  // trainyard admin principals|tokens|projects|buckets|audit|roles (docs/security.md).
+  void AddAuthAdmin(CLI::App* admin) {
+    auto* a = Keep<AuthAdminArgs>();
+    auto leaf = [this, a](CLI::App* c, AuthAdminAction action) {
+      leaves_[c] =
+          Leaf{[a, action](const Invocation& inv) { return RunAuthAdmin(inv, action, *a); }, false};
+    };
+    CLI::App* principals = admin->add_subcommand("principals", "Users and service accounts.");
+    principals->require_subcommand(1);
+    CLI::App* c = principals->add_subcommand("create", "Create a principal.");
+    c->add_option("EMAIL", a->email, "Its email address.")->required();
+    c->add_flag("--service-account", a->service_account, "A service account, not a user.");
+    c->add_flag("--admin", a->admin, "An administrator (every permission everywhere).");
+    binder_.Add(c, "--description", &a->description, "A note for administrators.");
+    leaf(c, AuthAdminAction::kCreatePrincipal);
+    leaf(principals->add_subcommand("list", "List principals."), AuthAdminAction::kListPrincipals);
+    c = principals->add_subcommand("disable", "Disable a principal (its tokens stop working).");
+    c->add_option("EMAIL", a->email, "The principal.")->required();
+    leaf(c, AuthAdminAction::kDisablePrincipal);
+    c = principals->add_subcommand("enable", "Enable a disabled principal.");
+    c->add_option("EMAIL", a->email, "The principal.")->required();
+    leaf(c, AuthAdminAction::kEnablePrincipal);
+
+    CLI::App* tokens = admin->add_subcommand("tokens", "API tokens.");
+    tokens->require_subcommand(1);
+    c = tokens->add_subcommand("create",
+                               "Create an API token for a principal; prints it once (stdout, or "
+                               "--output-file with mode 0600).");
+    c->add_option("EMAIL", a->email, "The principal.")->required();
+    binder_.Add(c, "--ttl", &a->ttl, "Lifetime, e.g. 12h or 90d (default: no expiry).");
+    binder_.Add(c, "--description", &a->description, "What the token is for.");
+    binder_.Add(c, "--output-file", &a->output_file, "Write the token here (mode 0600).");
+    leaf(c, AuthAdminAction::kCreateToken);
+    c = tokens->add_subcommand("list", "List tokens (ids, never secrets).");
+    c->add_option("EMAIL", a->email, "Only this principal's.");
+    leaf(c, AuthAdminAction::kListTokens);
+    c = tokens->add_subcommand("revoke", "Revoke a token by its id.");
+    c->add_option("TOKEN_ID", a->token_id, "The token's id (16 hex digits).")->required();
+    leaf(c, AuthAdminAction::kRevokeToken);
+
+    for (const char* kind : {"projects", "buckets"}) {
+      const bool project = std::string(kind) == "projects";
+      CLI::App* group =
+          admin->add_subcommand(kind, project ? "Project IAM policies." : "Bucket IAM policies.");
+      group->require_subcommand(1);
+      const char* what = project ? "PROJECT" : "BUCKET";
+      c = group->add_subcommand("get-iam-policy", "Print the policy (JSON).");
+      c->add_option(what, a->resource, "The resource.")->required();
+      leaf(c, project ? AuthAdminAction::kGetProjectPolicy : AuthAdminAction::kGetBucketPolicy);
+      c = group->add_subcommand("set-iam-policy",
+                                "Replace the policy with a JSON file's (its etag is checked).");
+      c->add_option(what, a->resource, "The resource.")->required();
+      c->add_option("POLICY_FILE", a->policy_file, "google.iam.v1.Policy JSON.")->required();
+      leaf(c, project ? AuthAdminAction::kSetProjectPolicy : AuthAdminAction::kSetBucketPolicy);
+      for (bool add : {true, false}) {
+        c = group->add_subcommand(add ? "add-iam-policy-binding" : "remove-iam-policy-binding",
+                                  add ? "Grant a role to a member." : "Take a role from a member.");
+        c->add_option(what, a->resource, "The resource.")->required();
+        c->add_option("--member", a->member,
+                      "user:EMAIL, serviceAccount:EMAIL or "
+                      "allAuthenticatedUsers.")
+            ->required();
+        c->add_option("--role", a->role, "e.g. roles/ml.developer.")->required();
+        leaf(c, project ? (add ? AuthAdminAction::kAddProjectBinding
+                               : AuthAdminAction::kRemoveProjectBinding)
+                        : (add ? AuthAdminAction::kAddBucketBinding
+                               : AuthAdminAction::kRemoveBucketBinding));
+      }
+    }
+    c = admin->add_subcommand("audit",
+                              "Print audit records (who did what, when, with what "
+                              "result), oldest first.");
+    c->add_option("--filter-project", a->resource, "Only this project's records.");
+    leaf(c, AuthAdminAction::kAudit);
+    leaf(admin->add_subcommand("roles", "List the predefined roles and their permissions."),
+         AuthAdminAction::kRoles);
+    leaf(admin->add_subcommand("whoami", "Print the principal the credential belongs to."),
+         AuthAdminAction::kWhoAmI);
   }
 
   void AddSubmit(CLI::App* jobs) {
@@ -414,10 +534,16 @@ int RunCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
                  "Daemon URL (default: $TRAINYARD_ENDPOINT, else http://127.0.0.1:8470).");
   app.add_option("--project", inv.globals.project,
                  "Project (default: $TRAINYARD_PROJECT, else `default`).");
+  app.add_option("--token-file", inv.globals.token_file,
+                 "File whose first line is the API token (default: $TRAINYARD_TOKEN, "
+                 "$TRAINYARD_TOKEN_FILE, else token_file in the config file).");
+  app.add_option("--token", inv.globals.token,
+                 "The API token itself (visible to other users in ps; prefer --token-file).");
   app.add_flag("-q,--quiet", inv.globals.quiet, "Accepted for gcloud compatibility; no prompts.");
   app.footer(
-      "Environment: TRAINYARD_ENDPOINT, TRAINYARD_PROJECT, TRAINYARD_TOKEN, TRAINYARD_REGION, "
-      "TRAINYARD_PYTHON, TRAINYARD_TLS_ENDPOINT. See docs/cli.md.");
+      "Environment: TRAINYARD_ENDPOINT, TRAINYARD_PROJECT, TRAINYARD_TOKEN, TRAINYARD_TOKEN_FILE, "
+      "TRAINYARD_REGION, TRAINYARD_PYTHON, TRAINYARD_TLS_ENDPOINT, TRAINYARD_CLI_CONFIG. See "
+      "docs/cli.md.");
   CommandTree tree;
   tree.Build(&app);
 
@@ -467,6 +593,16 @@ int RunCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
     for (const auto& a : inv.user_args) extra += " " + a;
     err << "ERROR: (" << inv.command_path << ") unrecognized arguments: --" << extra << "\n";
     return kExitUsage;
+  }
+  // A token file that was named must be readable (a missing one is not "no credential").
+  const char* env_file = std::getenv("TRAINYARD_TOKEN_FILE");
+  for (const std::string& file :
+       {inv.globals.token_file, std::string(env_file != nullptr ? env_file : "")}) {
+    if (!file.empty() && ReadTokenFile(file).empty()) {
+      err << "ERROR: (" << inv.command_path << ") Cannot read an API token from [" << file
+          << "] (missing, unreadable or empty).\n";
+      return kExitError;
+    }
   }
   return leaf->run(inv);
 }

@@ -19,8 +19,10 @@ inline constexpr int kExitError = 1;
 inline constexpr int kExitUsage = 2;
 
 struct GlobalFlags {
-  std::string endpoint;  // "" = environment / default
-  std::string project;   // "" = environment / default
+  std::string endpoint;    // "" = environment / config file / default
+  std::string project;     // "" = environment / config file / default
+  std::string token;       // "" = --token-file, environment, config file
+  std::string token_file;  // first line is the API token
   bool quiet = false;
 };
 

@@ -121,4 +121,57 @@ struct AdminStopArgs {
 // it has released the lock. A data dir no daemon holds is not an error (nothing to stop).
 int RunAdminStop(const Invocation& inv, const AdminStopArgs& args);
 
+// --- authentication and IAM (auth_commands.cc, docs/security.md) ---------------------------
+
+enum class AuthAdminAction {
+  kCreatePrincipal,
+  kListPrincipals,
+  kDisablePrincipal,
+  kEnablePrincipal,
+  kCreateToken,
+  kListTokens,
+  kRevokeToken,
+  kGetProjectPolicy,
+  kSetProjectPolicy,
+  kAddProjectBinding,
+  kRemoveProjectBinding,
+  kGetBucketPolicy,
+  kSetBucketPolicy,
+  kAddBucketBinding,
+  kRemoveBucketBinding,
+  kAudit,
+  kRoles,
+  kWhoAmI,
+};
+struct AuthAdminArgs {
+  std::string email;
+  bool service_account = false;
+  bool admin = false;
+  std::optional<std::string> description;
+  std::optional<std::string> ttl;
+  std::optional<std::string> output_file;
+  std::string token_id;
+  std::string resource;  // project or bucket
+  std::string policy_file;
+  std::string member;
+  std::string role;
+};
+int RunAuthAdmin(const Invocation& inv, AuthAdminAction action, const AuthAdminArgs& args);
+
+// The CLI's config file: $TRAINYARD_CLI_CONFIG, else $XDG_CONFIG_HOME/trainyard/cli.conf, else
+// ~/.config/trainyard/cli.conf. INI: endpoint, project, token_file (any section).
+struct CliConfig {
+  std::string endpoint;
+  std::string project;
+  std::string token_file;
+};
+std::string CliConfigPath();
+CliConfig ReadCliConfig();
+// <data dir>/admin-token of a daemon on this machine with the default data dir
+// ($TRAINYARD_DATA_DIR, else $XDG_DATA_HOME/trainyard, else ~/.local/share/trainyard): the
+// credential of last resort for a loopback endpoint (whoever can read it is the administrator).
+std::string LocalAdminTokenFile();
+// The first line of `path` without surrounding blanks; "" when path is "" or unreadable.
+std::string ReadTokenFile(const std::string& path);
+
 }  // namespace trainyard::cli

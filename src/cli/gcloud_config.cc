@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <ostream>
 
 #include "commands.h"
@@ -123,6 +124,7 @@ gcloud::GcloudSetup Shared(const GcloudSetup& s) {
   g.project = s.project;
   g.region = s.region;
   g.token_file = GcloudTokenFilePath(s);
+  g.account = s.account;
   return g;
 }
 
@@ -156,6 +158,19 @@ int RunGcloudConfig(const Invocation& inv, const GcloudConfigArgs& a) {
   auto dir = GcloudConfigDirFromEnvironment();
   if (!dir.ok()) return inv.Fail(dir.status().message());
   s.config_dir = *dir;
+  if (!options.token.empty()) {
+    // The token's principal becomes gcloud's account (docs/gcloud.md, "Authentication").
+    auto who = inv.MakeClient()->CallJson("GET", "/v1/whoami");
+    if (who.ok()) {
+      auto j = nlohmann::json::parse(*who, nullptr, false);
+      if (j.is_object() && j.contains("email") && j["email"].is_string()) {
+        s.account = j["email"].get<std::string>();
+      }
+    } else if (!client::IsConnectionError(who.status())) {
+      inv.Warn("The daemon refused the API token (" + who.status().ToString() +
+               "): gcloud will be refused too.");
+    }
+  }
 
   const std::string config_file = GcloudConfigFilePath(s);
   const std::string token_file = GcloudTokenFilePath(s);
@@ -167,7 +182,8 @@ int RunGcloudConfig(const Invocation& inv, const GcloudConfigArgs& a) {
               << "# gsutil boto config: " << boto_file << " (export BOTO_CONFIG=" << boto_file
               << ")\n"
               << RenderIni(BotoSettings(s)) << "\n"
-              << "# access token file (any text while the daemon does not check tokens): "
+              << "# access token file (the API token from --token-file, TRAINYARD_TOKEN or the "
+                 "CLI config file): "
               << token_file << "\n";
     inv.Err() << "Run `trainyard gcloud-config --apply` to write these files"
               << (a.activate ? "" : " (add --activate to make the configuration active)") << ".\n";
@@ -186,8 +202,13 @@ int RunGcloudConfig(const Invocation& inv, const GcloudConfigArgs& a) {
     st = WriteFileAtomic(default_config.string(), "");
     if (!st.ok()) return inv.Fail(st.message());
   }
-  // The token gcloud sends as `Authorization: Bearer`: TRAINYARD_TOKEN when set, else any text.
+  // The token gcloud sends as `Authorization: Bearer` (auth/access_token_file): the CLI's own
+  // credential; without one, a placeholder only a daemon with authentication off accepts.
   std::string token = options.token.empty() ? "trainyard" : options.token;
+  if (options.token.empty()) {
+    inv.Warn("No API token (--token-file, TRAINYARD_TOKEN or token_file in " + CliConfigPath() +
+             "): gcloud will send a placeholder, which a daemon with authentication on refuses.");
+  }
   st = WriteOwnerOnlyFile(token_file, token + "\n");
   if (!st.ok()) return inv.Fail(st.message());
   st = MergeIntoFile(config_file, GcloudProperties(s));

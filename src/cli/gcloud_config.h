@@ -34,6 +34,7 @@ struct GcloudSetup {
   std::string project;
   std::string region;
   std::string config_dir;  // gcloud's config directory (CLOUDSDK_CONFIG)
+  std::string account;     // the token's principal ("" = no token or authentication off)
 };
 
 // gcloud's rule for configuration names: a lowercase letter, then lowercase letters, digits and

@@ -191,6 +191,12 @@ ClientOptions OptionsFromEnvironment() {
   o.endpoint = EnvOr("TRAINYARD_ENDPOINT", kDefaultEndpoint);
   o.project = EnvOr("TRAINYARD_PROJECT", kDefaultProject);
   o.token = EnvOr("TRAINYARD_TOKEN", "");
+  if (o.token.empty()) {
+    std::string file = EnvOr("TRAINYARD_TOKEN_FILE", "");
+    if (!file.empty()) {
+      if (auto text = ReadFile(file); text.ok()) o.token = Trim(text->substr(0, text->find('\n')));
+    }
+  }
   return o;
 }
 
@@ -463,6 +469,12 @@ Result<bool> PausedFrom(Result<std::string> r) {
 
 Result<bool> Client::GetAdmissionPaused() {
   return PausedFrom(impl_->Call("GET", "/v1/admin/admission"));
+}
+
+Result<std::string> Client::CallJson(std::string_view method, std::string_view path,
+                                     std::string_view body) {
+  std::string b(body);
+  return impl_->Call(std::string(method), std::string(path), body.empty() ? nullptr : &b);
 }
 
 Result<bool> Client::SetAdmissionPaused(bool paused) {

@@ -120,8 +120,8 @@ std::string JoinList(const std::vector<std::string>& v) {
 const std::vector<Field>& Fields() {
   static const std::vector<Field> kFields = {
       {"listen",
-       "HOST:PORT the API listens on (port 0 picks a free port; a non-loopback address is "
-       "logged as a warning, since authentication is off)",
+       "HOST:PORT the API listens on (port 0 picks a free port; a non-loopback address needs "
+       "auth on, and allow_insecure_http or the TLS listener instead)",
        [](DaemonConfig& c, const std::string& v) {
          if (ParseHostPort(v)) {
            c.listen = v;
@@ -519,6 +519,26 @@ const std::vector<Field>& Fields() {
          return Status::Ok();
        },
        [](const DaemonConfig& c) { return c.default_project; }},
+      {"auth",
+       "authentication and authorization (docs/security.md): every request needs an API token "
+       "and a role that grants its permission; false is allowed only on loopback listeners",
+       [](DaemonConfig& c, const std::string& v) { return ParseBool("auth", v, &c.auth); },
+       [](const DaemonConfig& c) { return std::string(c.auth ? "true" : "false"); }},
+      {"allow_insecure_http",
+       "with auth on, let the plain-HTTP listener use a non-loopback address (tokens cross the "
+       "network in clear text; use the TLS listener instead)",
+       [](DaemonConfig& c, const std::string& v) {
+         return ParseBool("allow_insecure_http", v, &c.allow_insecure_http);
+       },
+       [](const DaemonConfig& c) { return std::string(c.allow_insecure_http ? "true" : "false"); }},
+      {"admin_email",
+       "the administrator created, with a token in <data_dir>/admin-token, on the first start "
+       "with auth on",
+       [](DaemonConfig& c, const std::string& v) {
+         c.admin_email = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.admin_email; }},
   };
   return kFields;
 }

@@ -76,6 +76,11 @@ struct DaemonConfig {
     // one), always, or never (one plain job of the largest shape).
     std::string heterogeneous = "auto";
   } slurm;
+  // Authentication and authorization (docs/security.md): on unless disabled, and off only on
+  // loopback listeners.
+  bool auth = true;
+  bool allow_insecure_http = false;
+  std::string admin_email = "admin@trainyard.local";
 };
 
 // Parses a size such as "24GiB", "512M", "1.5G" or "1000000" (bytes). Binary units for

@@ -21,7 +21,9 @@
 #include "python_support.h"
 #include "slurm_setup.h"
 #include "trainyard/api/api_server.h"
+#include "trainyard/auth/auth_store.h"
 #include "trainyard/core/log.h"
+#include "trainyard/core/time.h"
 #include "trainyard/core/util.h"
 #include "trainyard/executor/cgroups.h"
 #include "trainyard/executor/executor.h"
@@ -273,6 +275,16 @@ int Run(int argc, char** argv) {
                   config.container_limits ? "" : ", without memory/CPU limits");
     }
   }
+  // Principals, tokens, policies and the audit log (docs/security.md).
+  auto auth_store = auth::AuthStore::Open(dd + "/auth.db");
+  if (!auth_store.ok()) Fatal("cannot open the auth store: " + auth_store.status().message());
+  if (config.auth) {
+    // Each job's replicas reach its project's buckets with a credential that dies with the job.
+    auth::AuthStore* as = auth_store->get();
+    opts.job_credential = [as](const std::string& project, const std::string& job) {
+      return as->JobToken(project, job);
+    };
+  }
   scheduler::JobService sched(opts, **store, *executor, buckets);
   proxy.Set(&sched);
 
@@ -293,7 +305,28 @@ int Run(int argc, char** argv) {
       }
     }
   }
+  ao.auth = config.auth;
+  ao.allow_insecure_http = config.allow_insecure_http;
+  if (config.auth) {
+    const std::string token_file = dd + "/admin-token";
+    auto made = auth::BootstrapAdmin(**auth_store, config.admin_email, token_file, NowMicros());
+    if (!made.ok()) Fatal("cannot create the first administrator: " + made.status().message());
+    if (*made) {
+      // Once, on the first start: where the administrator's token is (never the token).
+      TY_LOG_WARN("daemon",
+                  "first start with authentication on: created the administrator {}; its API "
+                  "token is in {} (mode 0600). Use it with `trainyard --token-file {}` or "
+                  "TRAINYARD_TOKEN, create principals and tokens with `trainyard admin`, and "
+                  "keep or delete the file",
+                  config.admin_email, token_file, token_file);
+    }
+  } else {
+    TY_LOG_INFO("daemon",
+                "authentication is off (auth: false): every request acts as an "
+                "administrator; loopback listeners only");
+  }
   api::ApiServer server(ao, sched, **store, buckets);
+  server.SetAuthStore(auth_store->get());
   auto port = server.Bind();
   if (!port.ok()) Fatal(port.status().message());
   std::string endpoint = "http://" + ao.host + ":" + std::to_string(*port);

@@ -86,11 +86,17 @@ IniSection EndpointOverrides(std::string_view endpoint) {
 }
 
 Ini GcloudProperties(const GcloudSetup& s) {
+  IniSection core = {"core",
+                     {{"project", s.project},
+                      {"disable_usage_reporting", "True"},
+                      {"pass_credentials_to_gsutil", s.account.empty() ? "False" : "True"}}};
+  if (!s.account.empty()) {
+    core.entries.push_back({"account", s.account});
+    // No GCE metadata probe when gcloud wraps gsutil (a network round trip off GCE).
+    core.entries.push_back({"check_gce_metadata", "False"});
+  }
   return {
-      {"core",
-       {{"project", s.project},
-        {"disable_usage_reporting", "True"},
-        {"pass_credentials_to_gsutil", "False"}}},
+      core,
       {"compute", {{"region", s.region}}},
       // Only models, versions and operations read this; a region there makes gcloud prefix the
       // endpoint's host with "REGION-" (us-central1-127.0.0.1), which cannot resolve. Jobs use
@@ -105,33 +111,44 @@ Ini GcloudProperties(const GcloudSetup& s) {
 }
 
 Ini BotoSettings(const GcloudSetup& s) {
-  return {
-      // gs_host/gs_port: the XML API, which gsutil falls back to for a few operations. The
-      // daemon has none, but pointing it there keeps such calls local instead of sending them
-      // to Google.
-      {"Credentials",
-       {{"gs_json_host", s.tls_host},
-        {"gs_json_port", s.tls_port},
-        {"gs_host", s.tls_host},
-        {"gs_port", s.tls_port}}},
-      {"Boto", {{"https_validate_certificates", "False"}}},
-      {"GSUtil",
-       {{"default_project_id", s.project},
-        {"prefer_api", "json"},
-        {"software_update_check_period", "0"}}},
-  };
+  Ini ini;
+  if (s.account.empty()) {
+    // gs_host/gs_port: the XML API, which gsutil falls back to for a few operations. The
+    // daemon has none, but pointing it there keeps such calls local instead of sending them
+    // to Google.
+    ini.push_back({"Credentials",
+                   {{"gs_json_host", s.tls_host},
+                    {"gs_json_port", s.tls_port},
+                    {"gs_host", s.tls_host},
+                    {"gs_port", s.tls_port}}});
+  }
+  // With a token, gsutil runs through `gcloud storage` (the shim), which uses gcloud's plain
+  // http storage override and token file; a gs_json_host would make the shim replace that
+  // override with an https one of its own (as in TrainerBotoSettings).
+  ini.push_back({"Boto", {{"https_validate_certificates", "False"}}});
+  ini.push_back({"GSUtil",
+                 {{"default_project_id", s.project},
+                  {"prefer_api", "json"},
+                  {"use_gcloud_storage", s.account.empty() ? "False" : "True"},
+                  {"software_update_check_period", "0"}}});
+  return ini;
 }
 
-Ini TrainerGcloudProperties(std::string_view endpoint, std::string_view project) {
+Ini TrainerGcloudProperties(std::string_view endpoint, std::string_view project,
+                            std::string_view token_file, std::string_view account) {
+  const bool token = !token_file.empty();
+  IniSection core = {"core",
+                     {{"project", std::string(project)},
+                      {"disable_usage_reporting", "True"},
+                      // Without this gcloud asks the GCE metadata server whether it runs on
+                      // Google's cloud (a network round trip that can take seconds off GCE).
+                      {"check_gce_metadata", "False"},
+                      {"pass_credentials_to_gsutil", token ? "True" : "False"}}};
+  if (token) core.entries.push_back({"account", std::string(account)});
   return {
-      {"core",
-       {{"project", std::string(project)},
-        {"disable_usage_reporting", "True"},
-        // Without this gcloud asks the GCE metadata server whether it runs on Google's cloud
-        // (a network round trip that can take seconds off GCE).
-        {"check_gce_metadata", "False"},
-        {"pass_credentials_to_gsutil", "False"}}},
-      {"auth", {{"disable_credentials", "True"}}},
+      core,
+      token ? IniSection{"auth", {{"access_token_file", std::string(token_file)}}}
+            : IniSection{"auth", {{"disable_credentials", "True"}}},
       {"component_manager", {{"disable_update_check", "True"}}},
       {"survey", {{"disable_prompts", "True"}}},
       EndpointOverrides(endpoint),

@@ -484,6 +484,9 @@ EnvMap Launcher::PrepareTrainerDefaults(StorageClientFiles* files) {
   if (!storage.empty()) {
     Status s = MakeDirs(files->config_dir);
     if (s.ok()) s = WriteFileAtomic(files->boto_file, files->boto_text, /*durable=*/false);
+    if (s.ok() && !files->token_file.empty()) {
+      s = WriteFileAtomic(files->token_file, files->token_text, /*durable=*/false);
+    }
     if (s.ok()) {
       defaults.merge(storage);
     } else {

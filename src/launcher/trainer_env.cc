@@ -89,7 +89,16 @@ EnvMap StorageClientEnvironment(const EnvMap& spec_env, const std::string& work_
   f.config_dir = f.dir + "/config";
   f.boto_file = f.dir + "/boto";
   f.boto_text = gcloud::RenderIni(gcloud::TrainerBotoSettings(project));
-  EnvMap env = gcloud::PropertiesAsEnvironment(gcloud::TrainerGcloudProperties(*endpoint, project));
+  // With authentication on, the job's credential (TRAINYARD_JOB_TOKEN, docs/security.md) goes
+  // to gcloud, and through it to gsutil's gcloud storage shim.
+  std::string account;
+  if (auto t = spec_env.find("TRAINYARD_JOB_TOKEN"); t != spec_env.end() && !t->second.empty()) {
+    f.token_file = f.dir + "/access_token";
+    f.token_text = t->second + "\n";
+    account = "job@" + project + ".trainyard.local";
+  }
+  EnvMap env = gcloud::PropertiesAsEnvironment(
+      gcloud::TrainerGcloudProperties(*endpoint, project, f.token_file, account));
   // A private configuration directory: gcloud writes its logs and caches there, and never
   // reads the host user's accounts or active configuration.
   env["CLOUDSDK_CONFIG"] = f.config_dir;

@@ -45,6 +45,8 @@ struct StorageClientFiles {
   std::string config_dir;  // CLOUDSDK_CONFIG: <dir>/config
   std::string boto_file;   // BOTO_CONFIG: <dir>/boto
   std::string boto_text;   // its contents
+  std::string token_file;  // <dir>/access_token: the job's credential for gcloud ("" = none)
+  std::string token_text;
 };
 
 // gcloud, gsutil and the google-cloud-storage client pointed at the storage API that

@@ -491,6 +491,9 @@ Status SchedulerCore::LaunchLocked(ActiveJob& aj, const std::string& trial_id) {
     if (trial != nullptr) spec.metric_tag = aj.tuning->metric_tag;
     if (!storage_endpoint_.empty()) {
       spec.env["STORAGE_EMULATOR_HOST"] = storage_endpoint_;
+      if (options_.job_credential) {
+        spec.env["TRAINYARD_JOB_TOKEN"] = options_.job_credential(job.project, job.job_id);
+      }
     }
     spec.env["TRAINYARD_BUCKETS_DIR"] = buckets_.root();
     spec.env_cache_dir = options_.env_cache_dir;

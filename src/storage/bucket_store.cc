@@ -136,7 +136,9 @@ Status BucketStore::CreateBucket(std::string_view name) {
 Result<BucketInfo> BucketStore::GetBucket(std::string_view name) const {
   auto meta = internal::GetBucketMeta(*this, name);
   if (!meta.ok()) return meta.status();
-  return meta->info;
+  BucketInfo info = meta->info;
+  info.project = meta->project;
+  return info;
 }
 
 Result<std::vector<BucketInfo>> BucketStore::ListBuckets() const {
@@ -151,7 +153,10 @@ Result<std::vector<BucketInfo>> BucketStore::ListBuckets() const {
     std::string name = entry.path().filename().string();
     if (!ValidateBucketName(name).ok()) continue;
     auto meta = internal::GetBucketMeta(*this, name);
-    if (meta.ok()) out.push_back(meta->info);
+    if (meta.ok()) {
+      out.push_back(meta->info);
+      out.back().project = meta->project;
+    }
   }
   std::sort(out.begin(), out.end(),
             [](const BucketInfo& a, const BucketInfo& b) { return a.name < b.name; });

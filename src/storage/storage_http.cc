@@ -359,19 +359,167 @@ bool RangeUnsatisfiable(const httplib::Request& req, size_t size) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Operations: what a request asks for, and the permission it needs (docs/security.md)
+
+// In the order of kOperations.
+enum class Op {
+  kListBuckets,
+  kInsertBucket,
+  kGetBucket,
+  kDeleteBucket,
+  kPatchBucket,
+  kStorageLayout,
+  kListObjects,
+  kInsertObject,
+  kPutResumable,
+  kCancelResumable,
+  kGetObject,
+  kDownload,
+  kDeleteObject,
+  kPatchObject,
+  kCopy,
+  kRewrite,
+  kCompose,
+};
+
+const StorageOperation kOperations[] = {
+    {"storage.buckets.list", "GET", "/storage/v1/b?project=P", "storage.buckets.list", false,
+     nullptr},
+    {"storage.buckets.insert", "POST", "/storage/v1/b?project=P", "storage.buckets.create", true,
+     nullptr},
+    {"storage.buckets.get", "GET", "/storage/v1/b/BUCKET", "storage.buckets.get", false, nullptr},
+    {"storage.buckets.delete", "DELETE", "/storage/v1/b/BUCKET", "storage.buckets.delete", true,
+     nullptr},
+    {"storage.buckets.patch", "PATCH", "/storage/v1/b/BUCKET", "storage.buckets.update", true,
+     nullptr},
+    {"storage.buckets.getStorageLayout", "GET", "/storage/v1/b/BUCKET/storageLayout",
+     "storage.buckets.get", false, nullptr},
+    {"storage.objects.list", "GET", "/storage/v1/b/BUCKET/o", "storage.objects.list", false,
+     nullptr},
+    {"storage.objects.insert", "POST", "/upload/storage/v1/b/BUCKET/o?uploadType=media&name=x",
+     "storage.objects.create", true, nullptr},
+    {"storage.objects.insert", "PUT", "/upload/storage/v1/b/BUCKET/o?upload_id=none",
+     "storage.objects.create", true, nullptr},
+    {"storage.objects.insert", "DELETE", "/upload/storage/v1/b/BUCKET/o?upload_id=none",
+     "storage.objects.create", true, nullptr},
+    {"storage.objects.get", "GET", "/storage/v1/b/BUCKET/o/x", "storage.objects.get", false,
+     nullptr},
+    {"storage.objects.get", "GET", "/download/storage/v1/b/BUCKET/o/x?alt=media",
+     "storage.objects.get", false, nullptr},
+    {"storage.objects.delete", "DELETE", "/storage/v1/b/BUCKET/o/x", "storage.objects.delete", true,
+     nullptr},
+    {"storage.objects.patch", "PATCH", "/storage/v1/b/BUCKET/o/x", "storage.objects.update", true,
+     nullptr},
+    {"storage.objects.copy", "POST", "/storage/v1/b/BUCKET/o/x/copyTo/b/BUCKET/o/y",
+     "storage.objects.create", true, "storage.objects.get"},
+    {"storage.objects.rewrite", "POST", "/storage/v1/b/BUCKET/o/x/rewriteTo/b/BUCKET/o/y",
+     "storage.objects.create", true, "storage.objects.get"},
+    {"storage.objects.compose", "POST", "/storage/v1/b/BUCKET/o/x/compose",
+     "storage.objects.create", true, "storage.objects.get"},
+};
+
+struct Classified {
+  Op op;
+  StorageAccess access;
+  std::string source_object;  // copy/rewrite
+};
+
+// The operation a request asks for, from its method and target (the body is not read).
+std::optional<Classified> Classify(const httplib::Request& req, const Route& route,
+                                   std::string_view default_project) {
+  const auto& s = route.segs;
+  const std::string& m = req.method;
+  const bool get = m == "GET" || m == "HEAD";
+  auto make = [&](Op op, std::string bucket = {}, std::string object = {}) {
+    Classified c{op, {}, {}};
+    c.access.operation = &kOperations[static_cast<size_t>(op)];
+    c.access.bucket = std::move(bucket);
+    c.access.object = std::move(object);
+    return std::optional<Classified>(std::move(c));
+  };
+  if (route.api == Route::Api::kUpload) {
+    // /upload/storage/v1/b/{bucket}/o
+    if (s.size() == 3 && s[0] == "b" && s[2] == "o") {
+      if (m == "POST") return make(Op::kInsertObject, s[1]);
+      if (m == "PUT" && req.has_param("upload_id")) return make(Op::kPutResumable, s[1]);
+      if (m == "DELETE" && req.has_param("upload_id")) return make(Op::kCancelResumable, s[1]);
+    }
+    return std::nullopt;
+  }
+  if (route.api == Route::Api::kDownload) {
+    // /download/storage/v1/b/{bucket}/o/{object}
+    if (get && s.size() >= 4 && s[0] == "b" && s[2] == "o") {
+      return make(Op::kDownload, s[1], JoinSegs(s, 3, s.size()));
+    }
+    return std::nullopt;
+  }
+  if (s.empty() || s[0] != "b") return std::nullopt;
+  if (s.size() == 1 || (s.size() == 2 && s[1].empty())) {
+    std::optional<Classified> c;
+    if (get) c = make(Op::kListBuckets);
+    if (m == "POST") c = make(Op::kInsertBucket);
+    if (c) {
+      c->access.project = Param(req, "project");
+      if (c->access.project.empty()) c->access.project = std::string(default_project);
+    }
+    return c;
+  }
+  if (s.size() == 2) {
+    if (get) return make(Op::kGetBucket, s[1]);
+    if (m == "DELETE") return make(Op::kDeleteBucket, s[1]);
+    if (m == "PATCH" || m == "PUT") return make(Op::kPatchBucket, s[1]);
+    return std::nullopt;
+  }
+  if (s.size() == 3 && s[2] == "storageLayout" && get) return make(Op::kStorageLayout, s[1]);
+  if (s.size() == 3 && s[2] == "o") {
+    if (get) return make(Op::kListObjects, s[1]);
+    if (m == "POST") return make(Op::kInsertObject, s[1]);
+    return std::nullopt;
+  }
+  if (s.size() >= 4 && s[2] == "o") {
+    const std::string& bucket = s[1];
+    if (m == "POST") {
+      // .../o/{src}/copyTo|rewriteTo/b/{dst bucket}/o/{dst}
+      for (size_t i = 4; i + 4 < s.size(); ++i) {
+        if ((s[i] == "copyTo" || s[i] == "rewriteTo") && s[i + 1] == "b" && s[i + 3] == "o") {
+          auto c = make(s[i] == "rewriteTo" ? Op::kRewrite : Op::kCopy, s[i + 2],
+                        JoinSegs(s, i + 4, s.size()));
+          c->access.source_bucket = bucket;
+          c->source_object = JoinSegs(s, 3, i);
+          return c;
+        }
+      }
+      if (s.size() >= 5 && s.back() == "compose") {
+        auto c = make(Op::kCompose, bucket, JoinSegs(s, 3, s.size() - 1));
+        c->access.source_bucket = bucket;
+        return c;
+      }
+      return std::nullopt;
+    }
+    std::string name = JoinSegs(s, 3, s.size());
+    if (get) return make(Op::kGetObject, bucket, name);
+    if (m == "DELETE") return make(Op::kDeleteObject, bucket, name);
+    if (m == "PATCH" || m == "PUT") return make(Op::kPatchObject, bucket, name);
+  }
+  return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------------------------
 // The service
 
 class StorageService {
  public:
-  StorageService(BucketStore& store, std::string default_project)
-      : store_(store), default_project_(std::move(default_project)) {}
+  StorageService(BucketStore& store, std::string default_project, StorageGate gate)
+      : store_(store), default_project_(std::move(default_project)), gate_(std::move(gate)) {}
 
   void Handle(const httplib::Request& req, httplib::Response& res,
               const httplib::ContentReader* reader);
 
  private:
-  // Buckets.
-  void ListBuckets(const httplib::Request& req, httplib::Response& res);
+  void Serve(const httplib::Request& req, httplib::Response& res, Body& body, const Classified& c);
+
+  // Buckets (of one project).
+  void ListBuckets(const httplib::Request& req, httplib::Response& res, const std::string& project);
   void InsertBucket(const httplib::Request& req, httplib::Response& res, Body& body);
   void GetBucket(const httplib::Request& req, httplib::Response& res, const std::string& bucket);
   void DeleteBucket(httplib::Response& res, const std::string& bucket);
@@ -421,6 +569,7 @@ class StorageService {
 
   BucketStore& store_;
   const std::string default_project_;
+  const StorageGate gate_;
   std::mutex sessions_mu_;
   std::map<std::string, std::weak_ptr<std::mutex>> session_locks_;  // guarded by sessions_mu_
 };
@@ -433,67 +582,70 @@ void StorageService::Handle(const httplib::Request& req, httplib::Response& res,
     SendError(res, 400, "invalid", "Invalid request path: " + req.path);
     return;
   }
-  const auto& s = route->segs;
-  const std::string& m = req.method;
-  const bool get = m == "GET" || m == "HEAD";
-  try {
-    if (route->api == Route::Api::kUpload) {
-      // /upload/storage/v1/b/{bucket}/o
-      if (s.size() == 3 && s[0] == "b" && s[2] == "o") {
-        if (m == "POST") return InsertObject(req, res, body, s[1]);
-        if (m == "PUT" && req.has_param("upload_id")) return PutResumable(req, res, body);
-        if (m == "DELETE" && req.has_param("upload_id")) return CancelResumable(req, res);
-      }
-    } else if (route->api == Route::Api::kDownload) {
-      // /download/storage/v1/b/{bucket}/o/{object}
-      if (get && s.size() >= 4 && s[0] == "b" && s[2] == "o") {
-        return GetObject(req, res, s[1], JoinSegs(s, 3, s.size()), /*media=*/true);
-      }
-    } else if (!s.empty() && s[0] == "b") {
-      if (s.size() == 1 || (s.size() == 2 && s[1].empty())) {
-        if (get) return ListBuckets(req, res);
-        if (m == "POST") return InsertBucket(req, res, body);
-      } else if (s.size() == 2) {
-        if (get) return GetBucket(req, res, s[1]);
-        if (m == "DELETE") return DeleteBucket(res, s[1]);
-        if (m == "PATCH" || m == "PUT") return GetBucket(req, res, s[1]);
-      } else if (s.size() == 3 && s[2] == "storageLayout" && get) {
-        // gcloud storage mv/rm ask whether the bucket has a hierarchical namespace.
-        if (!CheckBucket(res, s[1])) return;
-        return SendJson(res, 200,
-                        json{{"kind", "storage#storageLayout"},
-                             {"bucket", s[1]},
-                             {"location", "US"},
-                             {"locationType", "multi-region"},
-                             {"hierarchicalNamespace", {{"enabled", false}}}});
-      } else if (s.size() == 3 && s[2] == "o") {
-        if (get) return ListObjects(req, res, s[1]);
-        if (m == "POST") return InsertObject(req, res, body, s[1]);
-      } else if (s.size() >= 4 && s[2] == "o") {
-        const std::string& bucket = s[1];
-        if (m == "POST") {
-          // .../o/{src}/copyTo|rewriteTo/b/{dst bucket}/o/{dst}
-          for (size_t i = 4; i + 4 < s.size(); ++i) {
-            if ((s[i] == "copyTo" || s[i] == "rewriteTo") && s[i + 1] == "b" && s[i + 3] == "o") {
-              return CopyObject(req, res, body, bucket, JoinSegs(s, 3, i), s[i + 2],
-                                JoinSegs(s, i + 4, s.size()), s[i] == "rewriteTo");
-            }
-          }
-          if (s.size() >= 5 && s.back() == "compose") {
-            return ComposeObject(req, res, body, bucket, JoinSegs(s, 3, s.size() - 1));
-          }
-        } else {
-          std::string name = JoinSegs(s, 3, s.size());
-          if (get) return GetObject(req, res, bucket, name, Param(req, "alt") == "media");
-          if (m == "DELETE") return DeleteObject(req, res, bucket, name);
-          if (m == "PATCH" || m == "PUT") return PatchObject(req, res, body, bucket, name);
-        }
-      }
+  auto c = Classify(req, *route, default_project_);
+  if (!c) {
+    SendError(res, 404, "notFound", "Not Found: " + req.method + " " + req.path);
+    return;
+  }
+  auto run = [&] {
+    try {
+      Serve(req, res, body, *c);
+    } catch (const std::exception& e) {
+      // nlohmann or the standard library on unexpected input; never let it reach httplib.
+      SendError(res, 500, "internalError", std::string("internal error: ") + e.what());
     }
-    SendError(res, 404, "notFound", "Not Found: " + m + " " + req.path);
-  } catch (const std::exception& e) {
-    // nlohmann or the standard library on unexpected input; never let it reach httplib.
-    SendError(res, 500, "internalError", std::string("internal error: ") + e.what());
+  };
+  if (gate_) {
+    gate_(req, res, c->access, run);
+  } else {
+    run();
+  }
+}
+
+void StorageService::Serve(const httplib::Request& req, httplib::Response& res, Body& body,
+                           const Classified& c) {
+  const StorageAccess& a = c.access;
+  switch (c.op) {
+    case Op::kListBuckets:
+      return ListBuckets(req, res, a.project);
+    case Op::kInsertBucket:
+      return InsertBucket(req, res, body);
+    case Op::kGetBucket:
+    case Op::kPatchBucket:
+      return GetBucket(req, res, a.bucket);
+    case Op::kDeleteBucket:
+      return DeleteBucket(res, a.bucket);
+    case Op::kStorageLayout:
+      // gcloud storage mv/rm ask whether the bucket has a hierarchical namespace.
+      if (!CheckBucket(res, a.bucket)) return;
+      return SendJson(res, 200,
+                      json{{"kind", "storage#storageLayout"},
+                           {"bucket", a.bucket},
+                           {"location", "US"},
+                           {"locationType", "multi-region"},
+                           {"hierarchicalNamespace", {{"enabled", false}}}});
+    case Op::kListObjects:
+      return ListObjects(req, res, a.bucket);
+    case Op::kInsertObject:
+      return InsertObject(req, res, body, a.bucket);
+    case Op::kPutResumable:
+      return PutResumable(req, res, body);
+    case Op::kCancelResumable:
+      return CancelResumable(req, res);
+    case Op::kGetObject:
+      return GetObject(req, res, a.bucket, a.object, Param(req, "alt") == "media");
+    case Op::kDownload:
+      return GetObject(req, res, a.bucket, a.object, /*media=*/true);
+    case Op::kDeleteObject:
+      return DeleteObject(req, res, a.bucket, a.object);
+    case Op::kPatchObject:
+      return PatchObject(req, res, body, a.bucket, a.object);
+    case Op::kCopy:
+    case Op::kRewrite:
+      return CopyObject(req, res, body, a.source_bucket, c.source_object, a.bucket, a.object,
+                        c.op == Op::kRewrite);
+    case Op::kCompose:
+      return ComposeObject(req, res, body, a.bucket, a.object);
   }
 }
 
@@ -547,7 +699,8 @@ void StorageService::SendCommitted(const httplib::Request& req, httplib::Respons
 
 // --- Buckets ---------------------------------------------------------------------------------
 
-void StorageService::ListBuckets(const httplib::Request& req, httplib::Response& res) {
+void StorageService::ListBuckets(const httplib::Request& req, httplib::Response& res,
+                                 const std::string& project) {
   auto buckets = store_.ListBuckets();
   if (!buckets.ok()) return SendStatus(res, buckets.status());
   const std::string prefix = Param(req, "prefix");
@@ -559,6 +712,8 @@ void StorageService::ListBuckets(const httplib::Request& req, httplib::Response&
   json items = json::array();
   std::string next;
   for (const BucketInfo& b : *buckets) {
+    // GCS lists the buckets of one project; a directory made by hand is the default project's.
+    if ((b.project.empty() ? default_project_ : b.project) != project) continue;
     if (!StartsWith(b.name, prefix) || b.name <= token) continue;
     if (static_cast<int64_t>(items.size()) == limit) {
       next = items.back()["name"].get<std::string>();
@@ -1209,9 +1364,26 @@ void StorageService::ComposeObject(const httplib::Request& req, httplib::Respons
 
 }  // namespace
 
-void RegisterStorageRoutes(httplib::Server& server, BucketStore& store,
-                           std::string default_project) {
-  auto service = std::make_shared<StorageService>(store, std::move(default_project));
+std::span<const StorageOperation> StorageOperations() { return kOperations; }
+
+std::optional<StorageAccess> ClassifyStorageRequest(const httplib::Request& req,
+                                                    std::string_view default_project) {
+  auto route = ParseRoute(req);
+  if (!route) return std::nullopt;
+  auto c = Classify(req, *route, default_project);
+  if (!c) return std::nullopt;
+  return c->access;
+}
+
+void WriteStorageError(httplib::Response& res, int code, const std::string& reason,
+                       const std::string& message) {
+  SendError(res, code, reason, message);
+}
+
+void RegisterStorageRoutes(httplib::Server& server, BucketStore& store, std::string default_project,
+                           StorageGate gate) {
+  auto service =
+      std::make_shared<StorageService>(store, std::move(default_project), std::move(gate));
   auto plain = [service](const httplib::Request& req, httplib::Response& res) {
     service->Handle(req, res, nullptr);
   };

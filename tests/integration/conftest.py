@@ -30,12 +30,19 @@ def wait_for(predicate, timeout=60.0, interval=0.05, what="condition"):
 
 
 class Daemon:
-    """A trainyardd child process. start() waits until /readyz answers 200."""
+    """A trainyardd child process. start() waits until /readyz answers 200.
 
-    def __init__(self, data_dir, extra_args=(), env=None):
+    Authentication is on (the daemon's default) unless auth=False: request() and cli() then act
+    as the bootstrap administrator, whose token the first start writes to the data dir, so every
+    suite exercises the authorizing wrapper. Suites about Google's clients without credentials
+    turn it off explicitly. env: the daemon's environment (None: this process's)."""
+
+    def __init__(self, data_dir, extra_args=(), env=None, auth=True):
         self.data_dir = data_dir
         self.extra_args = list(extra_args)
-        self.env = env  # None: this process's environment
+        self.env = env
+        self.auth = auth
+        self.token = None  # sent as `Authorization: Bearer` by request() and cli()
         self.proc = None
         self.url = None
         self.port = 0
@@ -43,16 +50,22 @@ class Daemon:
     def start(self):
         listen = "127.0.0.1:%d" % self.port
         self.log = open(os.path.join(self.data_dir, "daemon.log"), "ab")
+        env = dict(os.environ if self.env is None else self.env,
+                   TRAINYARD_AUTH="true" if self.auth else "false")
         self.proc = subprocess.Popen(
             [os.path.join(BIN, "trainyardd"), "--listen", listen, "--data-dir", self.data_dir,
              "--log-level", "info"] + self.extra_args,
-            stdout=subprocess.PIPE, stderr=self.log, start_new_session=True, env=self.env)
+            stdout=subprocess.PIPE, stderr=self.log, start_new_session=True, env=env)
         line = self.proc.stdout.readline().decode()
         assert line.startswith("listening on "), "daemon did not start: %r (see %s)" % (
             line, os.path.join(self.data_dir, "daemon.log"))
         self.url = line.split()[-1]
         self.port = int(self.url.rsplit(":", 1)[1])  # a restart reuses the port
         wait_for(lambda: self.get_status("/readyz") == 200, timeout=30, what="readyz")
+        token_file = os.path.join(self.data_dir, "admin-token")
+        if self.auth and self.token is None and os.path.exists(token_file):
+            with open(token_file) as f:
+                self.token = f.read().strip()  # the bootstrap administrator's
         return self
 
     def get_status(self, path):
@@ -71,14 +84,21 @@ class Daemon:
         self.proc = None
 
     # --- REST helpers -------------------------------------------------------------------
-    def request(self, method, path, body=None, raw=None):
+    def request(self, method, path, body=None, raw=None, token=None, headers=None):
         data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-        req = urllib.request.Request(self.url + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
+        h = {"Content-Type": "application/json"}
+        token = token if token is not None else self.token
+        if token:
+            h["Authorization"] = "Bearer " + token
+        h.update(headers or {})
+        req = urllib.request.Request(self.url + path, data=data, method=method, headers=h)
         try:
             with urllib.request.urlopen(req, timeout=30) as r:
                 text = r.read().decode()
-                return r.status, (json.loads(text) if text.strip() else None)
+                try:
+                    return r.status, (json.loads(text) if text.strip() else None)
+                except ValueError:
+                    return r.status, text  # /metrics, /v1/help
         except urllib.error.HTTPError as e:
             text = e.read().decode()
             try:
@@ -109,6 +129,8 @@ class Daemon:
 
     def cli(self, *args, check=True, timeout=300, env_extra=None):
         env = dict(os.environ, TRAINYARD_ENDPOINT=self.url, TRAINYARD_PROJECT=PROJECT)
+        if self.token:
+            env["TRAINYARD_TOKEN"] = self.token
         env.update(env_extra or {})
         p = subprocess.run([os.path.join(BIN, "trainyard")] + list(args), env=env,
                            capture_output=True, text=True, timeout=timeout)

@@ -79,10 +79,22 @@ def env(tmp_path_factory):
     d.submit = submit
     b = Browser()
     d.browser = b
+    sign_in(b, d)
+    b.take_errors()  # the 401 that showed the sign-in form
     yield d
     b.close()
     d.request("PUT", "/v1/admin/admission", {"paused": False})
     d.stop()
+
+
+def sign_in(b, d, token=None):
+    """Signs in through the console's form as the daemon's administrator (or `token`)."""
+    b.goto(d.url + "/console/")
+    b.wait("document.querySelector('#signin-form')", what="the sign-in form")
+    b.fill("#signin-token", token or d.token)
+    b.submit("#signin-form")
+    b.wait("document.querySelector('#session-email') && "
+           "document.querySelector('#jobs-table, #jobs-empty')", what="the signed-in jobs page")
 
 
 @pytest.fixture
@@ -154,6 +166,81 @@ def test_serving_headers_redirects_and_caching(env):
     assert raw_get(env, css)[1]["content-type"].startswith("text/css")
     status, _, _ = raw_get(env, "/console/assets/main-NOSUCHFILE.js")
     assert status == 404
+
+
+# --- signing in ----------------------------------------------------------------------------
+
+def cookie_request(env, method, path, cookie, headers=None, body=None):
+    host, port = env.url.split("//")[1].split(":")
+    c = http.client.HTTPConnection(host, int(port), timeout=10)
+    h = {"Cookie": cookie}
+    h.update(headers or {})
+    c.request(method, path, body=body, headers=h)
+    r = c.getresponse()
+    out = r.read()
+    c.close()
+    return r.status, {k.lower(): v for k, v in r.getheaders()}, out
+
+
+def test_session_cookie_is_httponly_and_needs_the_console_header(env):
+    host = env.url.split("//")[1]
+    # A wrong token is refused with 401 and sets nothing.
+    status, h, _ = cookie_request(env, "POST", "/console/session", "",
+                                  {"X-Trainyard-Console": "1", "Content-Type": "application/json"},
+                                  json.dumps({"token": "ty1.0123456789abcdef.nope"}))
+    assert status == 401 and "set-cookie" not in h
+    # Without the console's header a sign-in is refused (a cross-site form cannot add it).
+    status, _, _ = cookie_request(env, "POST", "/console/session", "",
+                                  {"Content-Type": "application/json"},
+                                  json.dumps({"token": env.token}))
+    assert status == 403
+    status, h, body = cookie_request(env, "POST", "/console/session", "",
+                                     {"X-Trainyard-Console": "1",
+                                      "Content-Type": "application/json", "Origin": env.url},
+                                     json.dumps({"token": env.token}))
+    assert status == 200, body
+    cookie = h["set-cookie"]
+    for attr in ("HttpOnly", "SameSite=Strict", "Path=/", "Max-Age=43200"):
+        assert attr in cookie
+    session = cookie.split(";")[0]
+    assert session.startswith("ty_console_session=ty1.") and env.token not in session
+    assert json.loads(body)["email"] and json.loads(body)["expireTime"]
+    # The cookie reads...
+    status, _, body = cookie_request(env, "GET", JOBS + "/ok_job", session)
+    assert status == 200 and json.loads(body)["jobId"] == "ok_job"
+    # ...but changes nothing without the console's header, or from another origin.
+    cancel = JOBS + "/ok_job:cancel"
+    status, _, _ = cookie_request(env, "POST", cancel, session)
+    assert status == 401
+    status, _, _ = cookie_request(env, "POST", cancel, session,
+                                  {"X-Trainyard-Console": "1", "Origin": "http://evil.example"})
+    assert status == 401
+    status, _, body = cookie_request(env, "POST", cancel, session,
+                                     {"X-Trainyard-Console": "1", "Origin": "http://" + host})
+    assert status == 200, body  # authorized (a finished job's cancel is a no-op)
+    # Signing out revokes the session's token: the cookie no longer works anywhere.
+    status, h, _ = cookie_request(env, "DELETE", "/console/session", session,
+                                  {"X-Trainyard-Console": "1"})
+    assert status == 200 and "Max-Age=0" in h["set-cookie"]
+    status, _, _ = cookie_request(env, "GET", JOBS + "/ok_job", session)
+    assert status == 401
+
+
+def test_sign_in_form_and_sign_out(env, browser):
+    b = browser
+    b.goto(console(env, "jobs"))
+    b.wait("document.querySelector('#session-email')")
+    status, me = env.request("GET", "/console/session")
+    assert b.eval("document.querySelector('#session-email').textContent") == me["email"]
+    assert "ty_console_session" not in b.eval("document.cookie")  # HttpOnly
+    b.click("#signout")
+    b.wait("document.querySelector('#signin-form')", what="the sign-in form after sign-out")
+    b.fill("#signin-token", "ty1.0123456789abcdef.wrong")
+    b.submit("#signin-form")
+    b.wait("document.querySelector('#signin-error')")
+    assert "not accepted" in b.eval("document.querySelector('#signin-error').textContent")
+    sign_in(b, env)
+    b.take_errors()  # the refused requests while signed out
 
 
 # --- the Jobs page -------------------------------------------------------------------------

@@ -268,8 +268,9 @@ def test_daemon_killed_mid_job_keeps_every_acknowledged_job(daemon, tmp_path):
 def test_healthz_readyz_metrics(daemon):
     assert daemon.get_status("/healthz") == 200
     assert daemon.get_status("/readyz") == 200
-    import urllib.request
-    text = urllib.request.urlopen(daemon.url + "/metrics").read().decode()
+    status, text = daemon.request("GET", "/metrics")  # trainyard.admin: the admin token
+    assert status == 200
+    assert daemon.request("GET", "/metrics", token="")[0] == 401
     assert 'trainyard_jobs{state="QUEUED"}' in text
     assert "# TYPE trainyard_api_request_duration_seconds histogram" in text
     assert "trainyard_running_replicas" in text

@@ -488,8 +488,8 @@ def test_gpu_requests_on_a_daemon_without_gpus_are_refused(cpu):
 
 def metric_values(daemon):
     """The daemon's /metrics samples without labels, plus node_* ones keyed with theirs."""
-    with urllib.request.urlopen(daemon.url + "/metrics", timeout=10) as r:
-        text = r.read().decode()
+    status, text = daemon.request("GET", "/metrics")
+    assert status == 200, text
     values = {}
     for line in text.splitlines():
         if line and not line.startswith("#"):

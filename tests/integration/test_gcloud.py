@@ -76,7 +76,9 @@ def google(tmp_path_factory):
         cfg = root / "trainyardd.yaml"
         cfg.write_text("tls_listen: 127.0.0.1:0\n")
         extra = ["--config", str(cfg)]
-    d = Daemon(str(data), extra_args=extra).start()
+    # Google's clients with the placeholder token gcloud-config writes: authentication off
+    # (test_auth_google.py runs them with it on).
+    d = Daemon(str(data), extra_args=extra, auth=False).start()
     tls_port = None
     if tls:
         # trainyardd prints the TLS address on the line after `listening on`.

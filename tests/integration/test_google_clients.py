@@ -35,7 +35,8 @@ TRAINER = """
 def gd(tmp_path_factory):
     """A daemon with an https listener (self-signed), and a trainer package in a bucket."""
     root = tmp_path_factory.mktemp("gapi")
-    d = Daemon(str(root / "data"))
+    # Credentials that are accepted and ignored: authentication off (test_auth_google.py).
+    d = Daemon(str(root / "data"), auth=False)
     os.makedirs(d.data_dir)
     old = os.environ.get("TRAINYARD_TLS_LISTEN")
     os.environ["TRAINYARD_TLS_LISTEN"] = "127.0.0.1:0"

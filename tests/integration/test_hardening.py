@@ -50,8 +50,21 @@ def host_port(d):
     return u.hostname, u.port
 
 
+def with_token(d, data):
+    """The request bytes with the daemon's token as an Authorization line (after the first)."""
+    if not d.token:
+        return data
+    line, sep, rest = data.partition(b"\r\n")
+    return line + sep + b"Authorization: Bearer " + d.token.encode() + b"\r\n" + rest
+
+
+def auth_headers(d):
+    return {"Authorization": "Bearer " + d.token} if d.token else {}
+
+
 def raw_request(d, data, timeout=30):
     """Sends raw bytes on a new connection; returns (status, headers text, body bytes)."""
+    data = with_token(d, data)
     s = socket.create_connection(host_port(d), timeout=timeout)
     try:
         s.sendall(data)
@@ -116,7 +129,8 @@ def test_api_answers_while_followers_and_idle_connections_are_held(hdaemon):
         after = 0
         try:
             while not stop.is_set():
-                c.request("GET", "%s/followed_1/logs?afterInsertId=%d" % (JOBS, after))
+                c.request("GET", "%s/followed_1/logs?afterInsertId=%d" % (JOBS, after),
+                          headers=auth_headers(d))
                 r = c.getresponse()
                 data = json.loads(r.read())
                 assert r.status == 200, data
@@ -135,7 +149,7 @@ def test_api_answers_while_followers_and_idle_connections_are_held(hdaemon):
         # Plain API clients are answered (each on a new connection, 30 s allowed).
         for i in range(5):
             c = http.client.HTTPConnection(host, port, timeout=30)
-            c.request("GET", "%s/followed_1" % JOBS)
+            c.request("GET", "%s/followed_1" % JOBS, headers=auth_headers(d))
             r = c.getresponse()
             assert r.status == 200
             assert json.loads(r.read())["jobId"] == "followed_1"
@@ -309,21 +323,18 @@ def test_data_dir_files_are_private(hdaemon):
     assert checked > 5
 
 
-def test_non_loopback_listen_warns_that_authentication_is_off(tmp_path):
+def test_non_loopback_listen_is_refused_without_authentication(tmp_path):
+    """Authentication off means anyone who reaches the port acts as an administrator: the daemon
+    refuses a non-loopback address instead of warning (docs/security.md)."""
     data = tmp_path / "data"
     data.mkdir()
-    log = open(tmp_path / "daemon.log", "wb")
-    p = subprocess.Popen([os.path.join(BIN, "trainyardd"), "--listen", "0.0.0.0:0", "--data-dir",
-                          str(data)], stdout=subprocess.PIPE, stderr=log, start_new_session=True)
-    try:
-        line = p.stdout.readline().decode()
-        assert line.startswith("listening on "), line
-        text = wait_for(lambda: (tmp_path / "daemon.log").read_text(), timeout=30, what="log")
-        assert "not a loopback address" in text and "authentication is off" in text, text
-    finally:
-        p.terminate()
-        p.wait(timeout=30)
-        log.close()
+    p = subprocess.run([os.path.join(BIN, "trainyardd"), "--listen", "0.0.0.0:0", "--data-dir",
+                        str(data)], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, TRAINYARD_AUTH="false"))
+    assert p.returncode != 0
+    assert not p.stdout.startswith("listening on "), p.stdout
+    assert "refusing to listen on 0.0.0.0" in p.stderr and "authentication off" in p.stderr, \
+        p.stderr
 
 
 # ---- 6. Edges -------------------------------------------------------------------------------

@@ -57,7 +57,8 @@ def env(tmp_path_factory):
     data.mkdir()
     cfg = root / "trainyardd.yaml"
     cfg.write_text("gpus: none\nnode_cpus: 16\nnode_memory: 64GiB\n")
-    d = Daemon(str(data), extra_args=["--config", str(cfg)]).start()
+    # gcloud with the placeholder token: authentication off (test_auth_google.py has it on).
+    d = Daemon(str(data), extra_args=["--config", str(cfg)], auth=False).start()
     d.config = str(cfg)
     pkg = make_package(root / "pkg", TRAINER, name="printer")
     d.uri = upload_package(d, build_sdist(pkg), bucket=BUCKET)

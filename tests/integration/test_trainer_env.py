@@ -56,8 +56,10 @@ def messages(d, job_id):
 def object_bytes(d, name):
     import urllib.request
     url = "%s/storage/v1/b/%s/o/%s?alt=media" % (d.url, BUCKET, urllib.parse.quote(name, safe=""))
+    req = urllib.request.Request(url, headers={"Authorization": "Bearer " + d.token}
+                                 if d.token else {})
     try:
-        with urllib.request.urlopen(url, timeout=30) as r:
+        with urllib.request.urlopen(req, timeout=30) as r:
             return r.read()
     except OSError:
         return None
@@ -80,7 +82,13 @@ def test_trainer_environment_is_clean(td):
     assert env["PYTHONPATH"].split(":")[0].endswith("/trainyard-site")
     assert env["STORAGE_EMULATOR_HOST"] == td.url
     assert env["CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE"] == td.url + "/storage/v1/"
-    assert env["CLOUDSDK_AUTH_DISABLE_CREDENTIALS"] == "True"
+    # Authentication is on: the job's own credential, which dies with the job (docs/security.md).
+    assert "CLOUDSDK_AUTH_DISABLE_CREDENTIALS" not in env
+    assert env["TRAINYARD_JOB_TOKEN"].startswith("ty1j.%s/env_clean." % PROJECT)
+    with open(env["CLOUDSDK_AUTH_ACCESS_TOKEN_FILE"]) as f:
+        assert f.read().strip() == env["TRAINYARD_JOB_TOKEN"]
+    status, _ = td.request("GET", "/storage/v1/b/%s/o" % BUCKET, token=env["TRAINYARD_JOB_TOKEN"])
+    assert status == 401  # the job has ended
     assert env["CLOUDSDK_CORE_PROJECT"] == PROJECT
     with open(env["BOTO_CONFIG"]) as f:
         assert "use_gcloud_storage = True" in f.read()

@@ -33,7 +33,14 @@ TEST(DiscoveryTest, PublishesEveryJobsMethodFromTheRouteTable) {
   json methods = Doc()["resources"]["projects"]["resources"]["jobs"]["methods"];
   std::set<std::string> names;
   for (const auto& [name, m] : methods.items()) names.insert(name);
-  EXPECT_EQ(names, (std::set<std::string>{"cancel", "create", "get", "list", "patch"}));
+  EXPECT_EQ(names, (std::set<std::string>{"cancel", "create", "get", "list", "patch",
+                                          "getIamPolicy", "setIamPolicy", "testIamPermissions"}));
+  json projects = Doc()["resources"]["projects"];
+  EXPECT_EQ(projects["methods"]["getConfig"]["id"], "ml.projects.getConfig");
+  EXPECT_EQ(projects["resources"]["locations"]["methods"]["list"]["path"],
+            "v1/{+parent}/locations");
+  EXPECT_EQ(projects["resources"]["operations"]["methods"]["get"]["id"],
+            "ml.projects.operations.get");
   EXPECT_EQ(methods["create"]["id"], "ml.projects.jobs.create");
   EXPECT_EQ(methods["create"]["path"], "v1/{+parent}/jobs");
   EXPECT_EQ(methods["create"]["httpMethod"], "POST");

@@ -68,6 +68,23 @@ TEST(TrainerEnvTest, StorageClientsPointAtTheStorageEmulatorHost) {
   EXPECT_EQ(files.boto_text.find("gs_json_host"), std::string::npos);
   // Without a storage endpoint nothing is configured.
   EXPECT_TRUE(StorageClientEnvironment({}, "/w", &files).empty());
+  EXPECT_TRUE(files.token_file.empty());
+}
+
+TEST(TrainerEnvTest, TheJobsCredentialGoesToGcloudAndThroughItToGsutil) {
+  StorageClientFiles files;
+  EnvMap env = StorageClientEnvironment({{"STORAGE_EMULATOR_HOST", "http://127.0.0.1:8470"},
+                                         {"CLOUD_ML_PROJECT_ID", "proj"},
+                                         {"TRAINYARD_JOB_TOKEN", "ty1j.proj/j.mac"}},
+                                        "/w/master-replica-0", &files);
+  EXPECT_EQ(env.count("CLOUDSDK_AUTH_DISABLE_CREDENTIALS"), 0u);
+  EXPECT_EQ(env["CLOUDSDK_AUTH_ACCESS_TOKEN_FILE"], "/w/master-replica-0/cloudsdk/access_token");
+  EXPECT_EQ(files.token_file, "/w/master-replica-0/cloudsdk/access_token");
+  EXPECT_EQ(files.token_text, "ty1j.proj/j.mac\n");
+  // The gcloud storage shim runs only with credentials passed and an active account.
+  EXPECT_EQ(env["CLOUDSDK_CORE_PASS_CREDENTIALS_TO_GSUTIL"], "True");
+  EXPECT_FALSE(env["CLOUDSDK_CORE_ACCOUNT"].empty());
+  EXPECT_NE(files.boto_text.find("use_gcloud_storage = True"), std::string::npos);
 }
 
 TEST(TrainerEnvTest, RelativeGsFilesAreFoundAndNamed) {

@@ -109,12 +109,16 @@ TEST_F(StorageHttpTest, BucketInsertGetListDelete) {
   EXPECT_EQ(Json(got)["id"], "newb");
   EXPECT_EQ(ErrorReason(client_->Get("/storage/v1/b/missing"), 404), "notFound");
 
+  // Buckets are listed per project; one made without a project is the default project's.
   auto list = client_->Get("/storage/v1/b?project=p");
   ASSERT_TRUE(list);
   json items = Json(list)["items"];
-  ASSERT_EQ(items.size(), 2u);
-  EXPECT_EQ(items[0]["name"], "bkt");
-  EXPECT_EQ(items[1]["name"], "newb");
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_EQ(items[0]["name"], "newb");
+  auto defaults = client_->Get("/storage/v1/b");
+  ASSERT_TRUE(defaults);
+  ASSERT_EQ(Json(defaults)["items"].size(), 1u);
+  EXPECT_EQ(Json(defaults)["items"][0]["name"], "bkt");
 
   ASSERT_TRUE(store_.WriteObject("newb", "x", "1").ok());
   EXPECT_EQ(ErrorReason(client_->Delete("/storage/v1/b/newb"), 409), "conflict");
@@ -564,6 +568,60 @@ TEST_F(StorageHttpTest, CopyRewriteComposeAndPatch) {
       ErrorReason(
           client_->Post("/storage/v1/b/bkt/o/nope/copyTo/b/bkt/o/x", "", "application/json"), 404),
       "notFound");
+}
+
+}  // namespace
+}  // namespace trainyard::storage
+
+namespace trainyard::storage {
+namespace {
+
+// Every operation of the table is what its example request classifies as, and the gate sees it
+// before the handler runs (a refusing gate leaves the store untouched).
+TEST(StorageGate, EveryOperationExampleReachesTheGateAsItself) {
+  testing::TempDir dir;
+  BucketStore store(dir.path() + "/data");
+  ASSERT_TRUE(store.CreateBucket("bucket").ok());
+  const StorageOperation* seen = nullptr;
+  StorageAccess access;
+  httplib::Server server;
+  RegisterStorageRoutes(server, store, "P",
+                        [&](const httplib::Request&, httplib::Response& res, const StorageAccess& a,
+                            const std::function<void()>&) {
+                          seen = a.operation;
+                          access = a;
+                          WriteStorageError(res, 403, "forbidden", "refused");
+                        });
+  int port = server.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread thread([&] { server.listen_after_bind(); });
+  while (!server.is_running()) std::this_thread::yield();
+  httplib::Client client("127.0.0.1", port);
+  for (const StorageOperation& op : StorageOperations()) {
+    seen = nullptr;
+    httplib::Request req;
+    req.method = op.method;
+    req.path = op.example;
+    for (size_t at; (at = req.path.find("BUCKET")) != std::string::npos;) {
+      req.path.replace(at, 6, "bucket");
+    }
+    if (std::string(op.method) != "GET" && std::string(op.method) != "DELETE") req.body = "{}";
+    auto r = client.send(req);
+    ASSERT_TRUE(r) << op.name << " " << httplib::to_string(r.error());
+    EXPECT_EQ(r->status, 403) << op.method << " " << op.example;
+    EXPECT_EQ(seen, &op) << op.method << " " << op.example;
+    if (std::string_view(op.example).find("BUCKET") != std::string_view::npos) {
+      EXPECT_EQ(access.bucket, "bucket") << op.example;
+    } else {
+      EXPECT_EQ(access.project, "P") << op.example;
+    }
+    if (op.source_permission != nullptr) {
+      EXPECT_EQ(access.source_bucket, "bucket");
+    }
+  }
+  EXPECT_FALSE(store.StatObject("bucket", "x").ok());
+  server.stop();
+  thread.join();
 }
 
 }  // namespace

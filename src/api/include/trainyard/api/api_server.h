@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "trainyard/auth/auth_store.h"
 #include "trainyard/core/status.h"
 #include "trainyard/scheduler/job_service.h"
 #include "trainyard/storage/bucket_store.h"
@@ -30,20 +31,12 @@ struct ApiOptions {
   int tls_port = -1;
   std::string tls_cert_file;
   std::string tls_key_file;
-};
-
-// Decides whether a request may proceed. Called for every ml v1 and Logging request with what
-// the request presented; authentication is off in this version (AllowAllAuthenticator), so
-// credentials are accepted and ignored. The security issue brings enforcement.
-struct RequestCredentials {
-  std::string bearer_token;  // Authorization: Bearer <token>, or ?access_token= / ?oauth_token=
-  std::string api_key;       // ?key=
-};
-class Authenticator {
- public:
-  virtual ~Authenticator() = default;
-  // OK to proceed; UNAUTHENTICATED or PERMISSION_DENIED to refuse.
-  virtual Status Authenticate(const RequestCredentials& credentials) = 0;
+  // Authentication and authorization (docs/security.md). Off: every request acts as an
+  // administrator, which Bind() allows only on loopback listeners.
+  bool auth = false;
+  // With authentication on, a plain-HTTP listener on a non-loopback address sends tokens in
+  // clear text: Bind() refuses it unless this is set.
+  bool allow_insecure_http = false;
 };
 
 class ApiServer {
@@ -52,8 +45,9 @@ class ApiServer {
             storage::BucketStore& buckets);
   ~ApiServer();
 
-  // Replaces the authenticator (default: allow all). Call before Bind().
-  void SetAuthenticator(std::unique_ptr<Authenticator> authenticator);
+  // The principals, tokens, policies and audit log (required; must outlive the server). Every
+  // mutating request is audited there, with authentication on or off. Call before Bind().
+  void SetAuthStore(auth::AuthStore* store);
   // Binds the listening socket(s); returns the bound plain port.
   Result<int> Bind();
   // The bound TLS port, or -1 when TLS is off (valid after Bind()).
@@ -69,8 +63,8 @@ class ApiServer {
   std::unique_ptr<Impl> impl_;
 };
 
-// True for 127.0.0.0/8, ::1 and localhost (with or without [brackets]). Bind() warns when a
-// listener is on any other address, since authentication is off.
+// True for 127.0.0.0/8, ::1 and localhost (with or without [brackets]). Bind() refuses any
+// other address while authentication is off.
 bool IsLoopbackHost(std::string_view host);
 
 // The route table as text (also served at GET /v1/help), for docs/api.md.

@@ -37,8 +37,8 @@ struct ClientOptions {
   int write_timeout_s = 300;
 };
 
-// Fills endpoint/project/token from TRAINYARD_ENDPOINT, TRAINYARD_PROJECT and TRAINYARD_TOKEN,
-// falling back to the defaults above.
+// Fills endpoint/project/token from TRAINYARD_ENDPOINT, TRAINYARD_PROJECT and TRAINYARD_TOKEN
+// (or the first line of the file TRAINYARD_TOKEN_FILE names), falling back to the defaults above.
 ClientOptions OptionsFromEnvironment();
 
 // One page of projects.jobs.list.
@@ -122,6 +122,12 @@ class Client {
   // Object names under prefix (follows nextPageToken).
   Result<std::vector<std::string>> ListObjects(std::string_view bucket, std::string_view prefix);
   Result<std::string> DownloadObject(std::string_view bucket, std::string_view object);
+
+  // --- any JSON route (administration, IAM) ----------------------------------------------
+  // One request to `path` (already percent-encoded) with a JSON body ("" = none); returns the
+  // answer's body, or the error as a Status like every other call.
+  Result<std::string> CallJson(std::string_view method, std::string_view path,
+                               std::string_view body = "");
 
   // --- admin -------------------------------------------------------------------------------
   // GET/PUT /v1/admin/admission; both return whether admission is paused.

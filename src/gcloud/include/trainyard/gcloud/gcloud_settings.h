@@ -48,6 +48,10 @@ struct GcloudSetup {
   std::string project;
   std::string region;
   std::string token_file;  // auth/access_token_file
+  // The principal the token belongs to, "" when there is no token. With one, gcloud gets it as
+  // core/account and gsutil runs through `gcloud storage` (use_gcloud_storage), because native
+  // gsutil cannot send a static token; gcloud storage sends the token file's.
+  std::string account;
 };
 
 // The gcloud properties of a user's configuration: endpoint overrides for ml, storage and
@@ -61,7 +65,10 @@ Ini BotoSettings(const GcloudSetup& setup);
 // gcloud inside a replica: the endpoint overrides, the project, and no credentials at all
 // (`auth/disable_credentials`: requests go without Authorization, and gcloud never asks for
 // an account), no GCE metadata probe, no usage reporting, update checks or prompts.
-Ini TrainerGcloudProperties(std::string_view endpoint, std::string_view project);
+// With `token_file` (the job's credential, docs/security.md): gcloud sends it instead, as
+// `account`, and passes it to gsutil's gcloud storage shim.
+Ini TrainerGcloudProperties(std::string_view endpoint, std::string_view project,
+                            std::string_view token_file = "", std::string_view account = "");
 // gsutil inside a replica: gsutil runs its commands through `gcloud storage` (its "shim"), so
 // it uses gcloud's plain-http storage override and needs no TLS listener. No gs_json_host: the
 // shim would turn it into an https override of its own (without the trailing '/' gcloud

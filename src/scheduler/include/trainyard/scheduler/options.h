@@ -1,6 +1,7 @@
 // Options and figures of the scheduler core (job_service.h is its facade).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -61,6 +62,8 @@ struct SchedulerOptions {
   // Admission strategy (not owned); nullptr = admission against this node (NewLocalAdmission
   // over `node`).
   Admission* admission = nullptr;
+  // The credential a job's replicas get as TRAINYARD_JOB_TOKEN (docs/security.md); unset = none.
+  std::function<std::string(const std::string& project, const std::string& job)> job_credential;
 };
 
 struct SchedulerStats {

@@ -45,6 +45,7 @@ struct ObjectInfo {
 struct BucketInfo {
   std::string name;
   Timestamp created = 0;
+  std::string project;  // the project that created it (docs/security.md); "" = made by hand
 };
 
 class BucketStore {
