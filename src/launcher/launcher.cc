@@ -97,7 +97,9 @@ constexpr size_t kGsWarningFiles = 5;
 // write() per print, 10x the CPU of a chatty trainer (docs/writing-a-trainer.md); this costs a
 // thread waking twice a second. A lock keeps flushes out of fork() (a child inheriting a held
 // stdout lock would hang) and out of interpreter shutdown (a daemon thread holding it there is
-// a fatal error). Then it runs the sitecustomize it shadows (Debian has one), if any.
+// a fatal error). With authentication on, google-auth's AnonymousCredentials send the job's
+// credential to the storage endpoint (google-cloud-storage's emulator mode). Then it runs the
+// sitecustomize it shadows (Debian has one), if any.
 constexpr char kSiteDir[] = "trainyard-site";
 constexpr char kSiteCustomize[] = R"PY(# Written by trainyard-launcher (docs/writing-a-trainer.md).
 import atexit as _atexit
@@ -149,6 +151,62 @@ def _trainyard_chain():
             exec(code, {"__name__": "sitecustomize", "__file__": path})
             return
 
+
+# google-cloud-storage talks to STORAGE_EMULATOR_HOST with google-auth's AnonymousCredentials
+# (its own default there, and what emulator code passes explicitly), which send nothing. With
+# authentication on, requests to that endpoint carry the job's credential instead
+# (docs/security.md): the class gets it when google.auth.credentials is first imported.
+def _trainyard_job_credential():
+    import importlib.abc
+    import importlib.machinery
+    token = _os.environ.get("TRAINYARD_JOB_TOKEN", "")
+    endpoint = _os.environ.get("STORAGE_EMULATOR_HOST", "").rstrip("/")
+    if not token or not endpoint:
+        return
+    if "://" not in endpoint:
+        endpoint = "http://" + endpoint
+
+    def patch(module):
+        cls = getattr(module, "AnonymousCredentials", None)
+        if cls is None:
+            return
+        plain = cls.before_request
+
+        def before_request(self, request, method, url, headers):
+            if isinstance(url, str) and (url == endpoint or url.startswith(endpoint + "/")):
+                headers["authorization"] = "Bearer " + token
+                return None
+            return plain(self, request, method, url, headers)
+
+        cls.before_request = before_request
+
+    class Finder(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name != "google.auth.credentials":
+                return None
+            _sys.meta_path.remove(self)
+            spec = importlib.machinery.PathFinder.find_spec(name, path)
+            if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+                return spec
+            run = spec.loader.exec_module
+
+            def exec_module(module):
+                run(module)
+                patch(module)
+
+            spec.loader.exec_module = exec_module
+            return spec
+
+    if "google.auth.credentials" in _sys.modules:
+        patch(_sys.modules["google.auth.credentials"])
+    else:
+        _sys.meta_path.insert(0, Finder())
+
+
+try:
+    _trainyard_job_credential()
+except Exception:
+    pass
 
 _trainyard_chain()
 )PY";

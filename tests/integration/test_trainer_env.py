@@ -201,3 +201,37 @@ with open(os.path.join(job_dir, "model.txt"), "w") as f:
     assert object_bytes(td, "ctr/model.txt") == b"container via /gcs"
     with open(os.path.join(job_dir, "model.txt")) as f:
         assert f.read() == "container job dir"
+
+
+def test_anonymous_google_auth_sessions_carry_the_job_credential(td):
+    # google-cloud-storage under STORAGE_EMULATOR_HOST sends its requests through google-auth's
+    # AuthorizedSession with AnonymousCredentials (its default there, and what emulator code
+    # passes explicitly). Debian packages google-auth but not google-cloud-storage, so the
+    # trainer makes the library's requests itself: list, upload (as the client's simple upload
+    # does) and download, with authentication on.
+    job = run_job(td, "gauth", """
+        import json, os
+        import google.auth.credentials
+        from google.auth.transport.requests import AuthorizedSession
+        host = os.environ["STORAGE_EMULATOR_HOST"]
+        s = AuthorizedSession(google.auth.credentials.AnonymousCredentials())
+        up = s.post(host + "/upload/storage/v1/b/%(b)s/o?uploadType=media&name=gauth/model.txt",
+                    data=b"written by google-auth", headers={"Content-Type": "text/plain"})
+        print("UPLOAD", up.status_code)
+        listed = s.get(host + "/storage/v1/b/%(b)s/o?prefix=gauth/")
+        print("LIST", listed.status_code, [o["name"] for o in listed.json().get("items", [])])
+        got = s.get(host + "/storage/v1/b/%(b)s/o/gauth%%2Fmodel.txt?alt=media")
+        print("GET", got.status_code, got.content.decode())
+        # Requests elsewhere never get the credential.
+        creds = google.auth.credentials.AnonymousCredentials()
+        headers = {}
+        creds.before_request(None, "GET", "http://elsewhere.example/x", headers)
+        print("ELSEWHERE", json.dumps(headers))
+    """ % {"b": BUCKET})
+    lines = messages(td, "gauth")
+    assert job["state"] == "SUCCEEDED", (job, lines[-20:])
+    assert "UPLOAD 200" in lines
+    assert "LIST 200 ['gauth/model.txt']" in lines
+    assert "GET 200 written by google-auth" in lines
+    assert "ELSEWHERE {}" in lines
+    assert object_bytes(td, "gauth/model.txt") == b"written by google-auth"
