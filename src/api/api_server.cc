@@ -183,6 +183,9 @@ class Handlers {
     std::string project = req.matches[1];
     auto job = model::ParseJobForCreate(req.body, project, caps_);
     if (!job.ok()) return WriteError(res, job.status());
+    if (Status st = CheckServiceAccount(project, JobServiceAccount(*job)); !st.ok()) {
+      return WriteError(res, st);
+    }
     Status runnable = scheduler_.CheckRunnable(*job);
     if (!runnable.ok()) return WriteError(res, runnable);
     auto stored = scheduler_.Submit(std::move(job).value());
@@ -197,6 +200,36 @@ class Handlers {
       }
     }
     WriteJson(res, model::JobToJson(*stored));
+  }
+
+  static std::string JobServiceAccount(const model::Job& job) {
+    json ti = json::parse(job.training_input_json, nullptr, false);
+    if (!ti.is_object() || !ti.contains("serviceAccount") || !ti["serviceAccount"].is_string()) {
+      return "";
+    }
+    return ti["serviceAccount"].get<std::string>();
+  }
+
+  // A job that names trainingInput.serviceAccount runs as it (compat §13.3): with
+  // authentication on, the account must be a Trainyard service account and the caller must
+  // hold iam.serviceAccounts.actAs on the project (roles/iam.serviceAccountUser).
+  Status CheckServiceAccount(const std::string& project, const std::string& account) {
+    if (account.empty() || !options_.auth || auth_ == nullptr) return Status::Ok();
+    auto sa = auth_->GetPrincipal(account);
+    if (!sa.ok() || sa->kind != auth::PrincipalKind::kServiceAccount || sa->disabled) {
+      return Status(StatusCode::kInvalidArgument,
+                    "Service account " + account +
+                        " does not exist or is disabled (trainyard admin principals create " +
+                        account + " --service-account).")
+          .AddViolation("trainingInput.serviceAccount", "an enabled Trainyard service account");
+    }
+    if (!Allowed(context_.principal, auth::ProjectResource(project), "",
+                 "iam.serviceAccounts.actAs")) {
+      return Status(StatusCode::kPermissionDenied,
+                    "Permission 'iam.serviceAccounts.actAs' denied on service account " + account +
+                        " (roles/iam.serviceAccountUser on project " + project + ").");
+    }
+    return Status::Ok();
   }
 
   void GetJob(const httplib::Request& req, httplib::Response& res) {
@@ -905,9 +938,25 @@ class Handlers {
                         subject.first + "/" + subject.second + " ended with the job.");
     }
     auth::Principal p;
-    auto config = json::parse(GetConfigJson(subject.first));
-    p.email = config["serviceAccount"].get<std::string>();
-    p.kind = auth::PrincipalKind::kServiceAccount;
+    const std::string account = JobServiceAccount(*job);
+    if (!account.empty()) {
+      // The job runs as its trainingInput.serviceAccount: what the policies grant that
+      // account, while it exists and is enabled (docs/security.md).
+      auto sa = auth_->GetPrincipal(account);
+      if (!sa.ok() || sa->disabled) {
+        return Status(StatusCode::kUnauthenticated,
+                      "Request had invalid authentication credentials: job " + subject.first + "/" +
+                          subject.second + " runs as " + account +
+                          ", which is disabled or no longer exists.");
+      }
+      p = *sa;
+      p.admin = false;
+      p.job_as_service_account = true;
+    } else {
+      auto config = json::parse(GetConfigJson(subject.first));
+      p.email = config["serviceAccount"].get<std::string>();
+      p.kind = auth::PrincipalKind::kServiceAccount;
+    }
     p.job_project = subject.first;
     p.job_id = subject.second;
     return p;

@@ -638,12 +638,14 @@ bool AuthStore::Check(const Principal& principal, std::string_view project_resou
                       std::string_view resource, std::string_view permission) const {
   if (principal.admin) return true;
   if (!principal.job_project.empty()) {
-    // A job's credential: its project's buckets, nothing else.
-    if (project_resource != ProjectResource(principal.job_project)) return false;
-    for (std::string_view p : kJobPermissions) {
-      if (p == permission) return true;
+    bool storage = false;
+    for (std::string_view p : kJobPermissions) storage = storage || p == permission;
+    if (!storage) return false;
+    // The project's service agent: its project's buckets, nothing else.
+    if (!principal.job_as_service_account) {
+      return project_resource == ProjectResource(principal.job_project);
     }
-    return false;
+    // A job run as a service account: what the policies grant that account (below).
   }
   const std::string member = principal.member();
   std::shared_lock<std::shared_mutex> r(impl_->cache_mu);

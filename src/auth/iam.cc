@@ -42,6 +42,8 @@ constexpr std::string_view kPermissions[] = {
     "storage.objects.update",
     // Cloud Logging
     "logging.logEntries.list",
+    // IAM: running a job as a service account (trainingInput.serviceAccount)
+    "iam.serviceAccounts.actAs",
     // Resource Manager: the project's own policy
     "resourcemanager.projects.get",
     "resourcemanager.projects.getIamPolicy",
@@ -124,6 +126,13 @@ std::vector<RoleInfo> BuildRoles() {
                    true});
   roles.push_back(
       {"roles/logging.viewer", "Logs Viewer", {"logging.logEntries.list"}, true, false, false});
+  // Submitting a job whose trainingInput.serviceAccount is a service account (compat §13.3).
+  roles.push_back({"roles/iam.serviceAccountUser",
+                   "Service Account User",
+                   {"iam.serviceAccounts.actAs"},
+                   true,
+                   false,
+                   false});
   // Basic roles: viewer reads everything, editor also changes everything but policies, owner
   // also sets policies. None of them administers the daemon.
   roles.push_back({"roles/viewer", "Viewer", Matching([](std::string_view p) {

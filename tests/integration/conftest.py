@@ -111,9 +111,10 @@ class Daemon:
         assert status == 200, body
         return body
 
-    def wait_state(self, job_id, states, timeout=120):
+    def wait_state(self, job_id, states, timeout=120, project=PROJECT):
         states = {states} if isinstance(states, str) else set(states)
-        return wait_for(lambda: (lambda j: j if j.get("state") in states else None)(self.job(job_id)),
+        return wait_for(lambda: (lambda j: j if j.get("state") in states else None)(
+                            self.job(job_id, project)),
                         timeout=timeout, what="job %s in %s" % (job_id, states))
 
     def logs(self, job_id, project=PROJECT):

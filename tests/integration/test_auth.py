@@ -445,3 +445,57 @@ def test_listener_rules(tmp_path):
             if p.poll() is None:
                 p.terminate()
                 p.wait(timeout=30)
+
+
+SA_TRAINER = r"""
+import os, sys, urllib.request
+host, token = os.environ["STORAGE_EMULATOR_HOST"], os.environ["TRAINYARD_JOB_TOKEN"]
+for bucket in sys.argv[1:]:
+    req = urllib.request.Request(
+        "%s/upload/storage/v1/b/%s/o?uploadType=media&name=from-job" % (host, bucket),
+        data=b"written by the job", method="POST", headers={"Authorization": "Bearer " + token})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            print("WRITE %s %d" % (bucket, r.status))
+    except urllib.error.HTTPError as e:
+        print("WRITE %s %d" % (bucket, e.code))
+"""
+
+
+def test_a_job_runs_as_its_service_account(authd):
+    d = authd.d
+    sa = "trainer@own-proj.iam.example.com"
+    granted, own_other = "sa-granted-bkt", "sa-not-granted-bkt"
+    authd.ok("POST", "/v1/admin/principals", {"email": sa, "kind": "serviceAccount"})
+    for bucket, project in ((granted, OTHER), (own_other, OWN)):
+        authd.ok("POST", "/storage/v1/b?project=" + project, {"name": bucket})
+    policy = authd.ok("GET", "/storage/v1/b/%s/iam" % granted)
+    policy["bindings"] = [{"role": "roles/storage.objectAdmin", "members": ["serviceAccount:" + sa]}]
+    authd.ok("PUT", "/storage/v1/b/%s/iam" % granted, policy)
+    pkg = make_package(os.path.join(d.data_dir, "..", "pkg-sa"), SA_TRAINER)
+    with open(build_sdist(pkg), "rb") as f:
+        status, up = d.request("POST", "/upload/storage/v1/b/%s/o?uploadType=media&name=pkgs%%2Fsa"
+                               "%%2Ftrainer-0.1.tar.gz" % OWN_BUCKET, raw=f.read())
+    assert status == 200, up
+    uri = "gs://%s/%s" % (OWN_BUCKET, up["name"])
+    jobs = "/v1/projects/%s/jobs" % OWN
+    dev = authd.tokens[role_user("roles/ml.developer")]
+    # An account that is not a Trainyard service account: 400 naming the field.
+    body = job_body("sa_job", uri, [granted, own_other], serviceAccount="ghost@x.iam.example.com")
+    status, out = d.request("POST", jobs, body, token=dev)
+    assert status == 400 and "trainingInput.serviceAccount" in json.dumps(out), out
+    # Acting as the account needs iam.serviceAccounts.actAs (roles/iam.serviceAccountUser).
+    body = job_body("sa_job", uri, [granted, own_other], serviceAccount=sa)
+    status, out = d.request("POST", jobs, body, token=dev)
+    assert status == 403 and "iam.serviceAccounts.actAs" in out["error"]["message"], out
+    assert d.request("GET", jobs + "/sa_job", token=dev)[0] == 404  # nothing was created
+    authd.grant(OWN, "roles/iam.serviceAccountUser", "user:" + role_user("roles/ml.developer"))
+    status, out = d.request("POST", jobs, body, token=dev)
+    assert status == 200, out
+    job = d.wait_state("sa_job", ("SUCCEEDED", "FAILED"), project=OWN, timeout=300)
+    lines = [e["jsonPayload"]["message"] for e in d.logs("sa_job", project=OWN)]
+    assert job["state"] == "SUCCEEDED", (job, lines[-20:])
+    # The job's credential holds what the policies grant the account: the granted bucket of
+    # another project, and not a bucket of its own project that grants it nothing.
+    assert "WRITE %s 200" % granted in lines, lines
+    assert "WRITE %s 403" % own_other in lines, lines

@@ -258,6 +258,8 @@ def gcloud(algos, tmp_path_factory):
     cfg = str(tmp_path_factory.mktemp("cloudsdk"))
     env = dict(os.environ, CLOUDSDK_CONFIG=cfg, CLOUDSDK_CORE_DISABLE_PROMPTS="1",
                TRAINYARD_ENDPOINT=algos.url, TRAINYARD_PROJECT=PROJECT)
+    if algos.token:  # authentication on: gcloud sends the administrator's token
+        env["TRAINYARD_TOKEN"] = algos.token
     for leak in ("BOTO_CONFIG", "BOTO_PATH", "CLOUDSDK_ACTIVE_CONFIG_NAME",
                  "CLOUDSDK_CORE_PROJECT", "GOOGLE_APPLICATION_CREDENTIALS"):
         env.pop(leak, None)

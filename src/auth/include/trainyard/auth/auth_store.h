@@ -34,10 +34,14 @@ struct Principal {
   // kJobPermissions on its project's buckets and nothing else (docs/security.md).
   std::string job_project;
   std::string job_id;
+  // The job runs as this principal (its trainingInput.serviceAccount): its credential holds
+  // what the policies grant this service account, of kJobPermissions only.
+  bool job_as_service_account = false;
   std::string member() const { return MemberOf(kind, email); }
 };
 
-// What a job's credential may do, on the buckets of the job's project.
+// What a job's credential may do: on the buckets of the job's project, or, for a job that runs
+// as a service account, where the policies grant them to that account.
 inline constexpr std::string_view kJobPermissions[] = {
     "storage.objects.get",    "storage.objects.list",   "storage.objects.create",
     "storage.objects.delete", "storage.objects.update", "storage.buckets.get",
