@@ -66,7 +66,7 @@ class JsonFormatter final : public spdlog::formatter {
     const int millis = static_cast<int>(duration_cast<milliseconds>(since).count() % 1000);
     std::tm tm{};
     gmtime_r(&secs, &tm);
-    char when[40];
+    char when[64];
     std::snprintf(when, sizeof when, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
                   tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
     Put(dest, std::string_view("{\"time\":\""));
