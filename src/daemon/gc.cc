@@ -209,9 +209,10 @@ std::vector<GcAction> PlanGc(const std::vector<GcItem>& items, const GcPolicy& p
       if (item->in_use) continue;
       std::string reason;
       if (lim.age > 0 && now - item->time > lim.age) {
-        reason = std::string(kind == GcItem::Kind::kEnvironment ? "unused for more than "
-                                                                : "finished more than ") +
-                 AgeText(lim.age) + " ago (" + lim.age_key + ")";
+        reason = (kind == GcItem::Kind::kEnvironment
+                      ? "unused for more than " + AgeText(lim.age)
+                      : "finished more than " + AgeText(lim.age) + " ago") +
+                 " (" + lim.age_key + ")";
       } else if (lim.max_bytes > 0 && total > lim.max_bytes) {
         reason =
             std::string(kind == GcItem::Kind::kEnvironment ? "least recently used" : "oldest") +

@@ -126,6 +126,7 @@ TEST(OutcomeTest, AnOomKillOrAFullDiskIsNotRestartedIntoTheSameFailure) {
   w.exit.disk_full = false;
   EXPECT_EQ(DecideRestart(in).kind, RestartDecision::kRestart);
   // A trainer that exits on ENOSPC: its own status (never retried), in words that say why.
+  w.exit = {};
   Exit(w, 1);
   w.exit.disk_full = true;
   w.exit.error_tail = "OSError: [Errno 28] No space left on device";
