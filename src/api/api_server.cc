@@ -757,6 +757,49 @@ class Handlers {
     WriteJson(res, json{{"paused", scheduler_.admission_paused()}}.dump());
   }
 
+  // POST /v1/admin/gc {"dryRun": bool}: garbage collection now (docs/operations.md).
+  void RunGc(const httplib::Request& req, httplib::Response& res) {
+    json body = req.body.empty() ? json::object() : json::parse(req.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object() ||
+        (body.contains("dryRun") && !body["dryRun"].is_boolean())) {
+      return WriteError(
+          res, Status(StatusCode::kInvalidArgument, "expected a body {\"dryRun\": true|false}")
+                   .AddViolation("dryRun", "must be a boolean"));
+    }
+    if (operations_ == nullptr) {
+      return WriteError(res, Status(StatusCode::kUnimplemented, "garbage collection is off"));
+    }
+    auto report = operations_->Gc(body.value("dryRun", false));
+    if (!report.ok()) return WriteError(res, report.status());
+    WriteJson(res, *report);
+  }
+
+  // POST /v1/admin/purge {"finishedBefore": RFC 3339, "dryRun": bool}: deletes the records of
+  // jobs that finished before then, with their logs and work dirs.
+  void Purge(const httplib::Request& req, httplib::Response& res) {
+    json body = json::parse(req.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object() || !body.contains("finishedBefore") ||
+        !body["finishedBefore"].is_string() ||
+        (body.contains("dryRun") && !body["dryRun"].is_boolean())) {
+      return WriteError(res, Status(StatusCode::kInvalidArgument,
+                                    "expected a body {\"finishedBefore\": \"RFC 3339 time\", "
+                                    "\"dryRun\": true|false}")
+                                 .AddViolation("finishedBefore", "required RFC 3339 time"));
+    }
+    auto before = ParseRfc3339(body["finishedBefore"].get<std::string>());
+    if (!before.ok()) {
+      return WriteError(
+          res, Status(StatusCode::kInvalidArgument, "finishedBefore: " + before.status().message())
+                   .AddViolation("finishedBefore", before.status().message()));
+    }
+    if (operations_ == nullptr) {
+      return WriteError(res, Status(StatusCode::kUnimplemented, "purges are off"));
+    }
+    auto report = operations_->Purge(*before, body.value("dryRun", false));
+    if (!report.ok()) return WriteError(res, report.status());
+    WriteJson(res, *report);
+  }
+
   void Help(const httplib::Request& req, httplib::Response& res) {
     if (req.has_param("format") && req.get_param_value("format") == "json") {
       return WriteJson(res, RouteTableJson());
@@ -771,9 +814,16 @@ class Handlers {
   void Readyz(const httplib::Request&, httplib::Response& res) {
     if (ready_) {
       // The backend away (the Slurm controller): jobs are kept, but none can start or end.
-      if (std::string problem = scheduler_.Stats().backend_problem; !problem.empty()) {
+      const scheduler::SchedulerStats stats = scheduler_.Stats();
+      if (std::string problem = stats.backend_problem; !problem.empty()) {
         res.status = 503;
         res.set_content("degraded: " + problem + "\n", "text/plain");
+        return;
+      }
+      // Low disk space: jobs are accepted and kept, but none starts (docs/operations.md).
+      if (!stats.admission_hold.empty()) {
+        res.status = 503;
+        res.set_content("degraded: " + stats.admission_hold + "\n", "text/plain");
         return;
       }
       res.set_content("ready\n", "text/plain");
@@ -819,8 +869,27 @@ class Handlers {
            "did not send (since the daemon started).\n"
         << "# TYPE trainyard_replica_restarts_total counter\n"
         << "trainyard_replica_restarts_total " << stats.replica_restarts << "\n";
+    RenderHistogram(out, "trainyard_queue_wait_seconds",
+                    "Time admitted jobs waited in the queue (createTime to admission).",
+                    stats.queue_wait_seconds);
+    RenderHistogram(out, "trainyard_log_ingestion_lag_seconds",
+                    "Time from a replica printing a line to its being stored (the oldest line "
+                    "of each stored batch).",
+                    stats.log_ingestion_lag_seconds);
+    if (operations_ != nullptr) out << operations_->MetricsText();
     metrics_.Render(out);
     res.set_content(out.str(), "text/plain; version=0.0.4; charset=utf-8");
+  }
+
+  static void RenderHistogram(std::ostringstream& out, const char* name, const char* help,
+                              const scheduler::Histogram& h) {
+    out << "# HELP " << name << " " << help << "\n# TYPE " << name << " histogram\n";
+    for (size_t i = 0; i < h.bounds.size(); ++i) {
+      out << name << "_bucket{le=\"" << h.bounds[i] << "\"} " << h.counts[i] << "\n";
+    }
+    out << name << "_bucket{le=\"+Inf\"} " << h.count << "\n"
+        << name << "_sum " << h.sum << "\n"
+        << name << "_count " << h.count << "\n";
   }
 
   // What the request is about, for the permission check and the audit record.
@@ -1199,6 +1268,7 @@ class Handlers {
   void set_ready(bool ready) { ready_ = ready; }
   void set_auth_store(auth::AuthStore* a) { auth_ = a; }
   auth::AuthStore* auth_store() const { return auth_; }
+  void set_operations(Operations* o) { operations_ = o; }
 
  private:
   const ApiOptions& options_;
@@ -1207,6 +1277,7 @@ class Handlers {
   storage::BucketStore* buckets_ = nullptr;
   Metrics metrics_;
   std::atomic<bool> ready_{false};
+  Operations* operations_ = nullptr;
   // What this Trainyard runs: multi-replica jobs, GPUs, custom containers (a node without
   // podman or docker refuses container jobs in CheckRunnable) and hyperparameter tuning.
   model::Capabilities caps_{
@@ -1661,6 +1732,27 @@ const Route kRoutes[] = {
      kAdmin,
      Scope::kDaemon,
      "trainyard.admin.setAdmission"},
+    {"POST",
+     R"(/v1/admin/gc)",
+     "garbage collection by the retention policy now {\"dryRun\": bool}; the report",
+     true,
+     RouteKind::kOther,
+     &H::RunGc,
+     {},
+     kAdmin,
+     Scope::kDaemon,
+     "trainyard.admin.gc"},
+    {"POST",
+     R"(/v1/admin/purge)",
+     "delete the records of jobs finished before a time {\"finishedBefore\": RFC 3339, "
+     "\"dryRun\": bool}",
+     true,
+     RouteKind::kOther,
+     &H::Purge,
+     {},
+     kAdmin,
+     Scope::kDaemon,
+     "trainyard.admin.purge"},
     {"GET",
      R"(/v1/help)",
      "this table",
@@ -1952,5 +2044,9 @@ void ApiServer::Stop() {
 }
 
 void ApiServer::SetReady(bool ready) { impl_->handlers.set_ready(ready); }
+
+void ApiServer::SetOperations(Operations* operations) {
+  impl_->handlers.set_operations(operations);
+}
 
 }  // namespace trainyard::api

@@ -171,6 +171,7 @@ class CommandTree {
     AddAdmin(admin, "resume", "Resume admitting queued jobs.", AdminAction::kResume);
     AddAdmin(admin, "status", "Show whether admission is paused.", AdminAction::kStatus);
     AddAdminStop(admin);
+    AddAdminGc(admin);
     AddAuthAdmin(admin);
   }
 
@@ -478,6 +479,31 @@ class CommandTree {
     binder_.Add(c, "--timeout", &a->timeout,
                 "How long to wait for the daemon to exit, e.g. 30s or 2m (default 60s).");
     leaves_[c] = Leaf{[a](const Invocation& inv) { return RunAdminStop(inv, *a); }, false};
+  }
+
+  void AddAdminGc(CLI::App* admin) {
+    auto* a = Keep<AdminGcArgs>();
+    CLI::App* c = admin->add_subcommand(
+        "gc",
+        "Remove what the daemon's retention policy allows now (finished jobs' logs, work dirs "
+        "and staged packages, unused environments, stored raw logs), and print what went. The "
+        "daemon also does this every gc_interval.");
+    c->add_flag("--dry-run", a->dry_run, "Print what would be removed; remove nothing.");
+    binder_.Add(c, "--format", &a->format, "json: the daemon's report as it is.");
+    leaves_[c] = Leaf{[a](const Invocation& inv) { return RunAdminGc(inv, *a); }, false};
+
+    auto* p = Keep<AdminGcArgs>();
+    CLI::App* purge = admin->add_subcommand(
+        "purge",
+        "Delete the records of jobs that finished before a time, with their logs and work "
+        "dirs. AI Platform never deletes jobs; this is for operators only.");
+    binder_
+        .Add(purge, "--finished-before", &p->finished_before,
+             "RFC 3339 time (2024-01-31T00:00:00Z), or an age such as 90d or 720h.")
+        ->required();
+    purge->add_flag("--dry-run", p->dry_run, "Print the jobs that would go; delete nothing.");
+    binder_.Add(purge, "--format", &p->format, "json: the daemon's report as it is.");
+    leaves_[purge] = Leaf{[p](const Invocation& inv) { return RunAdminPurge(inv, *p); }, false};
   }
 
   Binder binder_;

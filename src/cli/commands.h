@@ -121,6 +121,18 @@ struct AdminStopArgs {
 // it has released the lock. A data dir no daemon holds is not an error (nothing to stop).
 int RunAdminStop(const Invocation& inv, const AdminStopArgs& args);
 
+struct AdminGcArgs {
+  bool dry_run = false;
+  std::optional<std::string> format;  // "json" = the daemon's report as is
+  // purge only: RFC 3339 time, or a duration ago (e.g. 90d, 720h)
+  std::optional<std::string> finished_before;
+};
+// Asks the daemon to garbage-collect by its retention policy (or, with --dry-run, what it
+// would) and prints what was removed.
+int RunAdminGc(const Invocation& inv, const AdminGcArgs& args);
+// Asks the daemon to delete the records of jobs that finished before a time.
+int RunAdminPurge(const Invocation& inv, const AdminGcArgs& args);
+
 // --- authentication and IAM (auth_commands.cc, docs/security.md) ---------------------------
 
 enum class AuthAdminAction {

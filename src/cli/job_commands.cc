@@ -237,6 +237,7 @@ int RunSubmitTraining(const Invocation& inv, const SubmitTrainingArgs& a) {
   }
 
   auto c = inv.MakeClient();
+  std::vector<std::pair<std::string, std::string>> staged;  // (bucket, object) added here
   if (package_flags) {
     std::vector<std::string> uris = remote;
     TempDir tmp;
@@ -280,6 +281,11 @@ int RunSubmitTraining(const Invocation& inv, const SubmitTrainingArgs& a) {
       const StagingLocation& loc = **staging;
       for (size_t i = 0; i < local.size(); ++i) {
         std::string object = StagingObjectName(loc, digest, Basename(local[i]));
+        // Objects this submit adds are removed again if the daemon refuses the job (a rejected
+        // submit leaves nothing behind); one that was there already may be another job's.
+        auto existing = c->ListObjects(loc.bucket, object);
+        const bool was_there = existing.ok() && std::find(existing->begin(), existing->end(),
+                                                          object) != existing->end();
         auto up = c->UploadObject(loc.bucket, object, contents[i]);
         if (!up.ok()) {
           if (up.status().code() == StatusCode::kNotFound) {
@@ -290,6 +296,7 @@ int RunSubmitTraining(const Invocation& inv, const SubmitTrainingArgs& a) {
           return inv.Fail(up.status());
         }
         uris.push_back("gs://" + loc.bucket + "/" + object);
+        if (!was_there) staged.emplace_back(loc.bucket, object);
       }
     }
     f.package_uris = uris;
@@ -298,7 +305,10 @@ int RunSubmitTraining(const Invocation& inv, const SubmitTrainingArgs& a) {
   auto body = BuildTrainingJobJson(config_json, f);
   if (!body.ok()) return inv.Fail(body.status().message());
   auto created = c->CreateJob(*body);
-  if (!created.ok()) return inv.Fail(created.status());
+  if (!created.ok()) {
+    for (const auto& [bucket, object] : staged) (void)c->DeleteObject(bucket, object);
+    return inv.Fail(created.status());
+  }
   std::string job_id = StringField(ParseJson(*created), "jobId");
   if (job_id.empty()) job_id = a.job;
 

@@ -6,6 +6,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "commands.h"
@@ -160,6 +163,111 @@ int RunAdminStop(const Invocation& inv, const AdminStopArgs& args) {
   }
   inv.Err() << "Stopped trainyardd (pid " << pid << ").\n";
   return kExitOk;
+}
+
+namespace {
+
+std::string HumanBytes(int64_t b) {
+  char buf[32];
+  const double v = static_cast<double>(b);
+  if (b >= (1LL << 30)) {
+    std::snprintf(buf, sizeof buf, "%.1f GiB", v / (1LL << 30));
+  } else if (b >= (1LL << 20)) {
+    std::snprintf(buf, sizeof buf, "%.1f MiB", v / (1LL << 20));
+  } else if (b >= 1024) {
+    std::snprintf(buf, sizeof buf, "%.1f KiB", v / 1024);
+  } else {
+    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(b));
+  }
+  return buf;
+}
+
+// "90d", "720h", "30m", "3600s" -> microseconds; nullopt otherwise.
+std::optional<Duration> ParseAgeText(const std::string& text) {
+  if (text.size() < 2) return std::nullopt;
+  const std::map<char, Duration> units = {{'s', kMicrosPerSecond},
+                                          {'m', 60 * kMicrosPerSecond},
+                                          {'h', 3600 * kMicrosPerSecond},
+                                          {'d', 86400 * kMicrosPerSecond}};
+  auto unit = units.find(text.back());
+  if (unit == units.end()) return std::nullopt;
+  try {
+    size_t pos = 0;
+    const std::string num = text.substr(0, text.size() - 1);
+    const double n = std::stod(num, &pos);
+    if (pos != num.size() || !(n > 0) || n > 1e8) return std::nullopt;
+    return static_cast<Duration>(n * static_cast<double>(unit->second));
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+// Prints a GC or purge report: one line per item, then the total.
+int PrintGcReport(const Invocation& inv, const std::string& text, const AdminGcArgs& args,
+                  const char* done, const char* would) {
+  if (args.format && *args.format == "json") {
+    inv.Out() << text << "\n";
+    return kExitOk;
+  }
+  nlohmann::json report = nlohmann::json::parse(text, nullptr, false);
+  if (report.is_discarded() || !report.is_object()) {
+    return inv.Fail("The daemon's report is not JSON: " + text);
+  }
+  const bool dry = report.value("dryRun", false);
+  int64_t total = 0;
+  size_t n = 0;
+  for (const auto& item : report.value("removed", nlohmann::json::array())) {
+    const std::string kind = item.value("kind", "");
+    std::string what = item.value("path", "");
+    if (kind == "job logs" || kind == "job record") {
+      what = "job " + item.value("project", "") + "/" + item.value("jobId", "");
+    }
+    const int64_t bytes = std::strtoll(item.value("bytes", "0").c_str(), nullptr, 10);
+    inv.Out() << (dry ? would : done) << " " << kind << " " << what << " (" << HumanBytes(bytes)
+              << "): " << item.value("reason", "") << "\n";
+    total += bytes;
+    ++n;
+  }
+  inv.Out() << (dry ? "Would free " : "Freed ") << HumanBytes(total) << " (" << n << " item"
+            << (n == 1 ? "" : "s") << ").\n";
+  int rc = kExitOk;
+  for (const auto& e : report.value("errors", nlohmann::json::array())) {
+    inv.Err() << "ERROR: " << e.get<std::string>() << "\n";
+    rc = 1;
+  }
+  return rc;
+}
+
+}  // namespace
+
+int RunAdminGc(const Invocation& inv, const AdminGcArgs& args) {
+  if (args.format && *args.format != "json") {
+    return inv.Fail("Invalid value for [--format]: only json is supported.");
+  }
+  auto c = inv.MakeClient();
+  auto report = c->RunGc(args.dry_run);
+  if (!report.ok()) return inv.Fail(report.status());
+  return PrintGcReport(inv, *report, args, "Removed", "Would remove");
+}
+
+int RunAdminPurge(const Invocation& inv, const AdminGcArgs& args) {
+  if (args.format && *args.format != "json") {
+    return inv.Fail("Invalid value for [--format]: only json is supported.");
+  }
+  const std::string when = args.finished_before.value_or("");
+  std::string rfc3339 = when;
+  if (!ParseRfc3339(when).ok()) {
+    auto age = ParseAgeText(when);
+    if (!age) {
+      return inv.Fail("Invalid value for [--finished-before]: \"" + when +
+                      "\" is neither an RFC 3339 time nor an age such as 90d.");
+    }
+    rfc3339 = FormatRfc3339(NowMicros() - *age);
+  }
+  auto c = inv.MakeClient();
+  auto report = c->Purge(rfc3339, args.dry_run);
+  if (!report.ok()) return inv.Fail(report.status());
+  return PrintGcReport(inv, *report, args, "Purged", "Would purge");
 }
 
 }  // namespace trainyard::cli

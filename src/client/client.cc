@@ -482,4 +482,21 @@ Result<bool> Client::SetAdmissionPaused(bool paused) {
   return PausedFrom(impl_->Call("PUT", "/v1/admin/admission", &body));
 }
 
+Status Client::DeleteObject(std::string_view bucket, std::string_view object) {
+  return impl_
+      ->Call("DELETE", "/storage/v1/b/" + PercentEncode(bucket) + "/o/" + PercentEncode(object))
+      .status();
+}
+
+Result<std::string> Client::RunGc(bool dry_run) {
+  std::string body = json{{"dryRun", dry_run}}.dump();
+  return impl_->Call("POST", "/v1/admin/gc", &body);
+}
+
+Result<std::string> Client::Purge(std::string_view finished_before, bool dry_run) {
+  std::string body =
+      json{{"finishedBefore", std::string(finished_before)}, {"dryRun", dry_run}}.dump();
+  return impl_->Call("POST", "/v1/admin/purge", &body);
+}
+
 }  // namespace trainyard::client

@@ -99,6 +99,41 @@ Result<int64_t> ParseByteSize(const std::string& text) {
   return InvalidArgument("\"" + text + "\" is not a size such as 24GiB or 512M");
 }
 
+Result<Duration> ParseAge(std::string_view text) {
+  auto bad = [&] {
+    return InvalidArgument("\"" + std::string(text) +
+                           "\" is not an age such as 30d, 12h, 90m or 3600s (0 = none)");
+  };
+  if (text == "0") return Duration{0};
+  if (text.size() < 2) return bad();
+  Duration unit = 0;
+  switch (text.back()) {
+    case 's':
+      unit = kMicrosPerSecond;
+      break;
+    case 'm':
+      unit = 60 * kMicrosPerSecond;
+      break;
+    case 'h':
+      unit = 3600 * kMicrosPerSecond;
+      break;
+    case 'd':
+      unit = 86400 * kMicrosPerSecond;
+      break;
+    default:
+      return bad();
+  }
+  const std::string num(text.substr(0, text.size() - 1));
+  try {
+    size_t pos = 0;
+    const double n = std::stod(num, &pos);
+    if (pos != num.size() || !(n >= 0) || n > 1e6 * 365) return bad();
+    return static_cast<Duration>(n * static_cast<double>(unit));
+  } catch (...) {
+    return bad();
+  }
+}
+
 std::optional<std::pair<std::string, int>> ParseHostPort(const std::string& v) {
   size_t colon = v.rfind(':');
   int port = -1;
@@ -513,6 +548,127 @@ const std::vector<Field>& Fields() {
          return Status::Ok();
        },
        [](const DaemonConfig& c) { return c.slurm.heterogeneous; }},
+      {"log_format", "the daemon's log lines: text, or json (one JSON object per line)",
+       [](DaemonConfig& c, const std::string& v) {
+         if (v != "text" && v != "json")
+           return InvalidArgument("config log_format: expected text or json, got \"" + v + "\"");
+         c.log_format = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.log_format; }},
+      {"disk_min_free",
+       "free space below which admission pauses on the data dir (and slurm.shared_dir), e.g. "
+       "\"1GiB\" or \"5%\" of the filesystem (0 = never)",
+       [](DaemonConfig& c, const std::string& v) {
+         bool ok = false;
+         if (!v.empty() && v.back() == '%') {
+           try {
+             size_t pos = 0;
+             const double pct = std::stod(v.substr(0, v.size() - 1), &pos);
+             ok = pos == v.size() - 1 && pct >= 0 && pct < 100;
+           } catch (...) {
+           }
+         } else {
+           ok = ParseByteSize(v).ok();
+         }
+         if (!ok)
+           return InvalidArgument("config disk_min_free: \"" + v +
+                                  "\" is not a size such as 1GiB or a share such as 5%");
+         c.disk_min_free = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.disk_min_free; }},
+      {"disk_check_interval", "how often free space is checked",
+       [](DaemonConfig& c, const std::string& v) {
+         auto d = ParseAge(v);
+         if (!d.ok()) return InvalidArgument("config disk_check_interval: " + d.status().message());
+         c.disk_check_interval = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.disk_check_interval; }},
+      {"gc_interval",
+       "how often garbage collection runs by the retention.* policy (0 = only on request: "
+       "trainyard admin gc)",
+       [](DaemonConfig& c, const std::string& v) {
+         auto d = ParseAge(v);
+         if (!d.ok()) return InvalidArgument("config gc_interval: " + d.status().message());
+         c.gc_interval = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.gc_interval; }},
+      {"retention.job_logs_age",
+       "stored log lines of jobs that finished longer ago are deleted (0 = kept; the job records "
+       "stay)",
+       [](DaemonConfig& c, const std::string& v) {
+         auto d = ParseAge(v);
+         if (!d.ok())
+           return InvalidArgument("config retention.job_logs_age: " + d.status().message());
+         c.retention.job_logs_age = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.retention.job_logs_age; }},
+      {"retention.job_logs_max_bytes",
+       "finished jobs' stored log lines above this total are deleted, oldest job first (0 = no "
+       "limit)",
+       [](DaemonConfig& c, const std::string& v) {
+         auto b = ParseByteSize(v);
+         if (!b.ok())
+           return InvalidArgument("config retention.job_logs_max_bytes: " + b.status().message());
+         c.retention.job_logs_max_bytes = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.retention.job_logs_max_bytes; }},
+      {"retention.work_dirs_age",
+       "replica and trial work dirs of jobs that finished longer ago are removed (0 = kept; "
+       "trials' metric files stay)",
+       [](DaemonConfig& c, const std::string& v) {
+         auto d = ParseAge(v);
+         if (!d.ok())
+           return InvalidArgument("config retention.work_dirs_age: " + d.status().message());
+         c.retention.work_dirs_age = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.retention.work_dirs_age; }},
+      {"retention.work_dirs_max_bytes",
+       "finished jobs' work dirs above this total are removed, oldest job first (0 = no limit)",
+       [](DaemonConfig& c, const std::string& v) {
+         auto b = ParseByteSize(v);
+         if (!b.ok())
+           return InvalidArgument("config retention.work_dirs_max_bytes: " + b.status().message());
+         c.retention.work_dirs_max_bytes = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.retention.work_dirs_max_bytes; }},
+      {"retention.envs_age",
+       "cached Python environments unused for longer are removed (0 = kept; one in use never is)",
+       [](DaemonConfig& c, const std::string& v) {
+         auto d = ParseAge(v);
+         if (!d.ok()) return InvalidArgument("config retention.envs_age: " + d.status().message());
+         c.retention.envs_age = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.retention.envs_age; }},
+      {"retention.envs_max_bytes",
+       "cached environments above this total are removed, least recently used first (0 = no limit)",
+       [](DaemonConfig& c, const std::string& v) {
+         auto b = ParseByteSize(v);
+         if (!b.ok())
+           return InvalidArgument("config retention.envs_max_bytes: " + b.status().message());
+         c.retention.envs_max_bytes = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.retention.envs_max_bytes; }},
+      {"retention.staged_packages_age",
+       "packages staged for jobs (gs://B/.../SHA256/FILE) that finished longer ago are deleted "
+       "unless an unfinished job uses them (0 = kept)",
+       [](DaemonConfig& c, const std::string& v) {
+         auto d = ParseAge(v);
+         if (!d.ok())
+           return InvalidArgument("config retention.staged_packages_age: " + d.status().message());
+         c.retention.staged_packages_age = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.retention.staged_packages_age; }},
       {"default_project", "project used by the storage API when a request names none",
        [](DaemonConfig& c, const std::string& v) {
          c.default_project = v;
@@ -603,7 +759,7 @@ Status ApplyConfigFile(const std::string& path, DaemonConfig& config) {
         }
         continue;
       }
-      if (key == "slurm" && kv.second.IsMap()) {
+      if ((key == "slurm" || key == "retention") && kv.second.IsMap()) {
         // The nested block: slurm: {partition: gpu, gpu_types: {NVIDIA_TESLA_T4: t4}, ...}
         for (const auto& f : kv.second) {
           const std::string sub = f.first.as<std::string>();
@@ -618,7 +774,7 @@ Status ApplyConfigFile(const std::string& path, DaemonConfig& config) {
           } else {
             value = f.second.as<std::string>();
           }
-          Status st = SetConfigValue(config, "slurm." + sub, value);
+          Status st = SetConfigValue(config, key + "." + sub, value);
           if (!st.ok()) return InvalidArgument("config file " + path + ": " + st.message());
         }
         continue;

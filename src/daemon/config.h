@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "trainyard/core/status.h"
+#include "trainyard/core/time.h"
 #include "trainyard/scheduler/options.h"
 
 namespace trainyard::daemon {
@@ -30,6 +31,20 @@ struct DaemonConfig {
   std::string launcher_path;  // default: trainyard-launcher beside trainyardd
   int api_threads = 16;
   std::string default_project = "default";
+  std::string log_format = "text";  // "text" or "json" (one JSON object per line)
+  // Disk safety and retention (docs/operations.md).
+  std::string disk_min_free = "1GiB";  // bytes, or a share of the filesystem such as "5%"
+  std::string disk_check_interval = "10s";
+  std::string gc_interval = "1h";  // "0" = only on request (trainyard admin gc)
+  struct Retention {
+    std::string job_logs_age = "0";  // "0" = kept
+    std::string job_logs_max_bytes = "0";
+    std::string work_dirs_age = "7d";
+    std::string work_dirs_max_bytes = "0";
+    std::string envs_age = "30d";
+    std::string envs_max_bytes = "20GiB";
+    std::string staged_packages_age = "30d";
+  } retention;
   // TLS listener (same routes as `listen`): empty = off. Without cert/key files a self-signed
   // pair for localhost/127.0.0.1 is made in <data_dir>/tls/ and reused.
   std::string tls_listen;
@@ -86,6 +101,8 @@ struct DaemonConfig {
 // Parses a size such as "24GiB", "512M", "1.5G" or "1000000" (bytes). Binary units for
 // K/M/G/T and KiB..TiB, decimal for KB..TB.
 Result<int64_t> ParseByteSize(const std::string& text);
+// An age or interval: "0" (none), or a number with s, m, h or d, e.g. "30d", "12h", "90s".
+Result<Duration> ParseAge(std::string_view text);
 
 // Applies the YAML file (unknown keys are an error naming the key and the file).
 Status ApplyConfigFile(const std::string& path, DaemonConfig& config);

@@ -18,6 +18,8 @@
 
 #include "config.h"
 #include "data_dir_lock.h"
+#include "gc.h"
+#include "ops.h"
 #include "python_support.h"
 #include "slurm_setup.h"
 #include "trainyard/api/api_server.h"
@@ -162,6 +164,7 @@ int Run(int argc, char** argv) {
     return 0;
   }
   SetLogLevel(config.log_level);
+  SetLogFormat(config.log_format);
 
   // One daemon per data dir, held until exit: refuse before touching the store or any job.
   auto lock = DataDirLock::Acquire(config.data_dir);
@@ -335,7 +338,46 @@ int Run(int argc, char** argv) {
     tls_endpoint = "https://" + ao.tls_host + ":" + std::to_string(server.tls_port());
   }
   sched.SetStorageEndpoint(endpoint);
+
+  // Retention, disk safety and the operators' figures (docs/operations.md).
+  GcPolicy policy;
+  policy.job_logs_age = ParseAge(config.retention.job_logs_age).value();
+  policy.job_logs_max_bytes = ParseByteSize(config.retention.job_logs_max_bytes).value();
+  policy.work_dirs_age = ParseAge(config.retention.work_dirs_age).value();
+  policy.work_dirs_max_bytes = ParseByteSize(config.retention.work_dirs_max_bytes).value();
+  policy.envs_age = ParseAge(config.retention.envs_age).value();
+  policy.envs_max_bytes = ParseByteSize(config.retention.envs_max_bytes).value();
+  policy.staged_packages_age = ParseAge(config.retention.staged_packages_age).value();
+  // On Slurm the environments are node-local: each node's cache is not this daemon's to see.
+  GarbageCollector gc({.jobs_dir = jobs_dir,
+                       .env_cache_dir = on_slurm ? "" : opts.env_cache_dir,
+                       .store = store->get(),
+                       .buckets = &buckets},
+                      policy);
+  OpsOptions oo;
+  oo.watched.emplace_back("data dir", dd);
+  if (on_slurm) oo.watched.emplace_back("shared dir", shared);
+  oo.disk_min_free = ParseDiskThreshold(config.disk_min_free).value();
+  oo.disk_check_interval = ParseAge(config.disk_check_interval).value();
+  if (oo.disk_check_interval <= 0) oo.disk_check_interval = 10 * kMicrosPerSecond;
+  oo.gc_interval = ParseAge(config.gc_interval).value();
+  oo.env_cache_dir = on_slurm ? "" : opts.env_cache_dir;
+  {
+    const char* path = std::getenv("PATH");
+    for (const std::string& dir : Split(path != nullptr ? path : "/usr/bin:/bin", ':')) {
+      const std::string candidate = (dir.empty() ? "." : dir) + "/nvidia-smi";
+      if (!on_slurm && ::access(candidate.c_str(), X_OK) == 0) {
+        oo.nvidia_smi = candidate;
+        break;
+      }
+    }
+  }
+  OpsMonitor ops(oo, gc, sched, *executor);
+  server.SetOperations(&ops);
+  ops.CheckDisks();  // before the first admission
+
   if (Status st = sched.Start(); !st.ok()) Fatal("recovery failed: " + st.message());
+  ops.Start();
   server.SetReady(true);
 
   // A stop signal may arrive before the server runs (during recovery, or right after the
@@ -366,6 +408,7 @@ int Run(int argc, char** argv) {
   std::fflush(stdout);
   if (!stop_requested) server.Serve();
   serve_returned = true;
+  ops.Stop();
   sched.Stop();
   executor->Shutdown();
   pthread_kill(signal_thread.native_handle(), SIGTERM);

@@ -148,6 +148,12 @@ Result<ReplicaSpec> SpecFromJson(std::string_view text) {
   return spec;
 }
 
+bool MentionsDiskFull(std::string_view text) {
+  return text.find("No space left on device") != std::string_view::npos ||
+         text.find("[Errno 28]") != std::string_view::npos ||
+         text.find("Disk quota exceeded") != std::string_view::npos;
+}
+
 std::string ExitToJson(const ReplicaExit& exit) {
   json j = {{"exitCode", exit.exit_code},
             {"signal", exit.signal},
@@ -156,6 +162,7 @@ std::string ExitToJson(const ReplicaExit& exit) {
             {"errorTail", exit.error_tail},
             {"oomKilled", exit.oom_killed},
             {"stopRequested", exit.stop_requested}};
+  if (exit.disk_full) j["diskFull"] = true;
   return Dump(j);
 }
 
@@ -172,6 +179,7 @@ Result<ReplicaExit> ExitFromJson(std::string_view text) {
     Get(j, "errorTail", &exit.error_tail);
     Get(j, "oomKilled", &exit.oom_killed);
     Get(j, "stopRequested", &exit.stop_requested);
+    Get(j, "diskFull", &exit.disk_full);
   } catch (const std::exception& e) {
     return InvalidArgument(std::string("invalid exit status: ") + e.what());
   }

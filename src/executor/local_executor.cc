@@ -132,6 +132,7 @@ class LocalExecutor final : public Executor {
     std::lock_guard<std::mutex> lock(mu_);
     return static_cast<int>(replicas_.size());
   }
+  std::vector<ReplicaUsage> Usage() override;
   void Shutdown() override;
 
  private:
@@ -152,7 +153,15 @@ class LocalExecutor final : public Executor {
 
   mutable std::mutex mu_;
   std::map<ReplicaKey, std::shared_ptr<Replica>> replicas_;  // guarded by mu_
-  bool stop_ = false;                                        // guarded by mu_
+  // Usage(): per replica, the CPU ticks of each process last seen in its group and of those
+  // gone since (so the sampled total never decreases). Guarded by usage_mu_.
+  struct CpuSamples {
+    std::map<pid_t, uint64_t> live;
+    uint64_t gone = 0;
+  };
+  std::mutex usage_mu_;
+  std::map<ReplicaKey, CpuSamples> cpu_samples_;
+  bool stop_ = false;  // guarded by mu_
   std::thread monitor_;
   int wake_fd_ = -1;  // eventfd: Launch, Kill and Shutdown wake the monitor through it
 
@@ -578,6 +587,11 @@ void LocalExecutor::ReportExit(Replica& r) {
     exit.exit_code = -1;
     exit.message = "its launcher exited without reporting how the trainer ended";
     if (std::string err = LauncherErrorTail(r.work_dir); !err.empty()) exit.message += ": " + err;
+    if (FilesystemFull(r.work_dir) || MentionsDiskFull(exit.message)) {
+      // It could not even write its report: no restart would do better on a full disk.
+      exit.disk_full = true;
+      exit.message += " (no space left on device in " + r.work_dir + ")";
+    }
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -591,6 +605,52 @@ void LocalExecutor::ReportExit(Replica& r) {
   TY_LOG_INFO(kLog, "{} of job {} exited (phase {}, code {}, signal {})", r.key.TaskName(),
               r.key.job_id, exit.phase, exit.exit_code, exit.signal);
   listener_->OnReplicaExit(r.key, exit);
+}
+
+std::vector<ReplicaUsage> LocalExecutor::Usage() {
+  std::vector<std::pair<ReplicaKey, std::string>> dirs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, r] : replicas_) dirs.emplace_back(key, r->work_dir);
+  }
+  static const double kTicks = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  std::vector<ReplicaUsage> out;
+  std::lock_guard<std::mutex> lock(usage_mu_);
+  std::map<ReplicaKey, CpuSamples> samples;
+  for (const auto& [key, work_dir] : dirs) {
+    auto text = ReadFile(Join(work_dir, kSpecFile));
+    if (!text.ok()) continue;
+    auto spec = SpecFromJson(*text);
+    if (!spec.ok() || spec->cgroup_root.empty() || !spec->container.image.empty()) continue;
+    ReplicaUsage u;
+    u.key = key;
+    const std::string memory =
+        cgroup_v1::GroupDir(spec->cgroup_root, cgroup_v1::kMemory, spec->cgroup_name);
+    if (auto usage = ReadFile(memory + "/memory.usage_in_bytes"); usage.ok()) {
+      u.memory_bytes = std::strtoll(usage->c_str(), nullptr, 10);
+    }
+    const std::string cpu =
+        cgroup_v1::GroupDir(spec->cgroup_root, cgroup_v1::kCpu, spec->cgroup_name);
+    if (auto ns = ReadFile(cpu + "/cpuacct.usage"); ns.ok()) {
+      u.cpu_seconds = static_cast<double>(std::strtoull(ns->c_str(), nullptr, 10)) / 1e9;
+    } else {
+      CpuSamples& mine = samples[key];
+      CpuSamples before = std::move(cpu_samples_[key]);
+      mine.gone = before.gone;
+      for (pid_t pid : cgroup_v1::ListPids(memory)) {
+        if (auto st = ReadProcStat(pid)) mine.live[pid] = st->cpu_ticks;
+      }
+      for (const auto& [pid, ticks] : before.live) {
+        if (!mine.live.contains(pid)) mine.gone += ticks;
+      }
+      uint64_t total = mine.gone;
+      for (const auto& [pid, ticks] : mine.live) total += ticks;
+      u.cpu_seconds = static_cast<double>(total) / kTicks;
+    }
+    if (u.memory_bytes >= 0 || u.cpu_seconds >= 0) out.push_back(std::move(u));
+  }
+  cpu_samples_ = std::move(samples);  // replicas that ended are forgotten
+  return out;
 }
 
 }  // namespace

@@ -77,6 +77,12 @@ std::optional<ProcStat> ParseStat(pid_t pid, std::string_view text) {
         if (!ParseInt(tok, &v)) return std::nullopt;
         st.session = static_cast<pid_t>(v);
         break;
+      case 14:
+      case 15: {
+        uint64_t ticks = 0;
+        if (ParseU64(tok, &ticks)) st.cpu_ticks += ticks;
+        break;
+      }
       case 22:
         if (!ParseU64(tok, &st.start_time)) return std::nullopt;
         return st;

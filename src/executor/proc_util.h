@@ -22,6 +22,7 @@ struct ProcStat {
   pid_t pgrp = 0;
   pid_t session = 0;
   uint64_t start_time = 0;  // field 22, clock ticks since boot
+  uint64_t cpu_ticks = 0;   // utime + stime (fields 14, 15), clock ticks
 };
 
 std::optional<ProcStat> ReadProcStat(pid_t pid);

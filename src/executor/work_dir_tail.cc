@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -54,6 +55,12 @@ Result<ReplicaExit> ReadExitReport(const std::string& work_dir) {
   auto text = ReadFile(Join(work_dir, kExitFile));
   if (!text.ok()) return text.status();
   return ExitFromJson(*text);
+}
+
+bool FilesystemFull(const std::string& dir) {
+  struct statvfs fs;
+  if (::statvfs(dir.c_str(), &fs) != 0) return false;
+  return static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize < (1u << 20);
 }
 
 std::string LauncherErrorTail(const std::string& work_dir) {

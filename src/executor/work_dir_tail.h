@@ -49,6 +49,10 @@ inline bool KilledByRequest(bool kill_requested, bool reported, const ReplicaExi
   return kill_requested && (!reported || exit.phase != "run" || exit.stop_requested);
 }
 
+// Whether the filesystem holding `dir` has less than 1 MiB left for unprivileged writes (a
+// launcher that vanished there most likely died of it).
+bool FilesystemFull(const std::string& dir);
+
 // The tail of the launcher's own diagnostics (launcher.err), for a lost replica's message.
 std::string LauncherErrorTail(const std::string& work_dir);
 

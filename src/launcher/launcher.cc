@@ -309,6 +309,7 @@ class Launcher {
  private:
   // Setup and outcome.
   bool Init(std::string* error);
+  void ReserveExitSpace();
   int StoppedBeforeStart();
   // The trainer could not be started: the reason in the log and in exit.json (phase launch).
   int LaunchFailure(const std::string& message);
@@ -440,6 +441,7 @@ class Launcher {
 
   // Collected output.
   StderrTail stderr_tail_;
+  int env_lock_fd_ = -1;  // shared flock of the environment in use (see PrepareEnvironment)
   std::deque<std::string> install_tail_;
   std::vector<std::string> install_errors_;
   std::string capture_;
@@ -790,6 +792,7 @@ bool Launcher::Init(std::string* error) {
     *error = std::string("cannot create a signalfd: ") + std::strerror(errno);
     return false;
   }
+  ReserveExitSpace();
   if (!log_.Open(Join(work_dir_, executor::kLogFile))) {
     *error = "cannot open " + Join(work_dir_, executor::kLogFile) + ": " + std::strerror(errno);
     return false;
@@ -837,10 +840,41 @@ bool Launcher::Init(std::string* error) {
   return true;
 }
 
+// Sets aside room for exit.json (freed in Finish): a trainer that fills the filesystem must
+// not also take the report of how it ended. Best effort: a disk full already gets none.
+void Launcher::ReserveExitSpace() {
+  const std::string path = Join(work_dir_, executor::kExitReserveFile);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  const std::string zeros(executor::kExitReserveBytes, '\0');
+  size_t off = 0;
+  while (off < zeros.size()) {
+    ssize_t n = ::write(fd, zeros.data() + off, zeros.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    off += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  if (off < zeros.size()) ::unlink(path.c_str());
+}
+
 int Launcher::Finish(ReplicaExit exit) {
   CheckOom(&exit);
   ReleaseCgroups();
   log_.Flush();
+  // ENOSPC seen by the launcher's log, or named by the trainer's error: the replica ran out of
+  // disk space, which a restart would not cure (the scheduler does not retry it).
+  if (log_.disk_full() || executor::MentionsDiskFull(exit.error_tail) ||
+      (exit.phase != "run" && executor::MentionsDiskFull(exit.message))) {
+    exit.disk_full = true;
+    if (log_.disk_full()) {
+      const std::string lost = "No space left on device: " + std::to_string(log_.dropped_bytes()) +
+                               " bytes of the replica's log could not be written to " +
+                               Join(work_dir_, executor::kLogFile);
+      exit.message = exit.message.empty() ? lost : exit.message + "; " + lost;
+    }
+  }
+  ::unlink(Join(work_dir_, executor::kExitReserveFile).c_str());
   std::string report = executor::ExitToJson(exit);
   if (!exit_warnings_.empty()) {
     // An addition of the launcher's to exit.json (docs/on-disk-layout.md); readers that do not
@@ -852,6 +886,13 @@ int Launcher::Finish(ReplicaExit exit) {
     }
   }
   Status s = WriteFileAtomic(Join(work_dir_, executor::kExitFile), report);
+  if (!s.ok() && report.size() > 1024) {
+    // Still no room for the whole report (its error tail, its warnings): the facts alone.
+    ReplicaExit brief = exit;
+    brief.error_tail.clear();
+    if (brief.message.size() > 256) brief.message.resize(256);
+    s = WriteFileAtomic(Join(work_dir_, executor::kExitFile), executor::ExitToJson(brief));
+  }
   if (!s.ok()) {
     std::fprintf(stderr, "trainyard-launcher: %s\n", s.ToString().c_str());
     return 1;
@@ -950,33 +991,54 @@ std::optional<std::string> Launcher::PrepareEnvironment() {
     failure_.message = "cannot open " + lock_path + ": " + std::strerror(errno);
     return std::nullopt;
   }
+  // A shared lock while the environment is used (held until the launcher exits), so garbage
+  // collection (which takes it exclusively, without waiting) never removes one in use; an
+  // exclusive one while it is built.
   bool announced = false;
-  while (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-    if (errno != EWOULDBLOCK && errno != EINTR) {
-      failure_.phase = "install";
-      failure_.exit_code = 1;
-      failure_.message = "cannot lock " + lock_path + ": " + std::strerror(errno);
-      ::close(lock_fd);
-      return std::nullopt;
+  auto lock = [&](int op) -> bool {
+    while (::flock(lock_fd, op | LOCK_NB) != 0) {
+      if (errno != EWOULDBLOCK && errno != EINTR) {
+        failure_.phase = "install";
+        failure_.exit_code = 1;
+        failure_.message = "cannot lock " + lock_path + ": " + std::strerror(errno);
+        return false;
+      }
+      if (!announced && op == LOCK_EX) {
+        Service(Severity::kInfo, "Waiting for another replica to prepare environment " + hash);
+        announced = true;
+      }
+      WaitForSignal(100 * 1000);
+      if (term_requested_) return false;
     }
-    if (!announced) {
-      Service(Severity::kInfo, "Waiting for another replica to prepare environment " + hash);
-      announced = true;
-    }
-    WaitForSignal(100 * 1000);
-    if (term_requested_) {
-      ::close(lock_fd);
-      return spec_.python;  // Run() reports the stop
-    }
-  }
+    return true;
+  };
+  auto stopped = [&]() -> std::optional<std::string> {
+    ::close(lock_fd);
+    if (term_requested_) return spec_.python;  // Run() reports the stop
+    return std::nullopt;
+  };
+  if (!lock(LOCK_SH)) return stopped();
   std::optional<std::string> python;
   if (executor::FileExists(dir + "/.complete")) {
     Service(Severity::kInfo, "Using cached environment " + hash);
     python = dir + "/bin/python";
   } else {
-    python = BuildEnvironment(hash, dir, hash_input);
+    if (!lock(LOCK_EX)) return stopped();  // not atomic: another may build it meanwhile
+    if (executor::FileExists(dir + "/.complete")) {
+      Service(Severity::kInfo, "Using cached environment " + hash);
+      python = dir + "/bin/python";
+    } else {
+      python = BuildEnvironment(hash, dir, hash_input);
+    }
+    if (python && !lock(LOCK_SH)) return stopped();
   }
-  ::close(lock_fd);  // releases the lock
+  if (!python) {
+    ::close(lock_fd);
+    return python;
+  }
+  // Its last use, for garbage collection (least recently used first).
+  ::utimensat(AT_FDCWD, (dir + "/.complete").c_str(), nullptr, 0);
+  env_lock_fd_ = lock_fd;  // closed (released) when the launcher exits
   return python;
 }
 

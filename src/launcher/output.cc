@@ -339,6 +339,8 @@ void LogWriter::Flush() {
     ssize_t n = ::write(fd_, buf_.data() + off, buf_.size() - off);
     if (n < 0) {
       if (errno == EINTR) continue;
+      if (errno == ENOSPC || errno == EDQUOT) disk_full_ = true;
+      dropped_bytes_ += buf_.size() - off;
       if (!write_failed_) {
         std::perror("trainyard-launcher: cannot write the log");
         write_failed_ = true;

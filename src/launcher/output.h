@@ -142,6 +142,10 @@ class LogWriter {
   }
   // Monotonic time by which Flush must run, or -1 when nothing is buffered.
   int64_t FlushDeadline() const { return buf_.empty() ? -1 : first_mono_ + max_delay_; }
+  // A write failed because the filesystem is full (ENOSPC, EDQUOT); the lines of that write
+  // were dropped (the trainer is never blocked on a full disk).
+  bool disk_full() const { return disk_full_; }
+  uint64_t dropped_bytes() const { return dropped_bytes_; }
 
  private:
   static constexpr size_t kFlushBytes = 256 * 1024;
@@ -151,6 +155,8 @@ class LogWriter {
   Duration max_delay_ = 20 * 1000;
   Timestamp last_ts_ = 0;
   bool write_failed_ = false;
+  bool disk_full_ = false;
+  uint64_t dropped_bytes_ = 0;
   // The record prefix of the previous record (lines of one read share it).
   std::string prefix_;
   Timestamp prefix_ts_ = -1;

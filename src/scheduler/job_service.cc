@@ -31,6 +31,7 @@ Result<model::Job> JobService::UpdateLabels(const std::string& project, const st
 }
 void JobService::SetAdmissionPaused(bool paused) { core_->SetAdmissionPaused(paused); }
 bool JobService::admission_paused() const { return core_->admission_paused(); }
+void JobService::SetAdmissionHold(const std::string& reason) { core_->SetAdmissionHold(reason); }
 SchedulerStats JobService::Stats() const { return core_->Stats(); }
 const NodeCapacity& JobService::node() const { return core_->node(); }
 int JobService::RunAdmissionPass() { return core_->RunAdmissionPass(); }

@@ -21,8 +21,23 @@ std::string FailureMessage(const executor::ReplicaKey& key, const executor::Repl
   if (e.phase == "launch") {
     return who + " could not be started: " + e.message;
   }
+  if (e.disk_full && e.phase == "lost") {
+    return who + " ran out of disk space and was lost: " + e.message;
+  }
   if (e.phase == "lost") {
     return who + " was lost: " + e.message;
+  }
+  if (e.disk_full) {
+    // Trainyard's words (compat §12 has none for a full disk): the status, the cause, then
+    // what the trainer and the launcher said.
+    std::string msg = who + " ran out of disk space and exited with a non-zero status of " +
+                      std::to_string(ExitStatusOf(e)) +
+                      ". Termination reason: No space left on device.";
+    if (!e.error_tail.empty()) msg += " " + e.error_tail;
+    if (!e.message.empty() && e.error_tail.find(e.message) == std::string::npos) {
+      msg += " " + e.message;
+    }
+    return msg;
   }
   if (e.oom_killed) {
     return who + " ran out-of-memory and exited with a non-zero status of " +
@@ -67,15 +82,25 @@ RestartDecision DecideRestart(const RestartInput& in) {
   const executor::ReplicaExit& e = r.exit;
   const bool lost = (e.phase == "run" && e.signal != 0) || e.phase == "lost";
   if (!lost || e.killed_by_request || in.run_ending) return d;
+  const std::string who = "The replica " + ReplicaMessageName(r.key);
+  // Deterministic failures are not retried: a replica its own memory cgroup killed outgrew its
+  // machine type's memory, and one that filled its disk would fill it again. The run fails
+  // with the words of FailureMessage.
+  if (e.oom_killed || e.disk_full) {
+    d.kind = RestartDecision::kPermanent;
+    d.message = who +
+                (e.oom_killed ? " ran out of memory (its machine type's limit) and was killed"
+                              : " ran out of disk space") +
+                "; it is not restarted, since it would fail the same way again.";
+    return d;
+  }
   for (const ReplicaState* other : in.run) {
     if (other == in.replica || !other->exited || other->exit.killed_by_request) continue;
     // Another replica's own failure, or the master's success, is ending the run.
     if (!ExitedCleanly(other->exit) || other->key.task_type == "master") return d;
   }
-  const std::string who = "The replica " + ReplicaMessageName(r.key);
-  const std::string how = e.oom_killed        ? " ran out of memory and was killed"
-                          : e.phase == "lost" ? " was lost (" + e.message + ")"
-                                              : " was killed by signal " + std::to_string(e.signal);
+  const std::string how = e.phase == "lost" ? " was lost (" + e.message + ")"
+                                            : " was killed by signal " + std::to_string(e.signal);
   if (in.restarts >= in.max_restarts) {
     d.kind = RestartDecision::kExhausted;
     d.message = who + how + " after " + std::to_string(in.restarts) +

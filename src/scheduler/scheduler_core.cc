@@ -175,7 +175,10 @@ Result<Job> SchedulerCore::GetJob(const std::string& project, const std::string&
   Unlocker lock(this);
   auto it = active_.find({project, job_id});
   if (it != active_.end()) return it->second.job;
-  if (job.state == JobState::kQueued) job.job_position = queue_.Position(QueueKey::Of(job));
+  if (job.state == JobState::kQueued) {
+    job.job_position = queue_.Position(QueueKey::Of(job));
+    if (!hold_reason_.empty()) job.error_message = hold_reason_;  // live, never stored
+  }
   return job;
 }
 
@@ -187,6 +190,7 @@ void SchedulerCore::FillLiveFields(std::vector<Job>& jobs) {
       job = it->second.job;
     } else if (job.state == JobState::kQueued) {
       job.job_position = queue_.Position(QueueKey::Of(job));
+      if (!hold_reason_.empty()) job.error_message = hold_reason_;  // live, never stored
     }
   }
 }
@@ -198,6 +202,21 @@ void SchedulerCore::SetAdmissionPaused(bool paused) {
     admission_dirty_ = true;
   }
   TY_LOG_INFO(kLog, "admission {}", paused ? "paused" : "resumed");
+  cv_.notify_all();
+}
+
+void SchedulerCore::SetAdmissionHold(const std::string& reason) {
+  {
+    Unlocker lock(this);
+    if (hold_reason_ == reason) return;
+    hold_reason_ = reason;
+    admission_dirty_ = true;
+  }
+  if (reason.empty()) {
+    TY_LOG_INFO(kLog, "admission resumed: the reason it was held is gone");
+  } else {
+    TY_LOG_WARN(kLog, "admission held: {}", reason);
+  }
   cv_.notify_all();
 }
 
@@ -231,6 +250,10 @@ SchedulerStats SchedulerCore::Stats() const {
   s.free_memory_bytes = admission_->free_memory_bytes();
   s.free_gpus = admission_->free_gpus();
   s.replica_restarts = restarts_total_;
+  s.admission_hold = hold_reason_;
+  s.queue_wait_seconds = queue_wait_;
+  std::lock_guard<std::mutex> lag_lock(lag_mu_);
+  s.log_ingestion_lag_seconds = log_lag_;
   return s;
 }
 
@@ -269,7 +292,7 @@ void SchedulerCore::Loop() {
 // short only of GPUs keeps the GPUs for itself (no job behind it that needs a GPU starts) but
 // lets CPU-only jobs behind it run.
 bool SchedulerCore::AdmitLocked() {
-  if (paused_ || !admission_dirty_) return false;
+  if (paused_ || !hold_reason_.empty() || !admission_dirty_) return false;
   admission_dirty_ = false;
   // A tuning job without a running trial gets its next one first: it was admitted earlier, and
   // holds back the queue as a job short of resources would.
@@ -335,6 +358,8 @@ bool SchedulerCore::AdmitQueueLocked() {
       timed_.insert(key);  // PREPARING still counts against maxWaitTime
     }
     ++admitted;
+    queue_wait_.Observe(static_cast<double>(aj.job.start_time - aj.job.create_time) /
+                        kMicrosPerSecond);
     if (!never.empty()) {
       FinishLocked(aj, JobState::kFailed, "The job cannot run on this Trainyard: " + never);
       if (model::IsTerminal(aj.job.state)) active_.erase(ait);
@@ -591,7 +616,15 @@ void SchedulerCore::OnReplicaRunning(const executor::ReplicaKey& key) {
 Status SchedulerCore::OnReplicaLogs(std::span<model::LogEntry> entries) {
   if (entries.empty()) return Status::Ok();
   Status st = store_.AppendLogs(entries);
-  if (!st.ok()) TY_LOG_ERROR(kLog, "cannot store {} log lines: {}", entries.size(), st.ToString());
+  if (!st.ok()) {
+    TY_LOG_ERROR(kLog, "cannot store {} log lines: {}", entries.size(), st.ToString());
+    return st;
+  }
+  Timestamp oldest = entries.front().timestamp;
+  for (const auto& e : entries) oldest = std::min(oldest, e.timestamp);
+  const double lag = std::max<double>(0, static_cast<double>(Now() - oldest) / kMicrosPerSecond);
+  std::lock_guard<std::mutex> lag_lock(lag_mu_);
+  log_lag_.Observe(lag);
   return st;
 }
 
@@ -647,7 +680,8 @@ bool SchedulerCore::MaybeRestartLocked(ActiveJob& aj, Replica& r) {
   in.run_ending = !aj.cancel_reason.empty() || !aj.job.error_message.empty() ||
                   model::IsTerminal(aj.job.state) || !r.has_spec || TrialEndingLocked(aj, r);
   const outcome::RestartDecision d = outcome::DecideRestart(in);
-  if (d.kind == outcome::RestartDecision::kExhausted) {
+  if (d.kind == outcome::RestartDecision::kExhausted ||
+      d.kind == outcome::RestartDecision::kPermanent) {
     ServiceLogLocked(aj.job, model::Severity::kError, d.message);
   }
   if (d.kind != outcome::RestartDecision::kRestart) return false;

@@ -71,6 +71,7 @@ class SchedulerCore {
   const NodeCapacity& node() const { return options_.node; }
   void SetAdmissionPaused(bool paused);
   bool admission_paused() const;
+  void SetAdmissionHold(const std::string& reason);
   SchedulerStats Stats() const;
   bool Step();
 
@@ -219,6 +220,11 @@ class SchedulerCore {
   std::condition_variable cv_;
   bool stopping_ = false;
   bool paused_ = false;
+  std::string hold_reason_;  // SetAdmissionHold: admission waits while it is not ""
+  Histogram queue_wait_{{1, 5, 15, 60, 300, 900, 3600, 14400, 86400}};
+  // OnReplicaLogs runs outside mu_: its histogram has a lock of its own.
+  mutable std::mutex lag_mu_;
+  Histogram log_lag_{{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}};
   // Admitted, unfinished jobs (PREPARING, RUNNING, CANCELLING). Queued jobs are only in queue_.
   std::map<JobKey, ActiveJob> active_;
   JobQueue queue_;

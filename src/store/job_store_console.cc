@@ -59,4 +59,14 @@ Result<int64_t> JobStore::LocateLogLine(const LogQuery& query, int64_t ordinal) 
   }
 }
 
+Result<std::vector<FinishedJob>> JobStore::ListFinishedJobs(Timestamp) {
+  return Status(StatusCode::kUnimplemented, "this job store keeps no retention index");
+}
+Status JobStore::DeleteJobLogs(const std::string&, const std::string&) {
+  return Status(StatusCode::kUnimplemented, "this job store cannot delete log lines");
+}
+Status JobStore::DeleteJob(const std::string&, const std::string&) {
+  return Status(StatusCode::kUnimplemented, "this job store cannot delete jobs");
+}
+
 }  // namespace trainyard::store

@@ -375,6 +375,62 @@ class SqliteJobStore final : public JobStore {
     return counts;
   }
 
+  Result<std::vector<FinishedJob>> ListFinishedJobs(Timestamp ended_before) override {
+    TRAINYARD_ASSIGN_OR_RETURN(Reader reader, AcquireReader());
+    TRAINYARD_ASSIGN_OR_RETURN(
+        Stmt stmt,
+        reader->Prepare("SELECT project, job_id, end_time, (SELECT coalesce(sum(length(data)), 0) "
+                        "FROM log_chunks c WHERE c.project = j.project AND c.job_id = j.job_id) "
+                        "FROM jobs j WHERE state IN (?1, ?2, ?3) AND (?4 = 0 OR end_time < ?4) "
+                        "ORDER BY end_time, seq"));
+    stmt.Bind(1, static_cast<int64_t>(JobState::kSucceeded))
+        .Bind(2, static_cast<int64_t>(JobState::kFailed))
+        .Bind(3, static_cast<int64_t>(JobState::kCancelled))
+        .Bind(4, ended_before);
+    std::vector<FinishedJob> out;
+    while (true) {
+      TRAINYARD_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      out.push_back({stmt.Text(0), stmt.Text(1), stmt.Int(2), stmt.Int(3)});
+    }
+    return out;
+  }
+
+  Status DeleteJobLogs(const std::string& project, const std::string& job_id) override {
+    return Write([&](Connection& conn) -> Status {
+      TRAINYARD_ASSIGN_OR_RETURN(
+          Stmt stmt, conn.Prepare("DELETE FROM log_chunks WHERE project = ?1 AND job_id = ?2"));
+      stmt.Bind(1, project).Bind(2, job_id);
+      return stmt.Run();
+    });
+  }
+
+  Status DeleteJob(const std::string& project, const std::string& job_id) override {
+    return Write([&](Connection& conn) -> Status {
+      int64_t seq = 0;
+      {
+        TRAINYARD_ASSIGN_OR_RETURN(
+            Stmt stmt,
+            conn.Prepare("DELETE FROM jobs WHERE project = ?1 AND job_id = ?2 RETURNING seq"));
+        stmt.Bind(1, project).Bind(2, job_id);
+        TRAINYARD_ASSIGN_OR_RETURN(bool row, stmt.Step());
+        if (!row) return internal::JobNotFound(project, job_id);
+        seq = stmt.Int(0);
+        TRAINYARD_RETURN_IF_ERROR(stmt.Run());
+      }
+      {
+        TRAINYARD_ASSIGN_OR_RETURN(
+            Stmt stmt, conn.Prepare("DELETE FROM job_state_history WHERE job_seq = ?1"));
+        stmt.Bind(1, seq);
+        TRAINYARD_RETURN_IF_ERROR(stmt.Run());
+      }
+      TRAINYARD_ASSIGN_OR_RETURN(
+          Stmt stmt, conn.Prepare("DELETE FROM log_chunks WHERE project = ?1 AND job_id = ?2"));
+      stmt.Bind(1, project).Bind(2, job_id);
+      return stmt.Run();
+    });
+  }
+
   Status AppendLogs(std::span<LogEntry> entries) override {
     if (entries.empty()) return Status::Ok();
     // Encoded outside the write transaction, so the group-commit leader only inserts rows.

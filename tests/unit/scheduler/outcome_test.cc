@@ -99,5 +99,43 @@ TEST(OutcomeTest, OnlyLossesFromOutsideAreRestartedUpToTheLimit) {
   EXPECT_EQ(DecideRestart(in).kind, RestartDecision::kNo);
 }
 
+TEST(OutcomeTest, AnOomKillOrAFullDiskIsNotRestartedIntoTheSameFailure) {
+  ReplicaState m = Launched("master", 0), w = Launched("worker", 0);
+  Exit(w, 0, SIGKILL);
+  w.exit.oom_killed = true;
+  RestartInput in{&w, {&m, &w}, 0, 5, false};
+  RestartDecision d = DecideRestart(in);
+  EXPECT_EQ(d.kind, RestartDecision::kPermanent);
+  EXPECT_EQ(d.message,
+            "The replica worker 0 ran out of memory (its machine type's limit) and was killed; it "
+            "is not restarted, since it would fail the same way again.");
+  EXPECT_EQ(FailureMessage(w.key, w.exit),
+            "The replica worker 0 ran out-of-memory and exited with a non-zero status of 137.");
+  // A launcher that vanished on a full disk.
+  w.exit = {};
+  w.exit.phase = "lost";
+  w.exit.exit_code = -1;
+  w.exit.disk_full = true;
+  w.exit.message = "its launcher exited without reporting how the trainer ended";
+  d = DecideRestart(in);
+  EXPECT_EQ(d.kind, RestartDecision::kPermanent);
+  EXPECT_EQ(FailureMessage(w.key, w.exit),
+            "The replica worker 0 ran out of disk space and was lost: its launcher exited "
+            "without reporting how the trainer ended");
+  // The same loss without the disk full is restarted as before.
+  w.exit.disk_full = false;
+  EXPECT_EQ(DecideRestart(in).kind, RestartDecision::kRestart);
+  // A trainer that exits on ENOSPC: its own status (never retried), in words that say why.
+  w.exit = {};
+  Exit(w, 1);
+  w.exit.disk_full = true;
+  w.exit.error_tail = "OSError: [Errno 28] No space left on device";
+  EXPECT_EQ(DecideRestart(in).kind, RestartDecision::kNo);
+  EXPECT_EQ(FailureMessage(w.key, w.exit),
+            "The replica worker 0 ran out of disk space and exited with a non-zero status of 1. "
+            "Termination reason: No space left on device. OSError: [Errno 28] No space left on "
+            "device");
+}
+
 }  // namespace
 }  // namespace trainyard::scheduler::outcome

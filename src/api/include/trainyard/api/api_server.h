@@ -12,6 +12,7 @@
 
 #include "trainyard/auth/auth_store.h"
 #include "trainyard/core/status.h"
+#include "trainyard/core/time.h"
 #include "trainyard/scheduler/job_service.h"
 #include "trainyard/storage/bucket_store.h"
 #include "trainyard/store/job_store.h"
@@ -39,6 +40,19 @@ struct ApiOptions {
   bool allow_insecure_http = false;
 };
 
+// The daemon's operator duties the API serves (daemon/ops.h implements it): /metrics' extra
+// figures and the admin routes for garbage collection and purges.
+class Operations {
+ public:
+  virtual ~Operations() = default;
+  // Prometheus text appended to /metrics.
+  virtual std::string MetricsText() = 0;
+  // Runs garbage collection (or only reports it); a JSON report (docs/operations.md).
+  virtual Result<std::string> Gc(bool dry_run) = 0;
+  // Deletes the records of jobs that finished before the time (or only reports them).
+  virtual Result<std::string> Purge(Timestamp finished_before, bool dry_run) = 0;
+};
+
 class ApiServer {
  public:
   ApiServer(ApiOptions options, scheduler::JobService& scheduler, store::JobStore& store,
@@ -57,6 +71,9 @@ class ApiServer {
   void Stop();
   // /readyz answers 200 once set (the daemon sets it after recovery).
   void SetReady(bool ready);
+  // Operator duties (not owned; must outlive the server). Call before Serve(); without it
+  // the admin GC and purge routes answer UNIMPLEMENTED.
+  void SetOperations(Operations* operations);
 
  private:
   struct Impl;

@@ -122,6 +122,7 @@ class Client {
   // Object names under prefix (follows nextPageToken).
   Result<std::vector<std::string>> ListObjects(std::string_view bucket, std::string_view prefix);
   Result<std::string> DownloadObject(std::string_view bucket, std::string_view object);
+  Status DeleteObject(std::string_view bucket, std::string_view object);
 
   // --- any JSON route (administration, IAM) ----------------------------------------------
   // One request to `path` (already percent-encoded) with a JSON body ("" = none); returns the
@@ -133,6 +134,9 @@ class Client {
   // GET/PUT /v1/admin/admission; both return whether admission is paused.
   Result<bool> GetAdmissionPaused();
   Result<bool> SetAdmissionPaused(bool paused);
+  // POST /v1/admin/gc and /v1/admin/purge: the daemon's JSON report (docs/operations.md).
+  Result<std::string> RunGc(bool dry_run);
+  Result<std::string> Purge(std::string_view finished_before, bool dry_run);
 
  private:
   struct Impl;

@@ -13,6 +13,9 @@ namespace trainyard {
 std::shared_ptr<spdlog::logger> Logger(const std::string& name);
 // Sets the level of every logger ("trace", "debug", "info", "warn", "error", "off").
 void SetLogLevel(const std::string& level);
+// "text" (the default: "2024-01-02T03:04:05.678 I [sched] message") or "json" (one object per
+// line: {"time","level","logger","message"}), for every logger, existing and future.
+void SetLogFormat(const std::string& format);
 
 }  // namespace trainyard
 

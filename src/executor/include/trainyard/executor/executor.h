@@ -141,6 +141,10 @@ struct ReplicaExit {
   std::string message;             // install failure text (pip's message) or launcher error
   std::string error_tail;          // tail of the trainer's stderr, traceback first (may be "")
   bool oom_killed = false;         // the replica's memory cgroup recorded an OOM kill
+  // The replica ran out of disk space (ENOSPC/EDQUOT): its launcher could not write its log,
+  // the trainer's error names "No space left on device", or the launcher vanished while the
+  // work dir's filesystem was full. Such a failure is not retried (it would fail the same way).
+  bool disk_full = false;
   // The launcher had been asked to stop (SIGTERM) before the trainer ended. A trainer that
   // ended on its own just before a stop request arrived has this false.
   bool stop_requested = false;
@@ -153,6 +157,15 @@ struct MetricRecord {
   double timestamp = 0;
   int64_t step = 0;
   double value = 0;
+};
+
+// What a running replica uses now, from the cgroups its launcher made (for /metrics).
+struct ReplicaUsage {
+  ReplicaKey key;
+  int64_t memory_bytes = -1;  // memory.usage_in_bytes of its memory group; -1 = unknown
+  // CPU time of its processes since it started (cpuacct.usage where the cpu and cpuacct
+  // controllers share a hierarchy, else sampled from the group's processes); -1 = unknown.
+  double cpu_seconds = -1;
 };
 
 // What Recover found of a replica launched before the daemon restarted.
@@ -231,6 +244,9 @@ class Executor {
   virtual std::string Problem() const { return ""; }
   // Number of replicas currently running (for /metrics).
   virtual int RunningCount() const = 0;
+  // Resource use of the running replicas that have cgroups (for /metrics); empty where the
+  // backend cannot say (Slurm, containers, no cgroups).
+  virtual std::vector<ReplicaUsage> Usage() { return {}; }
   // Stops threads; running replicas are left running (recovered on restart).
   virtual void Shutdown() = 0;
 };

@@ -29,6 +29,13 @@ inline constexpr const char* kRunningFile = "running";
 inline constexpr const char* kLogFile = "log";
 inline constexpr const char* kLogOffsetFile = "log.offset";
 inline constexpr const char* kExitFile = "exit.json";
+// Space the launcher sets aside at start (kExitReserveBytes) and frees right before it writes
+// exit.json, so a replica that filled its filesystem still reports how it ended.
+inline constexpr const char* kExitReserveFile = "exit.reserve";
+inline constexpr size_t kExitReserveBytes = 64 * 1024;
+// Whether an error text names a full filesystem (ENOSPC or EDQUOT as strerror or Python print
+// them), e.g. "OSError: [Errno 28] No space left on device".
+bool MentionsDiskFull(std::string_view text);
 
 std::string SpecToJson(const ReplicaSpec& spec);
 Result<ReplicaSpec> SpecFromJson(std::string_view json);

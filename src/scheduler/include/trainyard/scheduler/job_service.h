@@ -72,6 +72,9 @@ class JobService final : public executor::ExecutorListener {
   // Admin.
   void SetAdmissionPaused(bool paused);
   bool admission_paused() const;
+  // Holds admission for a reason of the daemon's own (a full disk), apart from the admin pause:
+  // queued jobs stay QUEUED and say why (their errorMessage while they wait); "" resumes.
+  void SetAdmissionHold(const std::string& reason);
   SchedulerStats Stats() const;
   const NodeCapacity& node() const;
   // One admission pass now, whatever changed and even while paused (benchmarks). Returns the

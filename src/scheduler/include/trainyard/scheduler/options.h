@@ -66,6 +66,22 @@ struct SchedulerOptions {
   std::function<std::string(const std::string& project, const std::string& job)> job_credential;
 };
 
+// A Prometheus-style histogram (cumulative counts per upper bound, plus +Inf = count).
+struct Histogram {
+  std::vector<double> bounds;
+  std::vector<uint64_t> counts;  // counts[i]: observations <= bounds[i]
+  uint64_t count = 0;
+  double sum = 0;
+  explicit Histogram(std::vector<double> b = {}) : bounds(std::move(b)), counts(bounds.size()) {}
+  void Observe(double v) {
+    ++count;
+    sum += v;
+    for (size_t i = 0; i < bounds.size(); ++i) {
+      if (v <= bounds[i]) ++counts[i];
+    }
+  }
+};
+
 struct SchedulerStats {
   int queued = 0;
   int preparing = 0;
@@ -77,6 +93,12 @@ struct SchedulerStats {
   int free_gpus = 0;
   int64_t replica_restarts = 0;  // since start
   std::string backend_problem;   // Executor::Problem(): "" when the backend works
+  std::string admission_hold;    // why admission is held (SetAdmissionHold), "" when it is not
+  // Seconds from createTime to admission, per admitted job (since start).
+  Histogram queue_wait_seconds;
+  // Seconds from a replica's line being printed (its launcher timestamp) to its being stored,
+  // for the oldest line of each stored batch.
+  Histogram log_ingestion_lag_seconds;
 };
 
 }  // namespace trainyard::scheduler

@@ -47,10 +47,13 @@ RunVerdict EvaluateRun(const std::vector<const ReplicaState*>& run);
 // did not send (the OOM killer, someone's kill -9) or whose launcher was lost is restarted with
 // the same identity and port, up to `max_restarts` times. An exit status of its own (a trainer
 // error) is never retried, and nothing is restarted once the run is ending.
+//
+// A loss that would happen again is not retried (kPermanent): an OOM kill by the replica's own
+// memory cgroup (its machine type's memory limit), or a full disk (ENOSPC).
 struct RestartDecision {
-  enum Kind { kNo, kRestart, kExhausted } kind = kNo;
-  // For kRestart and kExhausted: the service log line (warning for a restart, error once the
-  // restarts are used up).
+  enum Kind { kNo, kRestart, kExhausted, kPermanent } kind = kNo;
+  // For kRestart, kExhausted and kPermanent: the service log line (warning for a restart,
+  // error once the restarts are used up or when none is tried).
   std::string message;
 };
 struct RestartInput {

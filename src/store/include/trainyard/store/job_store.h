@@ -78,6 +78,14 @@ struct LogStreamCount {
   int64_t lines = 0;
 };
 
+// A job in a terminal state, for retention (ListFinishedJobs).
+struct FinishedJob {
+  std::string project;
+  std::string job_id;
+  Timestamp end_time = 0;
+  int64_t log_bytes = 0;  // stored size of its log lines (0 once they were deleted)
+};
+
 class JobStore {
  public:
   virtual ~JobStore() = default;
@@ -120,6 +128,16 @@ class JobStore {
   // insert-id order that match `query.task_name`, `query.trial_id` and `query.max_insert_id`
   // (the other fields are ignored); 0 when there are no more than `ordinal` such lines.
   virtual Result<int64_t> LocateLogLine(const LogQuery& query, int64_t ordinal);
+
+  // Retention (docs/operations.md). UNIMPLEMENTED by default.
+  //
+  // Jobs in a terminal state that ended before `ended_before` (0 = all), oldest end first.
+  virtual Result<std::vector<FinishedJob>> ListFinishedJobs(Timestamp ended_before);
+  // Deletes a job's log lines; the job record and its state history stay.
+  virtual Status DeleteJobLogs(const std::string& project, const std::string& job_id);
+  // Deletes a job record with its state history and log lines (an admin purge; AI Platform
+  // has no job deletion). NOT_FOUND when absent.
+  virtual Status DeleteJob(const std::string& project, const std::string& job_id);
 };
 
 }  // namespace trainyard::store
