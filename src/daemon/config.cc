@@ -3,6 +3,7 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -204,7 +205,9 @@ const std::vector<Field>& Fields() {
          return Status::Ok();
        },
        [](const DaemonConfig& c) { return c.sqlite_synchronous; }},
-      {"launcher_path", "path of trainyard-launcher (default: beside trainyardd)",
+      {"launcher_path",
+       "path of trainyard-launcher (default: beside trainyardd, else <libexecdir>/trainyard/ of "
+       "its install prefix)",
        [](DaemonConfig& c, const std::string& v) {
          c.launcher_path = v;
          return Status::Ok();
@@ -629,6 +632,28 @@ Status ApplyEnvironment(DaemonConfig& config) {
   return Status::Ok();
 }
 
+std::vector<std::string> LauncherCandidates(const std::string& daemon_path) {
+  const std::string dir = daemon_path.substr(0, daemon_path.rfind('/'));
+  std::vector<std::string> out = {dir + "/trainyard-launcher"};
+  // The installed layout (GNUInstallDirs): <prefix>/<bindir>/trainyardd and
+  // <prefix>/<libexecdir>/trainyard/trainyard-launcher, whatever the prefix.
+  const std::string bindir = TRAINYARD_INSTALL_BINDIR;
+  const std::string libexecdir = TRAINYARD_INSTALL_LIBEXECDIR;
+  std::string libexec;
+  if (!libexecdir.empty() && libexecdir[0] == '/') {
+    libexec = libexecdir;
+  } else if (!bindir.empty() && bindir[0] != '/' && dir.size() > bindir.size() + 1 &&
+             dir.compare(dir.size() - bindir.size() - 1, std::string::npos, "/" + bindir) == 0) {
+    libexec = dir.substr(0, dir.size() - bindir.size()) + libexecdir;
+  }
+  if (!libexec.empty()) out.push_back(libexec + "/trainyard/trainyard-launcher");
+  // Last, where `cmake --install` put it for the configured prefix.
+  const std::string full =
+      std::string(TRAINYARD_INSTALL_FULL_LIBEXECDIR) + "/trainyard/trainyard-launcher";
+  if (std::find(out.begin(), out.end(), full) == out.end()) out.push_back(full);
+  return out;
+}
+
 Status FinalizeConfig(DaemonConfig& config) {
   if (config.data_dir.empty()) {
     const char* xdg = std::getenv("XDG_DATA_HOME");
@@ -643,9 +668,19 @@ Status FinalizeConfig(DaemonConfig& config) {
   if (config.launcher_path.empty()) {
     char buf[PATH_MAX];
     ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-    if (n > 0) {
-      std::string self(buf, static_cast<size_t>(n));
-      config.launcher_path = self.substr(0, self.rfind('/')) + "/trainyard-launcher";
+    std::vector<std::string> candidates;
+    if (n > 0) candidates = LauncherCandidates(std::string(buf, static_cast<size_t>(n)));
+    for (const std::string& c : candidates) {
+      if (::access(c.c_str(), X_OK) == 0) {
+        config.launcher_path = c;
+        break;
+      }
+    }
+    if (config.launcher_path.empty()) {
+      std::string looked;
+      for (const std::string& c : candidates) looked += (looked.empty() ? "" : ", ") + c;
+      return InvalidArgument("trainyard-launcher not found (looked at " + looked +
+                             "); set launcher_path");
     }
   }
   if (::access(config.launcher_path.c_str(), X_OK) != 0) {

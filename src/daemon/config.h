@@ -88,6 +88,10 @@ Status ApplyConfigFile(const std::string& path, DaemonConfig& config);
 Status ApplyEnvironment(DaemonConfig& config);
 // Sets one key from text (flags and env use this).
 Status SetConfigValue(DaemonConfig& config, const std::string& key, const std::string& value);
+// Where trainyardd (at `daemon_path`) looks for trainyard-launcher when launcher_path is not
+// set, in order: beside itself (the build tree), then the installed layout's
+// <prefix>/<libexecdir>/trainyard/ (GNUInstallDirs, relative to the daemon's own <bindir>).
+std::vector<std::string> LauncherCandidates(const std::string& daemon_path);
 // Fills defaults that depend on the environment and checks the whole config.
 Status FinalizeConfig(DaemonConfig& config);
 // YAML text of the effective configuration.
