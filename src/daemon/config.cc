@@ -305,6 +305,18 @@ const std::vector<Field>& Fields() {
          return Status::Ok();
        },
        [](const DaemonConfig& c) { return c.gpu_type_match; }},
+      {"oversize_jobs",
+       "a job whose replicas need more CPUs or memory than the whole node offers: run_alone "
+       "(wait until the node is idle, then run it alone, its replicas sharing the node, with a "
+       "warning in its log) or refuse (400 at create)",
+       [](DaemonConfig& c, const std::string& v) {
+         auto policy = scheduler::ParseOversizePolicy(v);
+         if (!policy.ok())
+           return InvalidArgument("config oversize_jobs: " + policy.status().message());
+         c.oversize_jobs = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.oversize_jobs; }},
       {"resource_limits",
        "run each replica in cgroup v1 groups limited to its machine type's memory and vCPUs "
        "(where cgroup v1 is writable)",

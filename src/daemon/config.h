@@ -45,7 +45,9 @@ struct DaemonConfig {
   double memory_overcommit = 8;
   std::string gpus = "auto";  // "auto" (nvidia-smi), "none", or accelerator types, one per GPU
   std::string gpu_type_match = "any";  // "any" or "exact"
-  bool resource_limits = true;         // cgroup v1 memory/CPU limits per replica where possible
+  // A job bigger than the node: "run_alone" (a development machine's choice) or "refuse".
+  std::string oversize_jobs = "run_alone";
+  bool resource_limits = true;  // cgroup v1 memory/CPU limits per replica where possible
   std::string cgroup_root = "/sys/fs/cgroup";
   int replica_restarts = 5;
   // Custom containers: "auto" (podman on PATH, else docker on PATH, else none), "none", or the
