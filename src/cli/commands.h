@@ -121,4 +121,19 @@ struct AdminStopArgs {
 // it has released the lock. A data dir no daemon holds is not an error (nothing to stop).
 int RunAdminStop(const Invocation& inv, const AdminStopArgs& args);
 
+struct AdminBackupArgs {
+  std::string directory;                   // the backup's directory (new or empty)
+  std::optional<std::string> data_dir;     // default: as trainyardd's
+  std::optional<std::string> buckets_dir;  // default: <data_dir>/buckets
+};
+// An online backup of the data dir (store/backup.h, docs/backup.md): the daemon may run.
+int RunAdminBackup(const Invocation& inv, const AdminBackupArgs& args);
+
+struct AdminRestoreArgs {
+  std::string backup;                      // a directory `admin backup` wrote
+  std::optional<std::string> data_dir;     // required: the new (empty) data dir
+  std::optional<std::string> buckets_dir;  // default: <data_dir>/buckets
+};
+int RunAdminRestore(const Invocation& inv, const AdminRestoreArgs& args);
+
 }  // namespace trainyard::cli
