@@ -230,7 +230,8 @@ class ScenarioTest : public SchedulerTest, public ::testing::WithParamInterface<
           } else {
             auto got = ServiceLines(w.at(2));
             EXPECT_NE(std::find(got.begin(), got.end(), want), got.end())
-                << "no service line \"" << want << "\" among:\n" << ::testing::PrintToString(got);
+                << "no service line \"" << want << "\" among:\n"
+                << ::testing::PrintToString(got);
           }
         } else {
           FAIL() << "unknown expectation " << what;
