@@ -15,6 +15,8 @@ PACKAGES=(
   python3-xgboost
   # custom containers: podman with runc, and debootstrap for the example image's base
   podman runc debootstrap
+  # the Debian package (scripts/package.sh: CPack with dpkg-shlibdeps)
+  dpkg-dev
   # tests, and the fuzzers (clang with libFuzzer and the sanitizer runtimes)
   python3-pytest curl clang libclang-rt-14-dev
   # the tuning engine (header-only) and the tuning benchmark's baseline

@@ -172,6 +172,7 @@ class CommandTree {
     AddAdmin(admin, "status", "Show whether admission is paused.", AdminAction::kStatus);
     AddAdminStop(admin);
     AddAdminGc(admin);
+    AddAdminBackup(admin);
     AddAuthAdmin(admin);
   }
 
@@ -504,6 +505,35 @@ class CommandTree {
     purge->add_flag("--dry-run", p->dry_run, "Print the jobs that would go; delete nothing.");
     binder_.Add(purge, "--format", &p->format, "json: the daemon's report as it is.");
     leaves_[purge] = Leaf{[p](const Invocation& inv) { return RunAdminPurge(inv, *p); }, false};
+  }
+
+  void AddAdminBackup(CLI::App* admin) {
+    auto* b = Keep<AdminBackupArgs>();
+    CLI::App* c = admin->add_subcommand(
+        "backup",
+        "Back up this machine's data dir into DIRECTORY while trainyardd keeps running: a "
+        "consistent copy of the job store (SQLite's online backup API), then the bucket store "
+        "and the data dir's other files (docs/backup.md).");
+    c->add_option("DIRECTORY", b->directory, "A new (or empty) directory for the backup.")
+        ->required();
+    binder_.Add(c, "--data-dir", &b->data_dir,
+                "The daemon's data dir (default: $TRAINYARD_DATA_DIR, else "
+                "$XDG_DATA_HOME/trainyard, else ~/.local/share/trainyard).");
+    binder_.Add(c, "--buckets-dir", &b->buckets_dir,
+                "The bucket store's directory, if not <data-dir>/buckets (executor: slurm keeps "
+                "it in <slurm.shared_dir>/buckets).");
+    leaves_[c] = Leaf{[b](const Invocation& inv) { return RunAdminBackup(inv, *b); }, false};
+
+    auto* r = Keep<AdminRestoreArgs>();
+    c = admin->add_subcommand("restore",
+                              "Restore a backup made by `trainyard admin backup` into a new data "
+                              "dir, for a daemon to start on (docs/backup.md).");
+    c->add_option("BACKUP", r->backup, "The backup's directory.")->required();
+    binder_.Add(c, "--data-dir", &r->data_dir,
+                "The data dir to restore into: new or empty (required).");
+    binder_.Add(c, "--buckets-dir", &r->buckets_dir,
+                "Where to restore the bucket store, if not <data-dir>/buckets.");
+    leaves_[c] = Leaf{[r](const Invocation& inv) { return RunAdminRestore(inv, *r); }, false};
   }
 
   Binder binder_;

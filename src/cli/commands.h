@@ -186,4 +186,19 @@ std::string LocalAdminTokenFile();
 // The first line of `path` without surrounding blanks; "" when path is "" or unreadable.
 std::string ReadTokenFile(const std::string& path);
 
+struct AdminBackupArgs {
+  std::string directory;                   // the backup's directory (new or empty)
+  std::optional<std::string> data_dir;     // default: as trainyardd's
+  std::optional<std::string> buckets_dir;  // default: <data_dir>/buckets
+};
+// An online backup of the data dir (store/backup.h, docs/backup.md): the daemon may run.
+int RunAdminBackup(const Invocation& inv, const AdminBackupArgs& args);
+
+struct AdminRestoreArgs {
+  std::string backup;                      // a directory `admin backup` wrote
+  std::optional<std::string> data_dir;     // required: the new (empty) data dir
+  std::optional<std::string> buckets_dir;  // default: <data_dir>/buckets
+};
+int RunAdminRestore(const Invocation& inv, const AdminRestoreArgs& args);
+
 }  // namespace trainyard::cli

@@ -16,6 +16,7 @@
 #include "job_builder.h"
 #include "trainyard/core/time.h"
 #include "trainyard/core/util.h"
+#include "trainyard/store/backup.h"
 
 namespace trainyard::cli {
 
@@ -238,6 +239,12 @@ int PrintGcReport(const Invocation& inv, const std::string& text, const AdminGcA
   return rc;
 }
 
+void PrintBackupSummary(const Invocation& inv, const store::BackupSummary& s) {
+  inv.Out() << "schemaVersion: " << s.schema_version << "\njobs: " << s.jobs
+            << "\nlogChunks: " << s.log_chunks << "\ndatabaseBytes: " << s.database_bytes
+            << "\nfiles: " << s.files << "\nfileBytes: " << s.file_bytes << "\n";
+}
+
 }  // namespace
 
 int RunAdminGc(const Invocation& inv, const AdminGcArgs& args) {
@@ -268,6 +275,30 @@ int RunAdminPurge(const Invocation& inv, const AdminGcArgs& args) {
   auto report = c->Purge(rfc3339, args.dry_run);
   if (!report.ok()) return inv.Fail(report.status());
   return PrintGcReport(inv, *report, args, "Purged", "Would purge");
+}
+
+int RunAdminBackup(const Invocation& inv, const AdminBackupArgs& args) {
+  const std::string dir = args.data_dir ? *args.data_dir : DefaultDataDir();
+  if (dir.empty()) return inv.Fail("No data dir: give --data-dir or set TRAINYARD_DATA_DIR.");
+  inv.Err() << "Backing up " << dir << " into " << args.directory << "...\n";
+  auto summary = store::BackupDataDir(dir, args.buckets_dir.value_or(""), args.directory);
+  if (!summary.ok()) return inv.Fail(summary.status());
+  inv.Err() << "Backed up " << summary->jobs << " job(s) and " << summary->files
+            << " file(s) into [" << args.directory << "].\n";
+  PrintBackupSummary(inv, *summary);
+  return kExitOk;
+}
+
+int RunAdminRestore(const Invocation& inv, const AdminRestoreArgs& args) {
+  if (!args.data_dir || args.data_dir->empty()) {
+    return inv.Fail("Give --data-dir: the new (empty) data dir to restore into.");
+  }
+  auto summary = store::RestoreDataDir(args.backup, *args.data_dir, args.buckets_dir.value_or(""));
+  if (!summary.ok()) return inv.Fail(summary.status());
+  inv.Err() << "Restored " << summary->jobs << " job(s) and " << summary->files << " file(s) into ["
+            << *args.data_dir << "]; start trainyardd with --data-dir " << *args.data_dir << ".\n";
+  PrintBackupSummary(inv, *summary);
+  return kExitOk;
 }
 
 }  // namespace trainyard::cli

@@ -3,6 +3,7 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -239,7 +240,9 @@ const std::vector<Field>& Fields() {
          return Status::Ok();
        },
        [](const DaemonConfig& c) { return c.sqlite_synchronous; }},
-      {"launcher_path", "path of trainyard-launcher (default: beside trainyardd)",
+      {"launcher_path",
+       "path of trainyard-launcher (default: beside trainyardd, else <libexecdir>/trainyard/ of "
+       "its install prefix)",
        [](DaemonConfig& c, const std::string& v) {
          c.launcher_path = v;
          return Status::Ok();
@@ -337,6 +340,18 @@ const std::vector<Field>& Fields() {
          return Status::Ok();
        },
        [](const DaemonConfig& c) { return c.gpu_type_match; }},
+      {"oversize_jobs",
+       "a job whose replicas need more CPUs or memory than the whole node offers: run_alone "
+       "(wait until the node is idle, then run it alone, its replicas sharing the node, with a "
+       "warning in its log) or refuse (400 at create)",
+       [](DaemonConfig& c, const std::string& v) {
+         auto policy = scheduler::ParseOversizePolicy(v);
+         if (!policy.ok())
+           return InvalidArgument("config oversize_jobs: " + policy.status().message());
+         c.oversize_jobs = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.oversize_jobs; }},
       {"resource_limits",
        "run each replica in cgroup v1 groups limited to its machine type's memory and vCPUs "
        "(where cgroup v1 is writable)",
@@ -805,6 +820,28 @@ Status ApplyEnvironment(DaemonConfig& config) {
   return Status::Ok();
 }
 
+std::vector<std::string> LauncherCandidates(const std::string& daemon_path) {
+  const std::string dir = daemon_path.substr(0, daemon_path.rfind('/'));
+  std::vector<std::string> out = {dir + "/trainyard-launcher"};
+  // The installed layout (GNUInstallDirs): <prefix>/<bindir>/trainyardd and
+  // <prefix>/<libexecdir>/trainyard/trainyard-launcher, whatever the prefix.
+  const std::string bindir = TRAINYARD_INSTALL_BINDIR;
+  const std::string libexecdir = TRAINYARD_INSTALL_LIBEXECDIR;
+  std::string libexec;
+  if (!libexecdir.empty() && libexecdir[0] == '/') {
+    libexec = libexecdir;
+  } else if (!bindir.empty() && bindir[0] != '/' && dir.size() > bindir.size() + 1 &&
+             dir.compare(dir.size() - bindir.size() - 1, std::string::npos, "/" + bindir) == 0) {
+    libexec = dir.substr(0, dir.size() - bindir.size()) + libexecdir;
+  }
+  if (!libexec.empty()) out.push_back(libexec + "/trainyard/trainyard-launcher");
+  // Last, where `cmake --install` put it for the configured prefix.
+  const std::string full =
+      std::string(TRAINYARD_INSTALL_FULL_LIBEXECDIR) + "/trainyard/trainyard-launcher";
+  if (std::find(out.begin(), out.end(), full) == out.end()) out.push_back(full);
+  return out;
+}
+
 Status FinalizeConfig(DaemonConfig& config) {
   if (config.data_dir.empty()) {
     const char* xdg = std::getenv("XDG_DATA_HOME");
@@ -819,9 +856,19 @@ Status FinalizeConfig(DaemonConfig& config) {
   if (config.launcher_path.empty()) {
     char buf[PATH_MAX];
     ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-    if (n > 0) {
-      std::string self(buf, static_cast<size_t>(n));
-      config.launcher_path = self.substr(0, self.rfind('/')) + "/trainyard-launcher";
+    std::vector<std::string> candidates;
+    if (n > 0) candidates = LauncherCandidates(std::string(buf, static_cast<size_t>(n)));
+    for (const std::string& c : candidates) {
+      if (::access(c.c_str(), X_OK) == 0) {
+        config.launcher_path = c;
+        break;
+      }
+    }
+    if (config.launcher_path.empty()) {
+      std::string looked;
+      for (const std::string& c : candidates) looked += (looked.empty() ? "" : ", ") + c;
+      return InvalidArgument("trainyard-launcher not found (looked at " + looked +
+                             "); set launcher_path");
     }
   }
   if (::access(config.launcher_path.c_str(), X_OK) != 0) {

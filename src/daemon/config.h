@@ -60,7 +60,9 @@ struct DaemonConfig {
   double memory_overcommit = 8;
   std::string gpus = "auto";  // "auto" (nvidia-smi), "none", or accelerator types, one per GPU
   std::string gpu_type_match = "any";  // "any" or "exact"
-  bool resource_limits = true;         // cgroup v1 memory/CPU limits per replica where possible
+  // A job bigger than the node: "run_alone" (a development machine's choice) or "refuse".
+  std::string oversize_jobs = "run_alone";
+  bool resource_limits = true;  // cgroup v1 memory/CPU limits per replica where possible
   std::string cgroup_root = "/sys/fs/cgroup";
   int replica_restarts = 5;
   // Custom containers: "auto" (podman on PATH, else docker on PATH, else none), "none", or the
@@ -110,6 +112,10 @@ Status ApplyConfigFile(const std::string& path, DaemonConfig& config);
 Status ApplyEnvironment(DaemonConfig& config);
 // Sets one key from text (flags and env use this).
 Status SetConfigValue(DaemonConfig& config, const std::string& key, const std::string& value);
+// Where trainyardd (at `daemon_path`) looks for trainyard-launcher when launcher_path is not
+// set, in order: beside itself (the build tree), then the installed layout's
+// <prefix>/<libexecdir>/trainyard/ (GNUInstallDirs, relative to the daemon's own <bindir>).
+std::vector<std::string> LauncherCandidates(const std::string& daemon_path);
 // Fills defaults that depend on the environment and checks the whole config.
 Status FinalizeConfig(DaemonConfig& config);
 // YAML text of the effective configuration.

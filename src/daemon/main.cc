@@ -232,6 +232,7 @@ int Run(int argc, char** argv) {
   opts.pip_find_links = config.pip_find_links;
   opts.node = NodeFromConfig(config);
   opts.exact_gpu_type = config.gpu_type_match == "exact";
+  opts.oversize_jobs = scheduler::ParseOversizePolicy(config.oversize_jobs).value();
   opts.replica_restarts = config.replica_restarts;
   if (auto dir = daemon::InstallPythonSupport(shared + "/python"); dir.ok()) {
     opts.python_support_dir = *dir;

@@ -73,8 +73,9 @@ int ResourcePool::free_gpus() const {
   return static_cast<int>(std::count(gpu_used_.begin(), gpu_used_.end(), false));
 }
 
-std::string ResourcePool::NeverFits(const JobDemand& d) const {
-  std::string why;
+ResourcePool::Misfit ResourcePool::Exceeds(const JobDemand& d) const {
+  Misfit m;
+  std::string& why = m.gpus;
   auto add = [&why](const std::string& s) { why += (why.empty() ? "" : "; ") + s; };
   if (d.gpus > 0) {
     const int total = static_cast<int>(capacity_.gpus.size());
@@ -97,19 +98,29 @@ std::string ResourcePool::NeverFits(const JobDemand& d) const {
     }
   }
   if (d.cpu_millis > capacity_.cpu_millis) {
-    add("the job's replicas need " + Cpus(d.cpu_millis) +
-        " vCPUs in all but this Trainyard offers " + Cpus(capacity_.cpu_millis) + " (" +
-        std::to_string(capacity_.cpus) + " CPUs x cpu_overcommit " +
-        Factor(capacity_.cpu_overcommit) + ")");
+    m.cpu = "the job's replicas need " + Cpus(d.cpu_millis) +
+            " vCPUs in all but this Trainyard offers " + Cpus(capacity_.cpu_millis) + " (" +
+            std::to_string(capacity_.cpus) + " CPUs x cpu_overcommit " +
+            Factor(capacity_.cpu_overcommit) + ")";
   }
   if (d.memory_bytes > capacity_.memory_bytes) {
-    add("the job's replicas need " + GiB(d.memory_bytes) +
-        " of memory in all but this Trainyard offers " + GiB(capacity_.memory_bytes) + " (" +
-        GiB(capacity_.physical_memory_bytes) + " x memory_overcommit " +
-        Factor(capacity_.memory_overcommit) + ")");
+    m.memory = "the job's replicas need " + GiB(d.memory_bytes) +
+               " of memory in all but this Trainyard offers " + GiB(capacity_.memory_bytes) + " (" +
+               GiB(capacity_.physical_memory_bytes) + " x memory_overcommit " +
+               Factor(capacity_.memory_overcommit) + ")";
+  }
+  return m;
+}
+
+std::string ResourcePool::Misfit::All() const {
+  std::string why;
+  for (const std::string* part : {&gpus, &cpu, &memory}) {
+    if (!part->empty()) why += (why.empty() ? "" : "; ") + *part;
   }
   return why;
 }
+
+std::string ResourcePool::NeverFits(const JobDemand& d) const { return Exceeds(d).All(); }
 
 ResourcePool::Shortage ResourcePool::Short(const JobDemand& d) const {
   Shortage s;

@@ -29,9 +29,10 @@ SchedulerCore::SchedulerCore(SchedulerOptions options, store::JobStore& store,
       executor_(executor),
       buckets_(buckets),
       clock_(options_.clock != nullptr ? options_.clock : &real_clock_),
-      own_admission_(options_.admission != nullptr
-                         ? nullptr
-                         : NewLocalAdmission(options_.node, options_.exact_gpu_type)),
+      own_admission_(
+          options_.admission != nullptr
+              ? nullptr
+              : NewLocalAdmission(options_.node, options_.exact_gpu_type, options_.oversize_jobs)),
       admission_(options_.admission != nullptr ? options_.admission : own_admission_.get()),
       paused_(options_.admission_paused) {}
 
@@ -386,6 +387,9 @@ bool SchedulerCore::AdmitQueueLocked() {
     auto gpus = admission_->Reserve(Owner(aj.job), demands);
     if (gpus.ok()) {
       for (size_t i = 0; i < aj.replicas.size(); ++i) aj.replicas[i].gpus = (*gpus)[i];
+      if (std::string big = admission_->Oversize(JobDemand::Sum(demands)); !big.empty()) {
+        ServiceLogLocked(aj.job, model::Severity::kWarning, std::move(big));
+      }
     }
     ServiceLogLocked(aj.job, model::Severity::kInfo, "Waiting for job to be provisioned.");
     Status st = gpus.ok() ? LaunchLocked(aj, "") : gpus.status();

@@ -334,6 +334,10 @@ int SchedulerCore::StartTrialsLocked(ActiveJob& aj, int max_new, bool allow_sync
     UpdateTuningOutputLocked(aj, /*persist=*/true);
     ServiceLogLocked(aj.job, model::Severity::kInfo,
                      "Starting trial " + trial_id + " with " + summary + ".");
+    if (std::string big = admission_->Oversize(JobDemand::Sum(demands));
+        gpus.ok() && !big.empty()) {
+      ServiceLogLocked(aj.job, model::Severity::kWarning, "Trial " + trial_id + ": " + big);
+    }
     Status st = gpus.ok() ? LaunchLocked(aj, trial_id) : gpus.status();
     if (!st.ok()) {
       MarkLaunchFailedLocked(aj, trial_id, st);

@@ -486,6 +486,55 @@ def test_gpu_requests_on_a_daemon_without_gpus_are_refused(cpu):
     assert "acceleratorConfig" in json.dumps(out), out
 
 
+N96 = "n1-standard-96"  # 96 vCPUs, 360 GiB
+
+
+def test_a_job_bigger_than_the_node_runs_alone_with_a_warning(cpu, shared):
+    """oversize_jobs: run_alone (the default): 3 x n1-standard-96 (288 vCPUs) on a node of 256
+    (8 CPUs x 32) is accepted, waits while another job runs, then runs alone with its whole
+    cluster and a WARNING line in its log."""
+    holder = os.path.join(shared, "holder")
+    os.mkdir(holder)
+    submit(cpu, custom("small_1", cpu.uri, ["sleep", holder], masterType=N1))
+    cpu.wait_state("small_1", "RUNNING", timeout=90)
+    big = custom("big_1", cpu.uri, ["gpu", shared, "0", "3"], masterType=N96, workerType=N96,
+                 workerCount="2")
+    submit(cpu, big)
+    # Admission passes run every few ms: a second is many passes, and the big job waits.
+    time.sleep(1.0)
+    job = cpu.job("big_1")
+    assert job["state"] == "QUEUED" and job["jobPosition"] == "1", job
+    assert cpu.request("POST", JOBS + "/small_1:cancel", {})[0] == 200
+    assert finish(cpu, "small_1", timeout=60)["state"] == "CANCELLED"
+    job = finish(cpu, "big_1", timeout=180)
+    assert job["state"] == "SUCCEEDED", job
+    seen = replica_files(shared, "big_1")
+    assert sorted(seen) == ["master-0", "worker-0", "worker-1"], sorted(seen)
+    cluster = json.loads(seen["worker-1"]["env"]["TF_CONFIG"])["cluster"]
+    assert len(cluster["master"]) == 1 and len(cluster["worker"]) == 2, cluster
+    warnings = [e for e in cpu.logs("big_1")
+                if e["severity"] == "WARNING"
+                and "bigger than this Trainyard" in e["jsonPayload"]["message"]]
+    assert len(warnings) == 1, cpu.logs("big_1")
+    assert "288 vCPUs in all but this Trainyard offers 256" in warnings[0]["jsonPayload"]["message"], warnings
+    assert "oversize_jobs: run_alone" in warnings[0]["jsonPayload"]["message"], warnings
+
+
+def test_oversize_jobs_refuse_refuses_a_job_bigger_than_the_node(tmp_path):
+    d = config_daemon(tmp_path, {"gpus": "none", "node_cpus": 8, "node_memory": "64GiB",
+                                 "oversize_jobs": "refuse"})
+    try:
+        uri = stage(d, tmp_path / "pkg")
+        body = custom("big_2", uri, ["gpu", str(tmp_path), "0", "3"], masterType=N96,
+                      workerType=N96, workerCount="2")
+        status, out = d.request("POST", JOBS, body)
+        assert status == 400 and out["error"]["status"] == "INVALID_ARGUMENT", out
+        assert "288 vCPUs in all but this Trainyard offers 256" in json.dumps(out), out
+        assert d.request("GET", JOBS + "/big_2")[0] == 404  # nothing was stored
+    finally:
+        d.stop()
+
+
 def metric_values(daemon):
     """The daemon's /metrics samples without labels, plus node_* ones keyed with theirs."""
     status, text = daemon.request("GET", "/metrics")

@@ -107,6 +107,25 @@ TEST_F(ConfigTest, ReadsRuntimes) {
 
 // `trainyardd --print-config` output is a config file: print -> load -> print gives the same
 // text, and the loaded config is the printed one (the defaults' "*" once broke the load).
+// The daemon finds the launcher in the build tree (beside it) and in an installed layout
+// (<prefix>/<libexecdir>/trainyard/), wherever the tree was installed or copied.
+TEST(LauncherCandidatesTest, BesideTheDaemonThenTheInstalledLibexecDir) {
+  const std::string bindir = TRAINYARD_INSTALL_BINDIR;
+  const std::string libexec = TRAINYARD_INSTALL_LIBEXECDIR;
+  ASSERT_NE(bindir[0], '/');
+  ASSERT_NE(libexec[0], '/');
+  auto c = LauncherCandidates("/opt/moved/" + bindir + "/trainyardd");
+  ASSERT_GE(c.size(), 2u);
+  EXPECT_EQ(c[0], "/opt/moved/" + bindir + "/trainyard-launcher");
+  EXPECT_EQ(c[1], "/opt/moved/" + libexec + "/trainyard/trainyard-launcher");
+  EXPECT_EQ(c.back(),
+            std::string(TRAINYARD_INSTALL_FULL_LIBEXECDIR) + "/trainyard/trainyard-launcher");
+  // A daemon outside any <bindir> (a build tree): beside it, then the configured prefix.
+  c = LauncherCandidates("/work/build/out/trainyardd");
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0], "/work/build/out/trainyard-launcher");
+}
+
 TEST_F(ConfigTest, PrintedConfigLoadsBackUnchanged) {
   DaemonConfig defaults;
   defaults.data_dir = "/var/lib/trainyard";

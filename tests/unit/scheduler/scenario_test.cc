@@ -6,11 +6,15 @@
 //
 // The language, one command per line ('#' starts a comment line):
 //   node cpus=N memory=SIZE gpus=TYPE,TYPE...   the node (before start; SIZE like 24GiB)
-//   option replica_restarts=N | max_running_jobs=N | admission_paused=true|false
+//   option replica_restarts=N | max_running_jobs=N | admission_paused=true|false |
+//          oversize_jobs=run_alone|refuse
 //   start                                      starts the scheduler (recovery, then step mode)
 //   submit ID [priority=N] [workers=N] [ps=N] [evaluators=N] [gpus=N] [max_wait=Ds]
-//          [max_run=Ds]                        a CUSTOM n1-standard-4 job, accelerators on the
-//                                              master (T4); submitting never admits by itself
+//          [max_run=Ds] [refused=WORD]         a CUSTOM n1-standard-4 job, accelerators on the
+//                                              master (T4), checked as at create (CheckRunnable)
+//                                              and submitted; submitting never admits by itself;
+//                                              refused=WORD: create must refuse it (400) with
+//                                              WORD in the message
 //   cancel ID | pause | resume
 //   step                                       the scheduler does what it can without time
 //   advance Ds                                 time passes (e.g. 0.05s), then step
@@ -104,6 +108,8 @@ class ScenarioTest : public SchedulerTest, public ::testing::WithParamInterface<
           options_.max_running_jobs = std::stoi(a["max_running_jobs"]);
         if (a.count("admission_paused"))
           options_.admission_paused = a["admission_paused"] == "true";
+        if (a.count("oversize_jobs"))
+          options_.oversize_jobs = *ParseOversizePolicy(a["oversize_jobs"]);
       } else if (cmd == "start") {
         StartScheduler();
       } else if (cmd == "submit") {
@@ -124,6 +130,16 @@ class ScenarioTest : public SchedulerTest, public ::testing::WithParamInterface<
           job.spec.master.accelerator = {"NVIDIA_TESLA_T4", std::stoi(a["gpus"])};
         if (a.count("max_wait")) job.spec.scheduling.max_wait_time = *ParseDuration(a["max_wait"]);
         if (a.count("max_run")) job.spec.scheduling.max_running_time = *ParseDuration(a["max_run"]);
+        // What the API checks at create beyond the model (CheckRunnable), then the submit.
+        Status runnable = sched_->CheckRunnable(job);
+        if (a.count("refused")) {
+          ASSERT_FALSE(runnable.ok()) << w[1] << " was accepted";
+          EXPECT_EQ(runnable.code(), StatusCode::kInvalidArgument);
+          EXPECT_NE(runnable.ToString().find(a["refused"]), std::string::npos)
+              << runnable.ToString();
+          continue;
+        }
+        ASSERT_TRUE(runnable.ok()) << runnable.ToString();
         auto st = sched_->Submit(job);
         ASSERT_TRUE(st.ok()) << st.status().ToString();
       } else if (cmd == "cancel") {
@@ -214,7 +230,8 @@ class ScenarioTest : public SchedulerTest, public ::testing::WithParamInterface<
           } else {
             auto got = ServiceLines(w.at(2));
             EXPECT_NE(std::find(got.begin(), got.end(), want), got.end())
-                << "no service line \"" << want << "\"";
+                << "no service line \"" << want << "\" among:\n"
+                << ::testing::PrintToString(got);
           }
         } else {
           FAIL() << "unknown expectation " << what;

@@ -546,6 +546,7 @@ TEST_F(SchedulerTest, AJobShortOfCpuBlocksTheJobsBehindIt) {
 
 TEST_F(SchedulerTest, AJobThatCanNeverFitIsRefusedNamingTheField) {
   options_.node.gpus = {Gpu{0, "NVIDIA_TESLA_T4", ""}};
+  options_.oversize_jobs = OversizePolicy::kRefuse;  // else too many CPUs run alone
   StartScheduler();
   Status st = sched_->CheckRunnable(GpuJob("two", 2));
   ASSERT_FALSE(st.ok());
@@ -560,6 +561,17 @@ TEST_F(SchedulerTest, AJobThatCanNeverFitIsRefusedNamingTheField) {
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.violations()[0].field, "trainingInput.workerCount");
   EXPECT_NE(st.message().find("cpu_overcommit"), std::string::npos) << st.message();
+}
+
+// oversize_jobs: run_alone (the default): too many CPUs is accepted (it runs alone), too many
+// GPUs is still refused.
+TEST_F(SchedulerTest, AnOversizeJobIsAcceptedUnderRunAlone) {
+  options_.node.gpus = {Gpu{0, "NVIDIA_TESLA_T4", ""}};
+  StartScheduler();
+  EXPECT_TRUE(sched_->CheckRunnable(CustomJob("huge", 40, 0, 0)).ok());
+  Status st = sched_->CheckRunnable(GpuJob("two", 2));
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.violations()[0].field, "trainingInput.masterConfig.acceleratorConfig.count");
 }
 
 TEST_F(SchedulerTest, ConsumedMLUnitsAccrueWhileRunning) {

@@ -19,6 +19,7 @@
 #include "migrations.h"
 #include "store_test_util.h"
 #include "trainyard/core/time.h"
+#include "trainyard/model/job_json.h"
 #include "trainyard/store/store_sqlite.h"
 
 namespace trainyard::store {
@@ -57,7 +58,8 @@ class RawDb {
     std::string out;
     EXPECT_EQ(sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK) << sql;
     if (stmt != nullptr && sqlite3_step(stmt) == SQLITE_ROW) {
-      out = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+      const unsigned char* text = sqlite3_column_text(stmt, 0);
+      out = text != nullptr ? reinterpret_cast<const char*>(text) : "";  // NULL: ""
     }
     sqlite3_finalize(stmt);
     return out;
@@ -282,6 +284,143 @@ TEST(SqliteJobStoreTest, LongChunksFromBeforeMigrationTwoStayReadableInTimeOrder
   ASSERT_EQ(got->size(), 2u);
   EXPECT_EQ((*got)[0].message, "old6");
   EXPECT_EQ((*got)[1].message, "old5");
+}
+
+// What a store holds, as text: every job (API JSON, internal fields, state history) and every
+// log line in insert-id and in timestamp order.
+std::string Snapshot(JobStore& store) {
+  std::string out;
+  ListJobsRequest req{.project = "p", .page_size = 100};
+  for (;;) {
+    auto page = store.ListJobs(req);
+    EXPECT_TRUE(page.ok()) << page.status().ToString();
+    if (!page.ok()) return out;
+    for (const Job& j : page->jobs) {
+      auto got = store.GetJob("p", j.job_id);
+      EXPECT_TRUE(got.ok());
+      out += model::JobToJson(*got) + " spec=" + got->training_input_json +
+             " units=" + std::to_string(got->consumed_ml_units) + "\n";
+      auto history = store.GetStateHistory("p", j.job_id);
+      EXPECT_TRUE(history.ok());
+      for (const StateChange& c : *history) {
+        out += "  " + std::to_string(static_cast<int>(c.from)) + "->" +
+               std::to_string(static_cast<int>(c.to)) + " @" + std::to_string(c.time) + " " +
+               c.reason + "\n";
+      }
+    }
+    if (page->next_page_token.empty()) break;
+    req.page_token = page->next_page_token;
+  }
+  for (LogOrder order : {LogOrder::kInsertId, LogOrder::kTimestampAsc}) {
+    auto logs = store.ReadLogs({.project = "p", .order = order, .limit = 100000});
+    EXPECT_TRUE(logs.ok()) << logs.status().ToString();
+    if (!logs.ok()) return out;
+    for (const model::LogEntry& e : *logs) {
+      out += std::to_string(e.insert_id) + " " + e.job_id + " " + e.task_name + " " + e.trial_id +
+             " " + std::to_string(e.timestamp) + " " +
+             std::to_string(static_cast<int>(e.severity)) + " " + e.message + "\n";
+    }
+  }
+  return out;
+}
+
+// Upgrades from every earlier schema (docs/backup.md, "Upgrades"): for each version v below
+// this build's (0: an empty file), a database made by migrations 1..v holding the rows this
+// build writes (the columns schema v has, every table of it), opened by the store. It must
+// migrate to the latest version and read exactly what the reference database reads; insert
+// ids go on from where they were. A migration appended later is checked from every version
+// before it without a change here; one that reshapes data needs its own fixture as well.
+TEST(SqliteJobStoreTest, EveryEarlierSchemaUpgradesAndReadsTheSame) {
+  TempDir dir;
+  const std::string ref = dir.path() + "/ref.db";
+  int64_t last_id = 0;
+  {
+    auto store = MustOpen(ref);
+    ASSERT_NE(store, nullptr);
+    for (int i = 0; i < 5; ++i) {
+      Job job = MakeJob("p", "job" + std::to_string(i));
+      job.create_time += i;
+      job.labels["n"] = std::to_string(i);
+      ASSERT_TRUE(store->CreateJob(job).ok());
+      if (i % 2 == 0) {
+        job.state = JobState::kRunning;
+        job.start_time = job.create_time + 10;
+        ASSERT_TRUE(store
+                        ->UpdateJob(job, StateChange{JobState::kQueued, JobState::kRunning,
+                                                     job.start_time, "admitted"})
+                        .ok());
+      }
+      if (i == 2) {
+        job.state = JobState::kFailed;
+        job.end_time = job.start_time + 99;
+        job.error_message = "The replica master 0 exited with a non-zero status of 1.";
+        job.consumed_ml_units = 0.25;
+        job.consumed_ml_units_set = true;
+        ASSERT_TRUE(store
+                        ->UpdateJob(job, StateChange{JobState::kRunning, JobState::kFailed,
+                                                     job.end_time, job.error_message})
+                        .ok());
+      }
+    }
+    std::vector<model::LogEntry> batch;
+    for (int i = 0; i < 300; ++i) {
+      batch.push_back(LogLine(i % 3 ? "job0" : "job2", i % 4 ? "master-replica-0" : "service",
+                              1000000 + (i * 7919 % 300) * 1000, "line " + std::to_string(i)));
+    }
+    ASSERT_TRUE(store->AppendLogs(batch).ok());
+    last_id = batch.back().insert_id;
+  }
+  const std::string want = Snapshot(*MustOpen(ref));
+  ASSERT_NE(want.find("line 299"), std::string::npos);
+
+  const int latest = sqlite::LatestSchemaVersion();
+  for (int v = 0; v < latest; ++v) {
+    SCOPED_TRACE("from schema version " + std::to_string(v));
+    const std::string path = dir.path() + "/v" + std::to_string(v) + ".db";
+    {
+      RawDb raw(path);
+      for (const sqlite::Migration& m : sqlite::Migrations()) {
+        if (m.version <= v) raw.Exec(m.sql);
+      }
+      raw.Exec("PRAGMA user_version = " + std::to_string(v));
+      raw.Exec("ATTACH DATABASE '" + ref + "' AS src");
+      // Every table of schema v gets the reference's rows, in the columns v has.
+      std::vector<std::string> tables;
+      for (std::string rest = raw.Text(
+               "SELECT group_concat(name, ' ') FROM main.sqlite_master WHERE type = 'table' "
+               "AND name NOT LIKE 'sqlite_%'");
+           !rest.empty();) {
+        const size_t sp = rest.find(' ');
+        tables.push_back(rest.substr(0, sp));
+        rest = sp == std::string::npos ? "" : rest.substr(sp + 1);
+      }
+      for (const std::string& t : tables) {
+        const std::string cols = raw.Text(
+            "SELECT group_concat(m.name, ', ') FROM pragma_table_info('" + t +
+            "', 'main') AS m JOIN pragma_table_info('" + t + "', 'src') AS s ON m.name = s.name");
+        ASSERT_FALSE(cols.empty()) << t;
+        raw.Exec("DELETE FROM main." + t);
+        raw.Exec("INSERT INTO main." + t + " (" + cols + ") SELECT " + cols + " FROM src." + t);
+      }
+      if (!tables.empty()) {
+        raw.Exec("DELETE FROM main.sqlite_sequence");
+        raw.Exec("INSERT INTO main.sqlite_sequence SELECT * FROM src.sqlite_sequence");
+      }
+      raw.Exec("DETACH DATABASE src");
+    }
+    auto store = MustOpen(path);
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(RawDb(path).Text("PRAGMA user_version"), std::to_string(latest));
+    if (v == 0) {
+      EXPECT_EQ(Snapshot(*store), "") << "an empty file becomes an empty store";
+      continue;
+    }
+    EXPECT_EQ(Snapshot(*store), want);
+    std::vector<model::LogEntry> more = {LogLine("job1", "master-replica-0", 5, "after")};
+    ASSERT_TRUE(store->AppendLogs(more).ok());
+    EXPECT_EQ(more[0].insert_id, last_id + 1) << "insert ids are never reused";
+    ASSERT_TRUE(store->CreateJob(MakeJob("p", "new")).ok());
+  }
 }
 
 TEST(SqliteJobStoreTest, TheWalIsCheckpointedInTheBackground) {

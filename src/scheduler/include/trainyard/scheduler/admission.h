@@ -5,7 +5,8 @@
 //    resource: once a gang ahead is short of CPU or memory nothing behind it starts (every gang
 //    needs both), so a big job is not starved by a stream of small ones; a gang short only of
 //    GPUs keeps the GPUs for itself (no gang behind it that needs a GPU starts) but lets
-//    CPU-only gangs behind it run. Each replica is given its own GPU indices.
+//    CPU-only gangs behind it run. Each replica is given its own GPU indices. A gang bigger
+//    than the node follows the OversizePolicy below.
 //  - a cluster backend (Slurm) hands every gang to the cluster at once and lets the cluster's
 //    queue decide: Consider() always admits, Reserve() assigns no devices (the cluster does),
 //    NeverFits() reports what no node of the cluster could ever hold.
@@ -40,6 +41,9 @@ class Admission {
   virtual Verdict Consider(const JobDemand& demand) = 0;
   // Whether a gang fits right now, outside a pass (the next trial of a running tuning job).
   virtual bool Fits(const JobDemand& demand) const = 0;
+  // For a gang bigger than this backend that it runs anyway (OversizePolicy::kRunAlone): what
+  // exceeds and how it runs, for a WARNING in the job's log. "" for a gang of normal size.
+  virtual std::string Oversize(const JobDemand& /*demand*/) const { return ""; }
 
   // Holds the gang's resources under `owner` (a job, or "<job>#<trial>"): one list of device
   // indices per replica, in order. FAILED_PRECONDITION when it does not fit (nothing is held).
@@ -69,7 +73,24 @@ struct ClusterCapacity {
 // Admission for a cluster backend that queues gangs itself (Slurm): see cluster_admission.cc.
 std::unique_ptr<Admission> NewClusterAdmission(const ClusterCapacity& cluster);
 
+// What local admission does with a gang whose CPUs or memory exceed the whole node (overcommit
+// included), such as PREMIUM_1's 31 replicas on a laptop: setting oversize_jobs
+// (docs/scheduling.md, "Jobs bigger than the machine"). GPUs are never part of it: a gang
+// asking for more GPUs than the node has is refused under every policy.
+enum class OversizePolicy {
+  // Accepted; it waits until nothing else runs on the node, then runs alone, holding the whole
+  // node, its replicas sharing the node's CPUs and memory (its reservation scaled down to the
+  // node), with a WARNING in the job's log. Nothing behind it starts while it waits or runs.
+  kRunAlone,
+  // Refused at create with 400 naming what exceeds (the strict choice for a shared server).
+  kRefuse,
+};
+// "run_alone" / "refuse"; INVALID_ARGUMENT naming the accepted values otherwise.
+Result<OversizePolicy> ParseOversizePolicy(const std::string& text);
+const char* OversizePolicyName(OversizePolicy policy);
+
 // Admission against the resources of this node (the local executor's backend).
-std::unique_ptr<Admission> NewLocalAdmission(const NodeCapacity& node, bool exact_gpu_type);
+std::unique_ptr<Admission> NewLocalAdmission(const NodeCapacity& node, bool exact_gpu_type,
+                                             OversizePolicy oversize = OversizePolicy::kRunAlone);
 
 }  // namespace trainyard::scheduler

@@ -34,6 +34,8 @@ struct SchedulerOptions {
   // What this node offers (after overcommit) and how GPU requests match GPUs.
   NodeCapacity node;
   bool exact_gpu_type = false;
+  // A job bigger than the whole node (admission.h, OversizePolicy; setting oversize_jobs).
+  OversizePolicy oversize_jobs = OversizePolicy::kRunAlone;
   // cgroup v1 root for replica limits; "" = run replicas without limits.
   std::string cgroup_root;
   // Restarts of a replica killed by a signal Trainyard did not send, before the job fails.

@@ -59,6 +59,16 @@ class ResourcePool {
 
   // Why the job could never run here, even on an empty node ("" when it could).
   std::string NeverFits(const JobDemand& demand) const;
+  // The same, per kind of resource: each "" when the node could hold that part of the demand.
+  struct Misfit {
+    std::string gpus;
+    std::string cpu;
+    std::string memory;
+    std::string All() const;  // what NeverFits says: the non-empty parts, "; "-joined
+  };
+  Misfit Exceeds(const JobDemand& demand) const;
+  // Nothing is held (no running gang): an oversize gang may run alone now.
+  bool idle() const { return holdings_.empty(); }
   // Whether it fits in what is free now.
   bool Fits(const JobDemand& demand) const;
   // Which kinds of resource are short for `demand` right now.
