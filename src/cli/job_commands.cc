@@ -140,6 +140,22 @@ Status ParseReplica(const std::optional<std::string>& type, const std::optional<
   return Status::Ok();
 }
 
+// gcloud's KMS key resource argument: a full key name, or the key id completed by
+// --kms-keyring, --kms-location and --kms-project (default: the command's project).
+Result<std::optional<std::string>> KmsKeyName(const SubmitTrainingArgs& a,
+                                              const std::string& project) {
+  using Name = std::optional<std::string>;
+  if (!a.kms_key && !a.kms_keyring && !a.kms_location && !a.kms_project) return Name();
+  const std::string kNotFull = "argument --kms-key: Encryption key not fully specified.";
+  if (a.kms_key && a.kms_key->rfind("projects/", 0) == 0) return Name(*a.kms_key);
+  if (!a.kms_key || !a.kms_keyring || !a.kms_location || a.kms_key->empty() ||
+      a.kms_keyring->empty() || a.kms_location->empty()) {
+    return InvalidArgument(kNotFull);
+  }
+  return Name("projects/" + a.kms_project.value_or(project) + "/locations/" + *a.kms_location +
+              "/keyRings/" + *a.kms_keyring + "/cryptoKeys/" + *a.kms_key);
+}
+
 }  // namespace
 
 // --- jobs submit training ----------------------------------------------------------------
@@ -156,6 +172,11 @@ int RunSubmitTraining(const Invocation& inv, const SubmitTrainingArgs& a) {
   f.python_version = a.python_version;
   f.service_account = a.service_account;
   f.enable_web_access = a.enable_web_access;
+  {
+    auto kms = KmsKeyName(a, inv.ResolvedClientOptions().project);
+    if (!kms.ok()) return inv.Fail(kms.status().message());
+    f.kms_key_name = *kms;
+  }
   const char* env_region = std::getenv("TRAINYARD_REGION");
   if (env_region != nullptr && *env_region != '\0') f.default_region = env_region;
   if (inv.has_user_args) f.args = inv.user_args;

@@ -172,6 +172,26 @@ TEST_F(CliCommandsTest, ListFilterErrorsAndWarningsAreGclouds) {
   EXPECT_EQ(format.rc, 1);
 }
 
+TEST_F(CliCommandsTest, SubmitKmsFlagsBecomeEncryptionConfig) {
+  CliResult r = Run({"jobs", "submit", "training", "k1", "--packages", "gs://b/p.tar.gz",
+                     "--module-name", "t.task", "--region", "us-central1", "--kms-key", "key1",
+                     "--kms-keyring", "ring", "--kms-location", "us-central1"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(SubmittedBody("k1")["trainingInput"]["encryptionConfig"]["kmsKeyName"],
+            "projects/p/locations/us-central1/keyRings/ring/cryptoKeys/key1");
+  const std::string full = "projects/kp/locations/global/keyRings/r/cryptoKeys/k";
+  CliResult f = Run({"jobs", "submit", "training", "k2", "--packages", "gs://b/p.tar.gz",
+                     "--module-name", "t.task", "--kms-key", full});
+  ASSERT_EQ(f.rc, 0) << f.err;
+  EXPECT_EQ(SubmittedBody("k2")["trainingInput"]["encryptionConfig"]["kmsKeyName"], full);
+  CliResult partial = Run({"jobs", "submit", "training", "k3", "--packages", "gs://b/p.tar.gz",
+                           "--module-name", "t.task", "--kms-key", "key1", "--kms-keyring", "r"});
+  EXPECT_EQ(partial.rc, 1);
+  EXPECT_NE(partial.err.find("argument --kms-key: Encryption key not fully specified."),
+            std::string::npos)
+      << partial.err;
+}
+
 TEST_F(CliCommandsTest, EmptyListSaysListedZeroItems) {
   CliResult r = Run({"jobs", "list"});
   EXPECT_EQ(r.rc, 0);
