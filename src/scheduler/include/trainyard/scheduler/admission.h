@@ -40,6 +40,9 @@ class Admission {
   virtual Verdict Consider(const JobDemand& demand) = 0;
   // Whether a gang fits right now, outside a pass (the next trial of a running tuning job).
   virtual bool Fits(const JobDemand& demand) const = 0;
+  // Why a gang with this demand cannot start right now, in words for the job's waitReason
+  // ("" when it could start now).
+  virtual std::string WhyWaiting(const JobDemand& demand) const = 0;
 
   // Holds the gang's resources under `owner` (a job, or "<job>#<trial>"): one list of device
   // indices per replica, in order. FAILED_PRECONDITION when it does not fit (nothing is held).
