@@ -9,15 +9,24 @@ namespace trainyard::cli {
 
 using json = nlohmann::json;
 
-Result<OutputFormat> ParseOutputFormat(std::string_view text) {
+Result<OutputFormat> ParseOutputFormat(std::string_view text, std::string_view command_default) {
   OutputFormat f;
   std::string t = Trim(text);
+  if (t.empty() && !command_default.empty()) {
+    TRAINYARD_ASSIGN_OR_RETURN(f.spec, resource::ParseFormat(command_default));
+    return f;
+  }
   if (t.empty()) {
     f.spec.name = "yaml";
     return f;
   }
   f.is_default = false;
-  TRAINYARD_ASSIGN_OR_RETURN(f.spec, resource::ParseFormat(t));
+  if (command_default.empty()) {
+    TRAINYARD_ASSIGN_OR_RETURN(f.spec, resource::ParseFormat(t));
+  } else {
+    TRAINYARD_ASSIGN_OR_RETURN(resource::Format defaults, resource::ParseFormat(command_default));
+    TRAINYARD_ASSIGN_OR_RETURN(f.spec, resource::ParseFormat(t, &defaults));
+  }
   return f;
 }
 

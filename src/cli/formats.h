@@ -20,7 +20,10 @@ struct OutputFormat {
 };
 
 // "" -> the default (YAML for describe). INVALID_ARGUMENT for formats Trainyard does not print.
-Result<OutputFormat> ParseOutputFormat(std::string_view text);
+// `command_default`: the command's default format, whose column attributes an explicit format
+// inherits as in gcloud (resource::ParseFormat).
+Result<OutputFormat> ParseOutputFormat(std::string_view text,
+                                       std::string_view command_default = "");
 
 // gcloud's default format of `jobs list`.
 constexpr std::string_view kJobsListFormat =

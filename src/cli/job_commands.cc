@@ -497,7 +497,7 @@ int RunDescribe(const Invocation& inv, const DescribeArgs& a) {
 // --- jobs list -----------------------------------------------------------------------------
 
 int RunList(const Invocation& inv, const ListArgs& a) {
-  auto format = ParseOutputFormat(a.format.value_or(""));
+  auto format = ParseOutputFormat(a.format.value_or(""), kJobsListFormat);
   if (!format.ok()) return inv.Fail(format.status().message());
   int64_t limit = -1;
   if (a.limit) {
@@ -521,12 +521,7 @@ int RunList(const Invocation& inv, const ListArgs& a) {
   }
   std::vector<std::string> sort_keys;
   if (a.sort_by) sort_keys = SplitCommaList(*a.sort_by);
-  OutputFormat list_format = *format;
-  if (list_format.is_default) {
-    auto def = resource::ParseFormat(kJobsListFormat);
-    if (!def.ok()) return inv.Fail(def.status());
-    list_format.spec = *def;
-  }
+  const OutputFormat& list_format = *format;
   // gcloud evaluates --filter on the client, on every job of the listing (it sends no filter
   // to the server), with its own filter language: so does trainyard.
   std::unique_ptr<resource::Filter> filter;
@@ -566,7 +561,9 @@ int RunList(const Invocation& inv, const ListArgs& a) {
   }
 
   if (!sort_keys.empty()) {
-    Status sorted = resource::SortBy(sort_keys, &jobs);
+    // The Job's proto map fields (compat §1, §4), which gcloud's sort cannot look into.
+    Status sorted =
+        resource::SortBy(sort_keys, &jobs, {"labels", "hyperparameters", "webAccessUris"});
     if (!sorted.ok()) return inv.Fail(sorted.message());
   }
   if (limit >= 0 && static_cast<int64_t>(jobs.size()) > limit)

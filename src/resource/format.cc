@@ -67,16 +67,19 @@ std::string Center(const std::string& s, size_t w) {
 
 class FormatParser {
  public:
-  explicit FormatParser(std::string_view text) : lex_(text) {}
+  FormatParser(std::string_view text, const Format* defaults) : lex_(text), defaults_(defaults) {
+    if (defaults_ != nullptr) {
+      for (const Column& col : defaults_->columns) {
+        if (col.label_generated) used_labels_.insert(col.label);
+      }
+    }
+  }
 
   Format Parse() {
     bool attributes_only = false;
     while (lex_.SkipSpace()) {
       if (lex_.IsCharacter("(")) {
-        if (!attributes_only) {
-          f_.columns.clear();
-          used_labels_.clear();
-        }
+        if (!attributes_only) f_.columns.clear();
         f_.has_projection = true;
         ParseKeys(attributes_only);
         attributes_only = false;
@@ -142,7 +145,24 @@ class FormatParser {
       }
       return;
     }
-    if (!has_label) {
+    const Column* inherited = nullptr;
+    if (defaults_ != nullptr && !col.key.empty()) {
+      for (const Column& d : defaults_->columns) {
+        if (d.key == col.key) {
+          inherited = &d;
+          break;
+        }
+      }
+    }
+    if (inherited != nullptr) {
+      if (!has_label) {
+        col.label = inherited->label;
+        col.label_generated = inherited->label_generated;
+      }
+      if (col.transforms.empty()) col.transforms = inherited->transforms;
+      if (!col.align_given) col.align = inherited->align;
+    } else if (!has_label) {
+      col.label_generated = true;
       if (!col.key.empty()) {
         col.label = Label(col.key);
       } else if (!col.transforms.empty()) {
@@ -192,6 +212,7 @@ class FormatParser {
         } else {
           lex_.Fail("Unknown alignment", here);
         }
+        col->align_given = true;
       } else if (name == "sort") {
         col->sort = std::atoi(value.c_str());
       } else if (name == "reverse") {
@@ -242,6 +263,7 @@ class FormatParser {
   }
 
   Lexer lex_;
+  const Format* defaults_;
   Format f_;
   std::set<std::string> used_labels_;
 };
@@ -479,10 +501,10 @@ std::string RenderTable(const Format& f, const std::vector<Json>& resources) {
 
 }  // namespace
 
-Result<Format> ParseFormat(std::string_view text) {
+Result<Format> ParseFormat(std::string_view text, const Format* defaults) {
   Format f;
   try {
-    f = FormatParser(text).Parse();
+    f = FormatParser(text, defaults).Parse();
   } catch (const SyntaxError& e) {
     return InvalidArgument(e.what());
   }
@@ -549,7 +571,17 @@ std::string Render(const Format& format, const std::vector<Json>& resources) {
   return RenderSeparated(format, resources, format.name == "csv");
 }
 
-Status SortBy(const std::vector<std::string>& keys, std::vector<Json>* resources) {
+Status SortBy(const std::vector<std::string>& keys, std::vector<Json>* resources,
+              const std::vector<std::string>& map_fields) {
+  auto into_map = [&map_fields](const Key& key) {
+    for (size_t i = 0; i + 1 < key.size(); ++i) {
+      if (key[i].kind == KeyPart::Kind::kName &&
+          std::find(map_fields.begin(), map_fields.end(), key[i].name) != map_fields.end()) {
+        return true;
+      }
+    }
+    return false;
+  };
   struct SortKey {
     Key key;
     bool reverse;
@@ -582,7 +614,7 @@ Status SortBy(const std::vector<std::string>& keys, std::vector<Json>* resources
     std::vector<std::pair<std::vector<std::string>, Json>> decorated;
     for (Json& r : *resources) {
       std::vector<std::string> texts;
-      for (const Key& k : g->first) texts.push_back(PyStr(GetKey(r, k)));
+      for (const Key& k : g->first) texts.push_back(into_map(k) ? "None" : PyStr(GetKey(r, k)));
       decorated.emplace_back(std::move(texts), std::move(r));
     }
     const bool rev = g->second;

@@ -31,6 +31,8 @@ struct Column {
   enum class Align { kLeft, kCenter, kRight } align = Align::kLeft;
   int sort = 0;  // 0 = not a sort key; else its precedence (1 first)
   bool reverse = false;
+  bool label_generated = false;  // the label is the ANGRY_SNAKE_CASE of the key
+  bool align_given = false;
 };
 
 struct Format {
@@ -44,7 +46,12 @@ struct Format {
 
 // INVALID_ARGUMENT with gcloud's message for a bad expression or a format Trainyard does not
 // print (flattened, list, text, multi, config, diff, object, disable).
-Result<Format> ParseFormat(std::string_view text);
+//
+// `defaults` is the command's default format, which gcloud puts before an explicit --format:
+// a column whose key is also a column of the default keeps the default's label, transforms and
+// alignment unless it gives its own (`--format='table(jobId,state)'` on `jobs list` heads the
+// state column STATUS, as the default table does).
+Result<Format> ParseFormat(std::string_view text, const Format* defaults = nullptr);
 
 // One value per column.
 std::vector<Json> Project(const Format& format, const Json& resource);
@@ -57,7 +64,10 @@ std::string Render(const Format& format, const std::vector<Json>& resources);
 
 // --sort-by: keys (`createTime`, `~jobId` for descending, `labels.owner`), applied as gcloud
 // does: values compared as Python's str() of the value (a missing one as "None"), stable.
-// INVALID_ARGUMENT for a bad key.
-Status SortBy(const std::vector<std::string>& keys, std::vector<Json>* resources);
+// INVALID_ARGUMENT for a bad key. gcloud sorts the decoded messages, not their JSON, and cannot
+// look into a proto map field (`labels.owner` is None for every job): `map_fields` names such
+// fields (`labels`), and a key that goes into one sorts as None too.
+Status SortBy(const std::vector<std::string>& keys, std::vector<Json>* resources,
+              const std::vector<std::string>& map_fields = {});
 
 }  // namespace trainyard::resource
