@@ -224,7 +224,11 @@ Result<Job> ParseJobForCreate(std::string_view body, std::string_view project,
     return internal::ViolationStatus(StatusCode::kInvalidArgument, std::move(violations.invalid));
   }
   if (!violations.unimplemented.empty()) {
-    return internal::ViolationStatus(StatusCode::kUnimplemented,
+    // A valid AI Platform job this Trainyard cannot run (no GPUs here, no container engine,
+    // web access): 400 FAILED_PRECONDITION, not 501 UNIMPLEMENTED. gcloud (apitools) takes
+    // every 5xx answer for a network failure and prints "This may be due to network
+    // connectivity issues" instead of the message; a 4xx prints "FAILED_PRECONDITION: ...".
+    return internal::ViolationStatus(StatusCode::kFailedPrecondition,
                                      std::move(violations.unimplemented));
   }
 

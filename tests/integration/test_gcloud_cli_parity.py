@@ -41,6 +41,7 @@ def env(tmp_path_factory):
         status, resp = d.request("POST", "/v1/projects/%s/jobs" % PROJECT, body)
         assert status == 200, resp
     d.cli("jobs", "cancel", "cancelled_5")
+    g.package_uri = uri
     yield g
     d.stop()
 
@@ -172,3 +173,18 @@ def test_describe_shows_why_a_queued_job_waits(env):
     assert listed.split("\t")[1].startswith("Admission is paused"), listed
     # A cancelled job no longer waits.
     assert "waitReason" not in env.trainyard("jobs", "describe", "cancelled_5").stdout
+
+
+def test_what_trainyard_does_not_run_is_a_clean_gcloud_error(env):
+    """An unsupported feature is a 400, not a 5xx: gcloud prints the message, not a network
+    failure."""
+    argv = ["jobs", "submit", "training", "web_1", "--packages", env.package_uri,
+            "--module-name", "trainer.task", "--region", "us-central1", "--enable-web-access"]
+    g = env.gcloud("ai-platform", *argv, check=False)
+    assert g.returncode == 1
+    assert "network connectivity" not in g.stderr, g.stderr
+    assert ("FAILED_PRECONDITION: Field: trainingInput.enableWebAccess Error: Trainyard does not "
+            "offer interactive shells (web access) yet") in g.stderr, g.stderr
+    t = env.trainyard(*argv, check=False)
+    assert t.returncode == 1
+    assert "FAILED_PRECONDITION" in t.stderr and "web access" in t.stderr, t.stderr
