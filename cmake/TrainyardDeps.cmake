@@ -8,6 +8,7 @@ find_package(SQLite3 REQUIRED)              # libsqlite3-dev
 find_package(OpenSSL REQUIRED)              # libssl-dev (sha256, md5)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)  # libcpp-httplib-dev ships only a .pc
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)  # libpcre2-dev (gcloud filters: `~`)
 
 add_library(trainyard_yaml INTERFACE)
 target_link_libraries(trainyard_yaml INTERFACE yaml-cpp)

@@ -7,7 +7,7 @@ PACKAGES=(
   # build
   cmake ninja-build g++ ccache pkg-config clang-format
   libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev
-  libsqlite3-dev libssl-dev libgtest-dev libgmock-dev
+  libsqlite3-dev libssl-dev libgtest-dev libgmock-dev libpcre2-dev
   # runtime: the default Python runtime and its ML stack, pip/venv for trainer packages
   python3 python3-pip python3-venv python3-setuptools python3-numpy python3-sklearn
   python3-joblib python3-torch

@@ -303,6 +303,12 @@ class CommandTree {
     add("--python-version", &a->python_version, "Python version, e.g. 3.7.");
     add("--labels", &a->labels, "Labels: KEY=VALUE,...");
     add("--service-account", &a->service_account, "Service account the job runs as.");
+    add("--kms-key", &a->kms_key,
+        "Cloud KMS key (projects/P/locations/L/keyRings/R/cryptoKeys/K, or the key id with "
+        "--kms-keyring and --kms-location) stored as trainingInput.encryptionConfig.kmsKeyName.");
+    add("--kms-keyring", &a->kms_keyring, "The KMS keyring of --kms-key.");
+    add("--kms-location", &a->kms_location, "The Google Cloud location of --kms-key.");
+    add("--kms-project", &a->kms_project, "The project of --kms-key (default: --project).");
     add("--polling-interval", &a->polling_interval,
         "Seconds between log polls with --stream-logs (default 1).");
     add("--format", &a->format, "Output format: yaml (default), json or value(FIELD,...).");

@@ -40,6 +40,7 @@ struct SubmitTrainingArgs {
   std::optional<std::string> python_version;
   std::optional<std::string> labels;
   std::optional<std::string> service_account;
+  std::optional<std::string> kms_key, kms_keyring, kms_location, kms_project;
   bool enable_web_access = false;
   bool stream_logs = false;
   bool async = false;

@@ -1,6 +1,6 @@
-// --format handling shared by the commands: json, yaml, and gcloud's value(FIELD,...) projection
-// (tab-separated; dicts as k=v;k=v, lists ;-joined, booleans True/False; the transforms
-// .basename() and .date() are understood, :label=... attributes ignored).
+// --format handling shared by the commands, on gcloud's projection language
+// (trainyard/resource/format.h): json, yaml, table(...), value(...), get(...), csv(...) and none,
+// with transforms (.date(), .basename(), ...) and key attributes (:label=, :align=, :sort=).
 #pragma once
 
 #include <string>
@@ -8,29 +8,35 @@
 #include <vector>
 
 #include "trainyard/core/status.h"
+#include "trainyard/resource/format.h"
 
 namespace trainyard::cli {
 
-enum class FormatKind { kDefault, kJson, kYaml, kValue, kTable };
-
 struct OutputFormat {
-  FormatKind kind = FormatKind::kDefault;
-  std::vector<std::string> fields;  // value(...) fields
+  bool is_default = true;  // no --format: the command's own default
+  resource::Format spec;   // name "yaml" for the default
+
+  bool Is(const char* name) const { return spec.name == name; }
 };
 
-// "" -> kDefault. INVALID_ARGUMENT for formats Trainyard does not print.
-Result<OutputFormat> ParseOutputFormat(std::string_view text);
+// "" -> the default (YAML for describe). INVALID_ARGUMENT for formats Trainyard does not print.
+// `command_default`: the command's default format, whose column attributes an explicit format
+// inherits as in gcloud (resource::ParseFormat).
+Result<OutputFormat> ParseOutputFormat(std::string_view text,
+                                       std::string_view command_default = "");
 
-// One value(...) line (with its newline) for a JSON resource.
-std::string ValueLine(std::string_view resource_json, const std::vector<std::string>& fields);
+// gcloud's default format of `jobs list`.
+constexpr std::string_view kJobsListFormat =
+    "table(jobId.basename(), state:label=STATUS, createTime.date(tz=LOCAL):label=CREATED)";
 
-// The value of a dotted field path in a JSON resource rendered as gcloud's value printer would
-// ("" when missing).
-std::string FieldText(std::string_view resource_json, std::string_view field);
-
-// Renders one resource for describe/submit: kDefault/kYaml as YAML, kJson as JSON, kValue as a
-// value line. yaml_sorted=false keeps the resource's key order.
+// Renders one resource for describe/submit: yaml (default), json, or one record of the
+// projection printers. yaml_sorted=false keeps the resource's key order.
 Result<std::string> RenderResource(std::string_view resource_json, const OutputFormat& format,
                                    bool yaml_sorted = true);
+
+// Renders a list of resources (jobs list): json as one array, yaml as one document per
+// resource, the other printers as one table or one record per resource.
+Result<std::string> RenderList(const std::vector<std::string>& resources_json,
+                               const OutputFormat& format);
 
 }  // namespace trainyard::cli

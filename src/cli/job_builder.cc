@@ -95,6 +95,7 @@ Result<std::string> BuildTrainingJobJson(std::string_view config_job_json,
   if (flags.python_version) ti["pythonVersion"] = *flags.python_version;
   if (flags.service_account) ti["serviceAccount"] = *flags.service_account;
   if (flags.enable_web_access) ti["enableWebAccess"] = true;
+  if (flags.kms_key_name) ti["encryptionConfig"] = {{"kmsKeyName", *flags.kms_key_name}};
   if (flags.use_chief_in_tf_config) ti["useChiefInTfConfig"] = *flags.use_chief_in_tf_config;
   MergeReplica(&ti, flags.master, "masterType", "", "masterConfig");
   MergeReplica(&ti, flags.worker, "workerType", "workerCount", "workerConfig");

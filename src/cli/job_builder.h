@@ -32,6 +32,7 @@ struct TrainingFlags {
   std::optional<std::string> runtime_version;
   std::optional<std::string> python_version;
   std::optional<std::string> service_account;
+  std::optional<std::string> kms_key_name;  // trainingInput.encryptionConfig.kmsKeyName
   // Set when --packages/--package-path were given: the final package URIs (gs:// packages
   // first, then uploaded ones, as gcloud orders them).
   std::optional<std::vector<std::string>> package_uris;

@@ -18,6 +18,7 @@
 #include "time_format.h"
 #include "trainyard/core/util.h"
 #include "trainyard/model/job_json.h"
+#include "trainyard/resource/filter.h"
 
 namespace trainyard::cli {
 
@@ -85,9 +86,7 @@ std::string FollowUpMessage(const Invocation& inv, const std::string& job) {
 
 // submit's default display: yaml(jobId, state, startTime.date(tz=LOCAL), endTime.date(...)).
 Result<std::string> RenderSubmitted(const std::string& job_json, const OutputFormat& format) {
-  if (format.kind != FormatKind::kDefault && format.kind != FormatKind::kYaml) {
-    return RenderResource(job_json, format);
-  }
+  if (!format.is_default) return RenderResource(job_json, format);
   json j = ParseJson(job_json);
   nlohmann::ordered_json view = nlohmann::ordered_json::object();
   view["jobId"] = StringField(j, "jobId");
@@ -141,6 +140,22 @@ Status ParseReplica(const std::optional<std::string>& type, const std::optional<
   return Status::Ok();
 }
 
+// gcloud's KMS key resource argument: a full key name, or the key id completed by
+// --kms-keyring, --kms-location and --kms-project (default: the command's project).
+Result<std::optional<std::string>> KmsKeyName(const SubmitTrainingArgs& a,
+                                              const std::string& project) {
+  using Name = std::optional<std::string>;
+  if (!a.kms_key && !a.kms_keyring && !a.kms_location && !a.kms_project) return Name();
+  const std::string kNotFull = "argument --kms-key: Encryption key not fully specified.";
+  if (a.kms_key && a.kms_key->rfind("projects/", 0) == 0) return Name(*a.kms_key);
+  if (!a.kms_key || !a.kms_keyring || !a.kms_location || a.kms_key->empty() ||
+      a.kms_keyring->empty() || a.kms_location->empty()) {
+    return InvalidArgument(kNotFull);
+  }
+  return Name("projects/" + a.kms_project.value_or(project) + "/locations/" + *a.kms_location +
+              "/keyRings/" + *a.kms_keyring + "/cryptoKeys/" + *a.kms_key);
+}
+
 }  // namespace
 
 // --- jobs submit training ----------------------------------------------------------------
@@ -157,6 +172,11 @@ int RunSubmitTraining(const Invocation& inv, const SubmitTrainingArgs& a) {
   f.python_version = a.python_version;
   f.service_account = a.service_account;
   f.enable_web_access = a.enable_web_access;
+  {
+    auto kms = KmsKeyName(a, inv.ResolvedClientOptions().project);
+    if (!kms.ok()) return inv.Fail(kms.status().message());
+    f.kms_key_name = *kms;
+  }
   const char* env_region = std::getenv("TRAINYARD_REGION");
   if (env_region != nullptr && *env_region != '\0') f.default_region = env_region;
   if (inv.has_user_args) f.args = inv.user_args;
@@ -487,7 +507,7 @@ int RunDescribe(const Invocation& inv, const DescribeArgs& a) {
 // --- jobs list -----------------------------------------------------------------------------
 
 int RunList(const Invocation& inv, const ListArgs& a) {
-  auto format = ParseOutputFormat(a.format.value_or(""));
+  auto format = ParseOutputFormat(a.format.value_or(""), kJobsListFormat);
   if (!format.ok()) return inv.Fail(format.status().message());
   int64_t limit = -1;
   if (a.limit) {
@@ -511,63 +531,60 @@ int RunList(const Invocation& inv, const ListArgs& a) {
   }
   std::vector<std::string> sort_keys;
   if (a.sort_by) sort_keys = SplitCommaList(*a.sort_by);
+  const OutputFormat& list_format = *format;
+  // gcloud evaluates --filter on the client, on every job of the listing (it sends no filter
+  // to the server), with its own filter language: so does trainyard.
+  std::unique_ptr<resource::Filter> filter;
+  if (a.filter && !Trim(*a.filter).empty()) {
+    auto compiled = resource::Filter::Compile(*a.filter);
+    if (!compiled.ok()) return inv.Fail("argument --filter: " + compiled.status().message());
+    filter = std::move(*compiled);
+  }
 
   auto c = inv.MakeClient();
-  std::vector<std::string> jobs;
+  std::vector<json> jobs;
   std::string token;
   do {
-    auto page = c->ListJobs(a.filter.value_or(""), page_size, token);
+    auto page = c->ListJobs("", page_size, token);
     if (!page.ok()) return inv.Fail(page.status());
-    jobs.insert(jobs.end(), page->jobs.begin(), page->jobs.end());
+    for (const std::string& text : page->jobs) {
+      json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+      if (j.is_discarded()) return inv.Fail("the daemon answered with invalid JSON");
+      if (filter) {
+        auto keep = filter->Matches(j);
+        if (!keep.ok()) return inv.Fail("argument --filter: " + keep.status().message());
+        if (!*keep) continue;
+      }
+      jobs.push_back(std::move(j));
+    }
     token = page->next_page_token;
   } while (!token.empty() &&
            (limit < 0 || !sort_keys.empty() || static_cast<int64_t>(jobs.size()) < limit));
+  if (filter) {
+    for (const std::string& w : filter->Warnings()) inv.Warn(w);
+    std::vector<std::string> missing = filter->MissingKeys();
+    if (!missing.empty()) {
+      std::string names;
+      for (const auto& m : missing) names += (names.empty() ? "" : ", ") + m;
+      inv.Warn("The following filter keys were not present in any resource : " + names);
+    }
+  }
 
   if (!sort_keys.empty()) {
-    for (auto it = sort_keys.rbegin(); it != sort_keys.rend(); ++it) {
-      std::string key = *it;
-      bool reverse = !key.empty() && key[0] == '~';
-      if (reverse) key = key.substr(1);
-      std::stable_sort(jobs.begin(), jobs.end(), [&](const std::string& x, const std::string& y) {
-        std::string vx = FieldText(x, key), vy = FieldText(y, key);
-        return reverse ? vy < vx : vx < vy;
-      });
-    }
+    // The Job's proto map fields (compat §1, §4), which gcloud's sort cannot look into.
+    Status sorted =
+        resource::SortBy(sort_keys, &jobs, {"labels", "hyperparameters", "webAccessUris"});
+    if (!sorted.ok()) return inv.Fail(sorted.message());
   }
   if (limit >= 0 && static_cast<int64_t>(jobs.size()) > limit)
     jobs.resize(static_cast<size_t>(limit));
 
-  switch (format->kind) {
-    case FormatKind::kJson: {
-      std::string arr = "[";
-      for (size_t i = 0; i < jobs.size(); ++i) arr += (i ? "," : "") + jobs[i];
-      arr += "]";
-      auto out = JsonToPrettyJson(arr);
-      if (!out.ok()) return inv.Fail(out.status());
-      inv.Out() << *out;
-      break;
-    }
-    case FormatKind::kYaml:
-      for (const auto& j : jobs) {
-        auto out = JsonToYaml(j);
-        if (!out.ok()) return inv.Fail(out.status());
-        inv.Out() << "---\n" << *out;
-      }
-      break;
-    case FormatKind::kValue:
-      for (const auto& j : jobs) inv.Out() << ValueLine(j, format->fields);
-      break;
-    case FormatKind::kDefault:
-    case FormatKind::kTable: {
-      std::vector<std::vector<std::string>> rows;
-      for (const auto& j : jobs) {
-        rows.push_back({FieldText(j, "jobId.basename()"), FieldText(j, "state"),
-                        FieldText(j, "createTime.date()")});
-      }
-      inv.Out() << FormatTable({"JOB_ID", "STATUS", "CREATED"}, rows);
-      break;
-    }
-  }
+  std::vector<std::string> texts;
+  texts.reserve(jobs.size());
+  for (const json& j : jobs) texts.push_back(j.dump());
+  auto out = RenderList(texts, list_format);
+  if (!out.ok()) return inv.Fail(out.status());
+  inv.Out() << *out;
   if (jobs.empty()) inv.Err() << "Listed 0 items.\n";
   return kExitOk;
 }

@@ -4,14 +4,17 @@
 
 #include <charconv>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <tuple>
 
 #include "commands.h"
 #include "job_builder.h"
 #include "packaging.h"
+#include "python_support.h"
 #include "trainyard/cluster_env/cluster_env.h"
 
 namespace trainyard::cli {
@@ -164,6 +167,18 @@ std::string ProbePrimaryTaskName(const std::string& python, const std::string& c
   return PrimaryTaskName(imported, imported ? std::string_view(probe->output) : "", warning);
 }
 
+Result<std::string> InstallLocalPythonSupport() {
+  std::string base;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg == '/') {
+    base = xdg;
+  } else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    base = std::string(home) + "/.cache";
+  } else {
+    return FailedPrecondition("neither XDG_CACHE_HOME nor HOME is set");
+  }
+  return daemon::InstallPythonSupport(base + "/trainyard/python");
+}
+
 int RunLocalTrain(const Invocation& inv, const LocalTrainArgs& a) {
   DistributedLayout layout;
   auto ps = ParseIntFlag("--parameter-server-count", a.parameter_server_count, 2);
@@ -200,15 +215,31 @@ int RunLocalTrain(const Invocation& inv, const LocalTrainArgs& a) {
   std::vector<std::string> argv = {python, "-m", *a.module_name};
   argv.insert(argv.end(), args.begin(), args.end());
 
+  // The `hypertune` module (cloudml-hypertune's API, compat §7), as the daemon gives every
+  // replica: appended to PYTHONPATH, so an installed cloudml-hypertune still wins. Reports go
+  // to $CLOUD_ML_HP_METRIC_FILE, else /tmp/hypertune/output.metrics, as with Google's library.
+  std::optional<EnvChange> hypertune;
+  {
+    auto dir = InstallLocalPythonSupport();
+    if (dir.ok()) {
+      const char* old = std::getenv("PYTHONPATH");
+      hypertune = EnvChange{
+          "PYTHONPATH", (old != nullptr && *old != '\0') ? std::string(old) + ":" + *dir : *dir};
+    } else {
+      inv.Warn("the trainer will not find the hypertune module: " + dir.status().message());
+    }
+  }
+
   if (!a.distributed) {
-    // gcloud warns about non-zero counts it ignores (it says nothing about --evaluator-count,
-    // which it ignores just the same, nor about --start-port, whose default it cannot tell from
-    // a given value).
-    const std::pair<const char*, int64_t> ignored[] = {{"--parameter-server-count", *ps},
-                                                       {"--worker-count", *workers},
-                                                       {"--evaluator-count", *evaluators}};
-    for (const auto& [flag, value] : ignored) {
-      if (value != 0) {
+    // gcloud warns about non-zero counts it was given and ignores (not about the defaults of
+    // counts never given; it says nothing about --evaluator-count, which it ignores just the
+    // same, nor about --start-port).
+    const std::tuple<const char*, bool, int64_t> ignored[] = {
+        {"--parameter-server-count", a.parameter_server_count.has_value(), *ps},
+        {"--worker-count", a.worker_count.has_value(), *workers},
+        {"--evaluator-count", a.evaluator_count.has_value(), *evaluators}};
+    for (const auto& [flag, given, value] : ignored) {
+      if (given && value != 0) {
         inv.Warn(std::string(flag) +
                  " is ignored if --distributed is not provided.\nDid you mean to run distributed "
                  "training?");
@@ -218,8 +249,10 @@ int RunLocalTrain(const Invocation& inv, const LocalTrainArgs& a) {
     inv.Err().flush();
     std::cout.flush();
     std::cerr.flush();
-    Status s =
-        ExecReplace(argv, run_dir, {{"TF_CONFIG", LocalTrainTfConfig(*a.module_name, args)}});
+    std::vector<std::pair<std::string, std::string>> env = {
+        {"TF_CONFIG", LocalTrainTfConfig(*a.module_name, args)}};
+    if (hypertune) env.emplace_back(hypertune->first, hypertune->second.value_or(""));
+    Status s = ExecReplace(argv, run_dir, env);
     return inv.Fail(s.message());
   }
 
@@ -233,6 +266,7 @@ int RunLocalTrain(const Invocation& inv, const LocalTrainArgs& a) {
   ChildSpec primary;
   for (LocalTask& task : DistributedLocalTasks(*a.module_name, args, layout)) {
     ChildSpec spec{argv, run_dir, std::move(task.env)};
+    if (hypertune) spec.env.push_back(*hypertune);
     if (task.type == layout.primary) {
       primary = std::move(spec);
     } else {

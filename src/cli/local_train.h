@@ -31,6 +31,10 @@ struct DistributedLayout {
 // start_port .. start_port + parameter_servers + workers is outside 1..65535.
 Status ValidateDistributedLayout(const DistributedLayout& layout);
 
+// Writes the `hypertune` module (the files the daemon gives every Python replica) under
+// $XDG_CACHE_HOME/trainyard/python (else ~/.cache/...) and returns that directory.
+Result<std::string> InstallLocalPythonSupport();
+
 // One process of a distributed local run.
 struct LocalTask {
   std::string type;  // layout.primary, "ps", "worker" or "evaluator"

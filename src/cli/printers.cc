@@ -7,6 +7,8 @@
 #include <regex>
 #include <set>
 
+#include "trainyard/resource/value.h"
+
 namespace trainyard::cli {
 
 using ojson = nlohmann::ordered_json;
@@ -510,37 +512,7 @@ std::string Repeat(std::string_view unit, size_t n) {
 
 }  // namespace
 
-std::string FormatGcloudFloat(double value) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  if (value == 0) return std::signbit(value) ? "-0.0" : "0.0";
-  // Round to 6 significant digits first, as Python's formatting does, to find the exponent.
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.5e", value);
-  std::string sci = buf;
-  size_t e = sci.find('e');
-  int exponent = std::stoi(sci.substr(e + 1));
-  if (exponent >= 5 && exponent < 9) {
-    std::snprintf(buf, sizeof buf, "%.1f", value);
-    return buf;
-  }
-  if (exponent < -4 || exponent >= 9) {
-    std::string mantissa = sci.substr(0, e);
-    while (!mantissa.empty() && mantissa.back() == '0') mantissa.pop_back();
-    if (!mantissa.empty() && mantissa.back() == '.') mantissa.pop_back();
-    std::string exp_text = sci.substr(e + 1);  // e.g. "-05", "+09"
-    return mantissa + "e" + exp_text;
-  }
-  std::snprintf(buf, sizeof buf, "%.*f", 5 - exponent, value);
-  std::string fixed = buf;
-  if (fixed.find('.') != std::string::npos) {
-    while (fixed.back() == '0') fixed.pop_back();
-    if (fixed.back() == '.') fixed += "0";
-  } else {
-    fixed += ".0";
-  }
-  return fixed;
-}
+std::string FormatGcloudFloat(double value) { return resource::GcloudFloat(value); }
 
 Result<std::string> JsonToYaml(std::string_view json_text, const YamlOptions& options) {
   ojson doc = ojson::parse(json_text, nullptr, /*allow_exceptions=*/false);

@@ -278,6 +278,17 @@ class SlurmExecutor final : public Executor {
     std::lock_guard<std::mutex> lock(mu_);
     return problem_;
   }
+  std::string PendingReason(const ReplicaKey& key) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = replicas_.find(key);
+    if (it == replicas_.end() || !it->second->gang) return "";
+    const Gang& g = *it->second->gang;
+    if (g.submitting || g.slurm_id.empty()) return "Being submitted to Slurm.";
+    if (g.state != "PENDING") return "";
+    return "Waiting in Slurm (job " + g.slurm_id +
+           (options_.partition.empty() ? "" : ", partition " + options_.partition) +
+           "): " + DescribePendingReason(g.reason) + ".";
+  }
 
  private:
   // Writes the gang's files and submits it; the replicas' specs are in their work dirs.

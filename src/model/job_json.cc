@@ -1,6 +1,7 @@
 #include "trainyard/model/job_json.h"
 
 #include <charconv>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "job_schema.h"
@@ -223,7 +224,11 @@ Result<Job> ParseJobForCreate(std::string_view body, std::string_view project,
     return internal::ViolationStatus(StatusCode::kInvalidArgument, std::move(violations.invalid));
   }
   if (!violations.unimplemented.empty()) {
-    return internal::ViolationStatus(StatusCode::kUnimplemented,
+    // A valid AI Platform job this Trainyard cannot run (no GPUs here, no container engine,
+    // web access): 400 FAILED_PRECONDITION, not 501 UNIMPLEMENTED. gcloud (apitools) takes
+    // every 5xx answer for a network failure and prints "This may be due to network
+    // connectivity issues" instead of the message; a 4xx prints "FAILED_PRECONDITION: ...".
+    return internal::ViolationStatus(StatusCode::kFailedPrecondition,
                                      std::move(violations.unimplemented));
   }
 
@@ -324,6 +329,31 @@ std::string JobToJson(const Job& job) {
     key("\"jobPosition\":\"");
     internal::AppendJsonInt(&out, job.job_position);
     out.push_back('"');
+  }
+  // Trainyard extensions (output only; gcloud keeps unknown fields and prints them).
+  if (!job.wait_reason.empty()) {
+    key("\"waitReason\":");
+    internal::AppendJsonString(&out, job.wait_reason);
+  }
+  if (job.allocation.set) {
+    const Job::Allocation& a = job.allocation;
+    key("\"allocation\":{\"vcpus\":");
+    char cpus[32];
+    std::snprintf(cpus, sizeof cpus, "%g", static_cast<double>(a.cpu_millis) / 1000);
+    out.append(cpus);
+    out.append(",\"memoryBytes\":\"");
+    internal::AppendJsonInt(&out, a.memory_bytes);
+    out.append("\",\"gpus\":");
+    internal::AppendJsonInt(&out, a.gpus);
+    if (!a.gpu_indices.empty()) {
+      out.append(",\"gpuIndices\":[");
+      for (size_t i = 0; i < a.gpu_indices.size(); ++i) {
+        if (i > 0) out.push_back(',');
+        internal::AppendJsonInt(&out, a.gpu_indices[i]);
+      }
+      out.push_back(']');
+    }
+    out.push_back('}');
   }
   out.push_back('}');
   return out;

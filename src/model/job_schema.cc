@@ -174,6 +174,9 @@ constexpr FieldDef kJobFields[] = {
     {"predictionOutput", "prediction_output", Kind::kIgnored},
     {"etag", "etag", Kind::kIgnored},
     {"jobPosition", "job_position", Kind::kIgnored},
+    // Trainyard's output-only extensions (docs/compatibility.md), ignored like the above.
+    {"waitReason", "wait_reason", Kind::kIgnored},
+    {"allocation", "allocation", Kind::kIgnored},
 };
 constexpr MessageDef kJobDef{"type.googleapis.com/google.cloud.ml.v1.Job", kJobFields};
 

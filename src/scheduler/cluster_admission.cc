@@ -43,6 +43,15 @@ class ClusterAdmission final : public Admission {
     return cluster_.max_submitted <= 0 || static_cast<int>(held_.size()) < cluster_.max_submitted;
   }
 
+  std::string WhyWaiting(const JobDemand& demand) const override {
+    const std::string never = NeverFits(demand);
+    if (!never.empty()) return "It can never run on this cluster: " + never + ".";
+    if (Fits(demand)) return "";
+    return "The Slurm submission cap is reached: " + std::to_string(held_.size()) +
+           " jobs are in Slurm and max_submitted_jobs is " +
+           std::to_string(cluster_.max_submitted) + ".";
+  }
+
   Result<std::vector<std::vector<int>>> Reserve(
       const std::string& owner, const std::vector<ReplicaDemand>& replicas) override {
     if (!Fits(JobDemand{})) {

@@ -20,6 +20,12 @@ bool JobQueue::Remove(const QueueKey& key) { return tree_->t.erase(key); }
 
 bool JobQueue::Contains(const QueueKey& key) const { return tree_->t.find(key) != tree_->t.end(); }
 
+std::optional<JobDemand> JobQueue::Demand(const QueueKey& key) const {
+  auto it = tree_->t.find(key);
+  if (it == tree_->t.end()) return std::nullopt;
+  return it->second;
+}
+
 int64_t JobQueue::Position(const QueueKey& key) const {
   if (!Contains(key)) return 0;
   return static_cast<int64_t>(tree_->t.order_of_key(key)) + 1;

@@ -1,6 +1,8 @@
 // Admission for the local executor: gangs start when they fit in this node's ResourcePool
 // (admission.h states the order rules), and gangs bigger than the node follow oversize_jobs.
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 
 #include "trainyard/scheduler/admission.h"
 
@@ -49,6 +51,42 @@ class LocalAdmission final : public Admission {
            ". It runs alone on the node (oversize_jobs: run_alone): its replicas share the "
            "node's CPUs and memory, so it runs slower than on AI Platform, and no other job "
            "starts until it ends. Set oversize_jobs: refuse to refuse such jobs instead.";
+  }
+
+  std::string WhyWaiting(const JobDemand& demand) const override {
+    const std::string never = pool_.NeverFits(demand);
+    if (!never.empty()) return "It can never run here: " + never + ".";
+    const ResourcePool::Shortage s = pool_.Short(demand);
+    auto gib = [](int64_t b) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(b) / (1LL << 30));
+      return std::string(buf);
+    };
+    auto cpus = [](int64_t millis) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%g", static_cast<double>(millis) / 1000);
+      return std::string(buf);
+    };
+    std::string why;
+    auto add = [&why](const std::string& part) { why += (why.empty() ? "" : "; ") + part; };
+    if (s.cpu) {
+      add("not enough free CPUs: it needs " + cpus(demand.cpu_millis) + " vCPUs, " +
+          cpus(std::max<int64_t>(0, pool_.free_cpu_millis())) + " of " +
+          cpus(pool_.capacity().cpu_millis) + " are free");
+    }
+    if (s.memory) {
+      add("not enough free memory: it needs " + gib(demand.memory_bytes) + ", " +
+          gib(std::max<int64_t>(0, pool_.free_memory_bytes())) + " of " +
+          gib(pool_.capacity().memory_bytes) + " are free");
+    }
+    if (s.gpu) {
+      add("not enough free GPUs: it needs " + std::to_string(demand.gpus) + ", " +
+          std::to_string(pool_.free_gpus()) + " of " +
+          std::to_string(pool_.capacity().gpus.size()) + " are free");
+    }
+    if (why.empty()) return "";
+    why[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(why[0])));
+    return why + ".";
   }
 
   Result<std::vector<std::vector<int>>> Reserve(

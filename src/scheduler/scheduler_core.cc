@@ -74,6 +74,7 @@ Result<Job> SchedulerCore::Submit(Job job) {
   ServiceLogLocked(job, model::Severity::kInfo, "Job " + job.job_id + " is queued.");
   EnqueueLocked(job);
   job.job_position = queue_.Position(QueueKey::Of(job));
+  FillLiveLocked(job, nullptr);
   if (!paused_) cv_.notify_all();
   return job;
 }
@@ -168,19 +169,75 @@ Result<Job> SchedulerCore::GetJob(const std::string& project, const std::string&
   {
     Unlocker lock(this);
     auto it = active_.find({project, job_id});
-    if (it != active_.end()) return it->second.job;
+    if (it != active_.end()) {
+      Job job = it->second.job;
+      FillLiveLocked(job, &it->second);
+      return job;
+    }
   }
   // Not admitted (or finished): the store has it. Read outside the lock; a job admitted
   // meanwhile is then taken from memory, a queued one gets its position.
   TRAINYARD_ASSIGN_OR_RETURN(auto job, store_.GetJob(project, job_id));
   Unlocker lock(this);
   auto it = active_.find({project, job_id});
-  if (it != active_.end()) return it->second.job;
-  if (job.state == JobState::kQueued) {
-    job.job_position = queue_.Position(QueueKey::Of(job));
-    if (!hold_reason_.empty()) job.error_message = hold_reason_;  // live, never stored
+  if (it != active_.end()) {
+    Job live = it->second.job;
+    FillLiveLocked(live, &it->second);
+    return live;
   }
+  if (job.state == JobState::kQueued) job.job_position = queue_.Position(QueueKey::Of(job));
+  FillLiveLocked(job, nullptr);
   return job;
+}
+
+void SchedulerCore::FillLiveLocked(Job& job, const ActiveJob* aj) const {
+  job.wait_reason.clear();
+  job.allocation = {};
+  if (aj == nullptr) {
+    if (job.state != JobState::kQueued) return;
+    const QueueKey key = QueueKey::Of(job);
+    const std::optional<JobDemand> demand = queue_.Demand(key);
+    if (!demand) return;
+    std::string why;
+    if (paused_) {
+      why = "Admission is paused (`trainyard admin resume` resumes it).";
+    } else if (!hold_reason_.empty()) {
+      why = hold_reason_;  // e.g. low disk space (docs/operations.md); resumes by itself
+    } else if (options_.max_running_jobs > 0 &&
+               static_cast<int>(active_.size()) >= options_.max_running_jobs) {
+      why = "The running-jobs limit is reached: " + std::to_string(active_.size()) +
+            " jobs are admitted and max_running_jobs is " +
+            std::to_string(options_.max_running_jobs) + ".";
+    } else {
+      why = admission_->WhyWaiting(*demand);
+      if (why.empty()) {
+        const int64_t ahead = queue_.Position(key) - 1;
+        why = ahead > 0 ? std::to_string(ahead) + (ahead == 1 ? " job is" : " jobs are") +
+                              " ahead of it in the queue (jobs start by priority, then age)."
+                        : "It starts at the next admission pass.";
+      }
+    }
+    if (const auto& wait = job.spec.scheduling.max_wait_time) {
+      why += " It is cancelled if it has not started by " + FormatRfc3339(job.create_time + *wait) +
+             " (scheduling.maxWaitTime " + FormatDuration(*wait) + ").";
+    }
+    job.wait_reason = std::move(why);
+    return;
+  }
+  if (model::IsTerminal(job.state) || aj->replicas.empty()) return;
+  Job::Allocation& a = job.allocation;
+  a.set = true;
+  for (const Replica& r : aj->replicas) {
+    a.cpu_millis += r.demand.cpu_millis;
+    a.memory_bytes += r.demand.memory_bytes;
+    a.gpus += r.demand.gpus;
+    a.gpu_indices.insert(a.gpu_indices.end(), r.gpus.begin(), r.gpus.end());
+  }
+  std::sort(a.gpu_indices.begin(), a.gpu_indices.end());
+  if (job.state == JobState::kPreparing) {
+    // A cluster backend keeps the gang in its own queue: say why (Slurm's pending reason).
+    job.wait_reason = executor_.PendingReason(aj->replicas.front().key);
+  }
 }
 
 void SchedulerCore::FillLiveFields(std::vector<Job>& jobs) {
@@ -189,9 +246,10 @@ void SchedulerCore::FillLiveFields(std::vector<Job>& jobs) {
     auto it = active_.find({job.project, job.job_id});
     if (it != active_.end()) {
       job = it->second.job;
+      FillLiveLocked(job, &it->second);
     } else if (job.state == JobState::kQueued) {
       job.job_position = queue_.Position(QueueKey::Of(job));
-      if (!hold_reason_.empty()) job.error_message = hold_reason_;  // live, never stored
+      FillLiveLocked(job, nullptr);
     }
   }
 }

@@ -139,6 +139,10 @@ class SchedulerCore {
   void CheckDeadlinesLocked(Timestamp now);
   void FlushServiceLogsLocked();
   void EnqueueLocked(const model::Job& job);
+  // The live Trainyard extensions of a job read for the API: why a queued job waits (or a
+  // preparing one a cluster keeps waiting) and what an admitted one holds. `aj` is its
+  // admitted state, nullptr when it is not admitted.
+  void FillLiveLocked(model::Job& job, const ActiveJob* aj) const;
   Status CancelQueuedLocked(model::Job job, const std::string& reason);
 
   // ---- Replicas and launches (launch_plan.cc) ----

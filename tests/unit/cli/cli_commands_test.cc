@@ -141,8 +141,55 @@ TEST_F(CliCommandsTest, ListPrintsATableAcrossPages) {
   CliResult limited =
       Run({"jobs", "list", "--limit", "1", "--sort-by", "~createTime", "--format", "value(jobId)"});
   EXPECT_EQ(limited.out, "j3\n");
-  CliResult filtered = Run({"jobs", "list", "--filter", "state:QUEUED"});
-  EXPECT_NE(daemon_.Requests().back().path.find("filter=state:QUEUED"), std::string::npos);
+  // gcloud's filter language, evaluated on the client (as gcloud does; no server filter).
+  CliResult filtered = Run({"jobs", "list", "--filter", "state:(queued OR running)", "--format",
+                            "value(jobId)", "--sort-by", "jobId"});
+  EXPECT_EQ(filtered.out, "j2\nj3\n");
+  EXPECT_EQ(daemon_.Requests().back().path.find("filter="), std::string::npos);
+  CliResult regex = Run({"jobs", "list", "--filter", "jobId~^j[0-9]$ AND -state:QUEUED", "--format",
+                         "table[no-heading](jobId,createTime.date('%H:%M', tz=UTC))"});
+  EXPECT_EQ(regex.out, "j3  12:00\n");
+  CliResult csv = Run(
+      {"jobs", "list", "--filter", "jobId:census*", "--format", "csv(jobId,state:label=status)"});
+  EXPECT_EQ(csv.out, "job_id,status\ncensus_training_1,SUCCEEDED\n");
+}
+
+TEST_F(CliCommandsTest, ListFilterErrorsAndWarningsAreGclouds) {
+  daemon_.PutJob("p",
+                 {{"jobId", "a"}, {"state", "QUEUED"}, {"createTime", "2026-11-21T10:00:00Z"}});
+  CliResult bad = Run({"jobs", "list", "--filter", "state:QUEUED AND jobId:a OR jobId:b"});
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_NE(bad.err.find("Parenthesis grouping is required"), std::string::npos) << bad.err;
+  CliResult missing = Run(
+      {"jobs", "list", "--filter", "labels.owner:x OR state:QUEUED", "--format", "value(jobId)"});
+  EXPECT_EQ(missing.rc, 0);
+  EXPECT_EQ(missing.out, "a\n");
+  EXPECT_NE(missing.err.find("The following filter keys were not present in any resource : "
+                             "labels.owner"),
+            std::string::npos)
+      << missing.err;
+  CliResult format = Run({"jobs", "list", "--format", "flattened"});
+  EXPECT_EQ(format.rc, 1);
+}
+
+TEST_F(CliCommandsTest, SubmitKmsFlagsBecomeEncryptionConfig) {
+  CliResult r = Run({"jobs", "submit", "training", "k1", "--packages", "gs://b/p.tar.gz",
+                     "--module-name", "t.task", "--region", "us-central1", "--kms-key", "key1",
+                     "--kms-keyring", "ring", "--kms-location", "us-central1"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(SubmittedBody("k1")["trainingInput"]["encryptionConfig"]["kmsKeyName"],
+            "projects/p/locations/us-central1/keyRings/ring/cryptoKeys/key1");
+  const std::string full = "projects/kp/locations/global/keyRings/r/cryptoKeys/k";
+  CliResult f = Run({"jobs", "submit", "training", "k2", "--packages", "gs://b/p.tar.gz",
+                     "--module-name", "t.task", "--kms-key", full});
+  ASSERT_EQ(f.rc, 0) << f.err;
+  EXPECT_EQ(SubmittedBody("k2")["trainingInput"]["encryptionConfig"]["kmsKeyName"], full);
+  CliResult partial = Run({"jobs", "submit", "training", "k3", "--packages", "gs://b/p.tar.gz",
+                           "--module-name", "t.task", "--kms-key", "key1", "--kms-keyring", "r"});
+  EXPECT_EQ(partial.rc, 1);
+  EXPECT_NE(partial.err.find("argument --kms-key: Encryption key not fully specified."),
+            std::string::npos)
+      << partial.err;
 }
 
 TEST_F(CliCommandsTest, EmptyListSaysListedZeroItems) {

@@ -598,6 +598,32 @@ TEST_F(LocalTrainRunTest, CountsWithoutDistributedOnlyWarn) {
   EXPECT_EQ(*tf_config, LocalTrainTfConfig("trainer.single", {}));
 }
 
+// Issue 16: counts never given are not warned about, and `import hypertune` works as on the
+// service (the module the daemon gives replicas), reporting to CLOUD_ML_HP_METRIC_FILE.
+TEST_F(LocalTrainRunTest, NoSpuriousWarningsAndHypertuneReports) {
+  const std::string metrics = out_ + "/hp/output.metrics";
+  ASSERT_TRUE(WriteFileAtomic(pkg_ + "/tuned.py",
+                              "import hypertune\n"
+                              "hypertune.HyperTune().report_hyperparameter_tuning_metric(\n"
+                              "    hyperparameter_metric_tag='accuracy', metric_value=0.5,\n"
+                              "    global_step=7)\n")
+                  .ok());
+  const std::string cache = out_ + "/cache";
+  auto r = RunCaptured({"/usr/bin/env", "CLOUD_ML_HP_METRIC_FILE=" + metrics,
+                        "XDG_CACHE_HOME=" + cache, "PYTHONPATH=/nonexistent", TRAINYARD_CLI_BINARY,
+                        "local", "train", "--module-name", "trainer.tuned", "--package-path", pkg_},
+                       "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->exit_code, 0) << r->output;
+  EXPECT_EQ(r->output.find("WARNING"), std::string::npos) << r->output;
+  auto file = ReadFile(metrics);
+  ASSERT_TRUE(file.ok()) << r->output;
+  auto record = nlohmann::json::parse(*file);
+  EXPECT_EQ(record["accuracy"], "0.5");
+  EXPECT_EQ(record["global_step"], "7");
+  EXPECT_TRUE(fs::exists(cache + "/trainyard/python/hypertune/__init__.py"));
+}
+
 TEST_F(LocalTrainRunTest, BadCountsAreErrors) {
   std::ostringstream out, err;
   EXPECT_EQ(RunCli({"trainyard", "local", "train", "--module-name", "m", "--worker-count", "x"},

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "scheduler_fixture.h"
+#include "trainyard/model/job_json.h"
 #include "trainyard/store/store_sqlite.h"
 
 namespace trainyard::scheduler {
@@ -129,6 +130,61 @@ TEST_F(SchedulerTest, CancelRunningJobKillsWithGraceThenCancels) {
   auto job = sched_->GetJob("p", "j1");
   EXPECT_EQ(job->state, JobState::kCancelled);
   EXPECT_EQ(job->error_message, "The job was cancelled at the user's request.");
+}
+
+// Issue 16 item 6: a queued job says why it waits; an admitted one what it holds.
+TEST_F(SchedulerTest, QueuedJobsSayWhyTheyWaitAndAdmittedOnesWhatTheyHold) {
+  options_.admission_paused = true;
+  options_.max_running_jobs = 1;
+  StartScheduler();
+  Job first = MakeJob("first");
+  first.spec.scheduling.max_wait_time = 3600 * kMicrosPerSecond;
+  auto submitted = sched_->Submit(first);
+  ASSERT_TRUE(submitted.ok());
+  EXPECT_EQ(submitted->wait_reason.rfind("Admission is paused", 0), 0u) << submitted->wait_reason;
+  EXPECT_NE(submitted->wait_reason.find("(scheduling.maxWaitTime 3600s)"), std::string::npos)
+      << submitted->wait_reason;
+  EXPECT_NE(model::JobToJson(*submitted).find("\"waitReason\":\"Admission is paused"),
+            std::string::npos);
+  ASSERT_TRUE(sched_->Submit(MakeJob("second")).ok());
+
+  sched_->SetAdmissionPaused(false);
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 1; }));
+  auto second = sched_->GetJob("p", "second");
+  EXPECT_EQ(second->wait_reason,
+            "The running-jobs limit is reached: 1 jobs are admitted and max_running_jobs is 1.");
+  std::vector<Job> listed = {*store_->GetJob("p", "second")};
+  sched_->FillLiveFields(listed);
+  EXPECT_EQ(listed[0].wait_reason, second->wait_reason);
+
+  auto running = sched_->GetJob("p", "first");
+  EXPECT_TRUE(running->wait_reason.empty());  // the local backend has no queue of its own
+  ASSERT_TRUE(running->allocation.set);
+  EXPECT_GT(running->allocation.cpu_millis, 0);
+  EXPECT_GT(running->allocation.memory_bytes, 0);
+  EXPECT_EQ(running->allocation.gpus, 0);
+  EXPECT_NE(model::JobToJson(*running).find("\"allocation\":{\"vcpus\":"), std::string::npos);
+
+  sched_->OnReplicaRunning(Master("first"));
+  sched_->OnReplicaExit(Master("first"), CleanExit());
+  auto done = sched_->GetJob("p", "first");
+  EXPECT_FALSE(done->allocation.set);
+  EXPECT_EQ(model::JobToJson(*done).find("allocation"), std::string::npos);
+}
+
+TEST_F(SchedulerTest, AQueuedJobShortOfCpusSaysSoAndTheOnesBehindItSayWhy) {
+  // Room for one BASIC job (one `standard` machine: 4 vCPUs) at a time.
+  options_.node.cpu_millis = 6 * 1000;
+  StartScheduler();
+  ASSERT_TRUE(sched_->Submit(MakeJob("a")).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 1; }));
+  ASSERT_TRUE(sched_->Submit(MakeJob("b")).ok());
+  ASSERT_TRUE(sched_->Submit(MakeJob("c")).ok());
+  sched_->RunUntilIdle();
+  EXPECT_EQ(sched_->GetJob("p", "b")->wait_reason,
+            "Not enough free CPUs: it needs 4 vCPUs, 2 of 6 are free.");
+  EXPECT_EQ(sched_->GetJob("p", "c")->wait_reason,
+            "Not enough free CPUs: it needs 4 vCPUs, 2 of 6 are free.");
 }
 
 TEST_F(SchedulerTest, AdmitsByPriorityThenAgeAndReportsPositions) {

@@ -242,6 +242,12 @@ class Executor {
   // What keeps the backend from working right now ("" = nothing), e.g. a cluster controller
   // that does not answer. Replicas are kept as they were meanwhile (for /readyz).
   virtual std::string Problem() const { return ""; }
+  // Why a launched replica waits to start on a backend with its own queue (Slurm's pending
+  // reason, in words); "" when it does not wait or the backend has no queue.
+  virtual std::string PendingReason(const ReplicaKey& key) const {
+    (void)key;
+    return "";
+  }
   // Number of replicas currently running (for /metrics).
   virtual int RunningCount() const = 0;
   // Resource use of the running replicas that have cgroups (for /metrics); empty where the

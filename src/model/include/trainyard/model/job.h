@@ -94,6 +94,18 @@ struct Job {
   // Extra TrainingOutput JSON object text (trials etc., later issues); "" = none.
   std::string training_output_json;
   int64_t job_position = 0;  // meaningful while QUEUED (not stored)
+  // Trainyard extensions, live and not stored (docs/compatibility.md "Trainyard extensions"):
+  // why a QUEUED job (or a PREPARING one a cluster keeps waiting) has not started, and what an
+  // admitted job holds.
+  std::string wait_reason;
+  struct Allocation {
+    bool set = false;
+    int64_t cpu_millis = 0;
+    int64_t memory_bytes = 0;
+    int gpus = 0;
+    std::vector<int> gpu_indices;  // on this node (none under a cluster backend)
+  };
+  Allocation allocation;
 
   std::string Name() const { return "projects/" + project + "/jobs/" + job_id; }
 };

@@ -44,6 +44,9 @@ class Admission {
   // For a gang bigger than this backend that it runs anyway (OversizePolicy::kRunAlone): what
   // exceeds and how it runs, for a WARNING in the job's log. "" for a gang of normal size.
   virtual std::string Oversize(const JobDemand& /*demand*/) const { return ""; }
+  // Why a gang with this demand cannot start right now, in words for the job's waitReason
+  // ("" when it could start now).
+  virtual std::string WhyWaiting(const JobDemand& demand) const = 0;
 
   // Holds the gang's resources under `owner` (a job, or "<job>#<trial>"): one list of device
   // indices per replica, in order. FAILED_PRECONDITION when it does not fit (nothing is held).

@@ -40,6 +40,8 @@ class JobQueue {
   // Removes it; false when it was not queued.
   bool Remove(const QueueKey& key);
   bool Contains(const QueueKey& key) const;
+  // The demand of a queued entry; nullopt when it is not queued.
+  std::optional<JobDemand> Demand(const QueueKey& key) const;
   // 1-based position in admission order; 0 when not queued (compat §1: already scheduled).
   int64_t Position(const QueueKey& key) const;
   size_t size() const;
