@@ -17,6 +17,9 @@ PACKAGES=(
   podman runc debootstrap
   # the Debian package (scripts/package.sh: CPack with dpkg-shlibdeps)
   dpkg-dev
+  # image pulls: a real registry on loopback for the tests (started by the test, not as a
+  # service) and htpasswd -B for its basic-auth file
+  docker-registry apache2-utils
   # tests, and the fuzzers (clang with libFuzzer and the sanitizer runtimes)
   python3-pytest curl clang libclang-rt-14-dev
   # the tuning engine (header-only) and the tuning benchmark's baseline

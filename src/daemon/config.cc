@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
@@ -151,6 +152,25 @@ std::string JoinList(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
   return out;
+}
+
+// "PREFIX=TARGET,..." in order; INVALID_ARGUMENT names a malformed or repeated entry.
+Result<std::vector<registry::MirrorRule>> ParseMirrorList(const std::string& text) {
+  std::vector<registry::MirrorRule> rules;
+  for (const auto& item : Split(text, ',')) {
+    const std::string t = Trim(item);
+    if (t.empty()) continue;
+    const size_t eq = t.find('=');
+    if (eq == std::string::npos) return InvalidArgument("\"" + t + "\" is not PREFIX=TARGET");
+    auto rule = registry::ParseMirrorRule(Trim(t.substr(0, eq)), Trim(t.substr(eq + 1)));
+    if (!rule.ok()) return rule.status();
+    for (const auto& r : rules) {
+      if (r.prefix == rule->prefix)
+        return InvalidArgument("the prefix " + r.prefix + " is mapped twice");
+    }
+    rules.push_back(*rule);
+  }
+  return rules;
 }
 
 const std::vector<Field>& Fields() {
@@ -391,6 +411,62 @@ const std::vector<Field>& Fields() {
          return ParseBool("container_limits", v, &c.container_limits);
        },
        [](const DaemonConfig& c) { return std::string(c.container_limits ? "true" : "false"); }},
+      {"image_pull_policy",
+       "when custom-container images are pulled: never (only images already in the engine's "
+       "local storage), missing (pull those that are not), always (pull once per job)",
+       [](DaemonConfig& c, const std::string& v) {
+         if (auto p = registry::ParsePullPolicy(v); !p.ok()) {
+           return InvalidArgument("config image_pull_policy: " + p.status().message());
+         }
+         c.image_pull_policy = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.image_pull_policy; }},
+      {"registry_mirrors",
+       "pull images under a prefix from another registry: comma-separated PREFIX=TARGET, e.g. "
+       "\"gcr.io=localhost:5000,*-docker.pkg.dev=localhost:5000\" (a mapping in YAML; the "
+       "longest prefix wins)",
+       [](DaemonConfig& c, const std::string& v) {
+         auto rules = ParseMirrorList(v);
+         if (!rules.ok())
+           return InvalidArgument("config registry_mirrors: " + rules.status().message());
+         c.registry_mirrors = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.registry_mirrors; }},
+      {"registry_insecure",
+       "comma-separated registries (HOST:PORT) pulled from without TLS verification, plain http "
+       "allowed, e.g. \"localhost:5000\" (each one named; there is no wildcard)",
+       [](DaemonConfig& c, const std::string& v) {
+         std::vector<std::string> list;
+         for (const auto& item : Split(v, ',')) {
+           const std::string r = Trim(item);
+           if (r.empty()) continue;
+           if (Status st = registry::ValidateRegistryName(r); !st.ok()) {
+             return InvalidArgument("config registry_insecure: " + st.message() +
+                                    (r.find('*') != std::string::npos
+                                         ? " (name each registry; there is no wildcard)"
+                                         : ""));
+           }
+           list.push_back(r);
+         }
+         c.registry_insecure = list;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return JoinList(c.registry_insecure); }},
+      {"registry_auth_file",
+       "credentials for registries: an absolute path to an auth.json in podman's and docker's "
+       "format ({\"auths\": {\"REGISTRY\": {\"auth\": base64(user:password)}}}, as "
+       "`podman login --authfile` writes it; empty = the engine's own)",
+       [](DaemonConfig& c, const std::string& v) {
+         if (!v.empty() && v[0] != '/') {
+           return InvalidArgument("config registry_auth_file: \"" + v +
+                                  "\" is not an absolute path");
+         }
+         c.registry_auth_file = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.registry_auth_file; }},
       {"executor",
        "where replicas run: local (this machine) or slurm (a Slurm cluster; the slurm.* keys, "
        "docs/slurm.md)",
@@ -797,6 +873,12 @@ Status ApplyConfigFile(const std::string& path, DaemonConfig& config) {
       std::string value;
       if (kv.second.IsSequence()) {
         value = JoinList(YamlStrings(kv.second));
+      } else if (kv.second.IsMap()) {
+        // registry_mirrors: {"gcr.io": "localhost:5000", ...}, in the file's order.
+        for (const auto& e : kv.second) {
+          value += (value.empty() ? "" : ",") + e.first.as<std::string>() + "=" +
+                   e.second.as<std::string>();
+        }
       } else {
         value = kv.second.as<std::string>();
       }
@@ -1016,6 +1098,38 @@ Result<std::map<std::string, std::string>> PrepareContainerEngineEnv(const std::
   TRAINYARD_RETURN_IF_ERROR(WriteFileAtomic(file, kPodmanContainersConf, /*durable=*/false));
   env["CONTAINERS_CONF"] = file;
   return env;
+}
+
+Result<registry::RegistrySettings> RegistrySettingsFromConfig(const DaemonConfig& config) {
+  registry::RegistrySettings settings;
+  TRAINYARD_ASSIGN_OR_RETURN(settings.policy, registry::ParsePullPolicy(config.image_pull_policy));
+  TRAINYARD_ASSIGN_OR_RETURN(settings.mirrors, ParseMirrorList(config.registry_mirrors));
+  settings.insecure = config.registry_insecure;
+  settings.auth_file = config.registry_auth_file;
+  if (settings.auth_file.empty()) return settings;
+  // The engine reads the file for every pull; a broken one is found now, not at the first pull.
+  // Messages name the file and the place, never its contents (it holds passwords).
+  const std::string& file = settings.auth_file;
+  auto text = ReadFile(file);
+  if (!text.ok()) {
+    return InvalidArgument("registry_auth_file " + file +
+                           " cannot be read: " + text.status().message());
+  }
+  auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return InvalidArgument("registry_auth_file " + file + " is not JSON");
+  auto auths = j.is_object() ? j.find("auths") : j.end();
+  if (!j.is_object() || auths == j.end() || !auths->is_object()) {
+    return InvalidArgument("registry_auth_file " + file +
+                           " has no \"auths\" object (podman's and docker's auth.json format: "
+                           "{\"auths\": {\"REGISTRY\": {\"auth\": \"base64(user:password)\"}}})");
+  }
+  for (const auto& [registry, entry] : auths->items()) {
+    if (!entry.is_object()) {
+      return InvalidArgument("registry_auth_file " + file + ": the entry for " + registry +
+                             " is not an object");
+    }
+  }
+  return settings;
 }
 
 std::string ConfigReference() {

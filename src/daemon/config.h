@@ -11,6 +11,7 @@
 
 #include "trainyard/core/status.h"
 #include "trainyard/core/time.h"
+#include "trainyard/registry/image_reference.h"
 #include "trainyard/scheduler/options.h"
 
 namespace trainyard::daemon {
@@ -69,6 +70,13 @@ struct DaemonConfig {
   // engine's path or name on PATH.
   std::string container_engine = "auto";
   bool container_limits = true;  // --memory/--cpus per container from its machine type
+  // Image pulls (docs/containers.md, "Registries"): never, missing or always; mirrors as
+  // "PREFIX=TARGET,..." in order (a YAML mapping in the file); registries reached without TLS
+  // verification; an auth.json with per-registry credentials.
+  std::string image_pull_policy = "missing";
+  std::string registry_mirrors;
+  std::vector<std::string> registry_insecure;
+  std::string registry_auth_file;
   // Where replicas run: "local" (processes or containers on this machine) or "slurm" (a Slurm
   // cluster this machine submits to; docs/slurm.md).
   std::string executor = "local";
@@ -126,6 +134,10 @@ Result<std::map<std::string, std::string>> ParseKeyValueList(const std::string& 
 std::optional<std::pair<std::string, int>> ParseHostPort(const std::string& value);
 // Markdown table of every key (for docs/configuration.md).
 std::string ConfigReference();
+
+// The registry settings of `config` (already validated key by key); checks the credentials
+// file (absolute, readable, {"auths": {...}}) without ever putting its contents in a message.
+Result<registry::RegistrySettings> RegistrySettingsFromConfig(const DaemonConfig& config);
 
 // The container engine executable `setting` (container_engine) names, searched in `path_env`
 // (a PATH value): "" when custom containers are off ("none", or "auto" finding neither podman

@@ -289,6 +289,30 @@ int Run(int argc, char** argv) {
       return as->JobToken(project, job);
     };
   }
+  if (!opts.container_engine.empty()) {
+    auto registry = RegistrySettingsFromConfig(config);
+    if (!registry.ok()) Fatal(registry.status().message());
+    opts.registry = *registry;
+    std::string mirrors;
+    std::string insecure;
+    for (const std::string& r : registry->insecure) insecure += (insecure.empty() ? "" : ", ") + r;
+    for (const auto& m : registry->mirrors) {
+      mirrors += (mirrors.empty() ? "" : ", ") + m.prefix + " -> " + m.target;
+    }
+    TY_LOG_INFO("daemon", "image pulls: policy {}{}{}{}",
+                registry::PullPolicyName(registry->policy),
+                mirrors.empty() ? "" : "; mirrors " + mirrors,
+                insecure.empty() ? "" : "; without TLS verification: " + insecure,
+                registry->auth_file.empty() ? "" : "; credentials in " + registry->auth_file);
+    for (const std::string& r : registry->insecure) {
+      if (!registry::IsLoopbackRegistry(r)) {
+        TY_LOG_WARN("daemon",
+                    "registry_insecure: {} is not a loopback address; images from it are pulled "
+                    "without TLS verification, over the network",
+                    r);
+      }
+    }
+  }
   scheduler::JobService sched(opts, **store, *executor, buckets);
   proxy.Set(&sched);
 

@@ -90,6 +90,13 @@ std::string SpecToJson(const ReplicaSpec& spec) {
         {"name", c.name},     {"mounts", c.mounts},        {"devices", c.devices}};
     // Absent = the image's own ENTRYPOINT; an empty array is a (valid) explicit override.
     if (c.entrypoint) container["entrypoint"] = *c.entrypoint;
+    if (!c.pull.policy.empty()) {
+      const ImagePull& p = c.pull;
+      container["pull"] = {{"policy", p.policy},        {"reference", p.reference},
+                           {"registry", p.registry},    {"mirror", p.mirror},
+                           {"tlsVerify", p.tls_verify}, {"authFile", p.auth_file},
+                           {"token", p.token}};
+    }
     j["container"] = std::move(container);
   }
   return Dump(j);
@@ -141,6 +148,17 @@ Result<ReplicaSpec> SpecFromJson(std::string_view text) {
       Get(*it, "name", &c.name);
       Get(*it, "mounts", &c.mounts);
       Get(*it, "devices", &c.devices);
+      if (auto p = it->find("pull"); p != it->end() && !p->is_null()) {
+        if (!p->is_object())
+          return InvalidArgument("invalid spec: container.pull is not an object");
+        Get(*p, "policy", &c.pull.policy);
+        Get(*p, "reference", &c.pull.reference);
+        Get(*p, "registry", &c.pull.registry);
+        Get(*p, "mirror", &c.pull.mirror);
+        Get(*p, "tlsVerify", &c.pull.tls_verify);
+        Get(*p, "authFile", &c.pull.auth_file);
+        Get(*p, "token", &c.pull.token);
+      }
     }
   } catch (const std::exception& e) {
     return InvalidArgument(std::string("invalid spec: ") + e.what());

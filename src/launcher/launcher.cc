@@ -251,8 +251,9 @@ ChildStatus DecodeWaitStatus(int status) {
 }
 
 // kEngine: an engine command run for the launcher (image check, inspect, rm): stdout goes to
-// capture_, stderr to engine_err_, neither to the log.
-enum class Sink { kTrainer, kInstall, kCapture, kEngine };
+// capture_, stderr to engine_err_, neither to the log. kPull: an image pull, whose progress
+// (stderr) is also logged.
+enum class Sink { kTrainer, kInstall, kCapture, kEngine, kPull };
 
 // "3.5" for 3500 millis: --cpus takes a decimal number of CPUs.
 std::string FormatCpus(int64_t millis) {
@@ -329,7 +330,17 @@ class Launcher {
 
   // Custom containers (spec.container.image set).
   bool IsContainer() const { return !spec_.container.image.empty(); }
-  int RunContainer();
+  // Gets the image into the engine's local storage as spec.container.pull says (pulling under a
+  // lock shared by the replicas on this machine) and returns the reference to run: the image,
+  // or the mirror's reference pulled for it. nullopt with failure_ set, or when stopped.
+  std::optional<std::string> PrepareImage();
+  // Whether `ref` is in the engine's local storage (`image inspect`).
+  bool ImagePresent(const std::string& ref);
+  // `<engine> pull` of spec.container.pull.reference; false with failure_ set.
+  bool PullImage();
+  // "gcr.io/p/t:1 (as localhost:5000/p/t:1 through registry_mirrors gcr.io=localhost:5000)".
+  std::string PullDescription() const;
+  int RunContainer(const std::string& image);
   void MarkRunning();
   // Runs `<engine> args...` to its end with the engine's environment (Sink::kEngine).
   std::optional<ChildStatus> RunEngine(const std::vector<std::string>& args);
@@ -474,8 +485,12 @@ int Launcher::Run() {
     return term_requested_ ? StoppedBeforeStart() : LaunchFailure(message);
   };
   if (IsContainer()) {
+    // The image first: a replica whose image cannot be had never joins its peers.
+    std::optional<std::string> image = PrepareImage();
+    if (term_requested_) return StoppedBeforeStart();
+    if (!image) return Finish(failure_);
     if (slurm_ && !SlurmRendezvous(&error)) return rendezvous_failure(error);
-    return RunContainer();
+    return RunContainer(*image);
   }
   SetUpCgroups();
   std::optional<std::string> python = PrepareEnvironment();
@@ -1161,7 +1176,180 @@ bool MissingImage(const std::vector<std::string>& stderr_lines) {
   return false;
 }
 
-int Launcher::RunContainer() {
+// Images (docs/containers.md, "Registries"). Each engine call costs tens of milliseconds (more
+// on a loaded machine), so an image that needs no pull costs none ("never", and local names
+// such as localhost/trainer:1: `run --pull=never` fails at once when it is missing) or one
+// (`image inspect` with "missing"; two when a mirror maps it).
+std::optional<std::string> Launcher::PrepareImage() {
+  const executor::ContainerSpec& c = spec_.container;
+  const executor::ImagePull& p = c.pull;
+  const std::string policy = p.policy.empty() ? "never" : p.policy;
+  if (policy == "never" || p.reference.empty()) return c.image;
+  // Replicas on this machine that need the same image take turns: the first pulls, the others
+  // find it there ("missing") or find that their job pulled it ("always"). An uncontended lock
+  // costs next to nothing, so images already here are checked under it too (no window between
+  // a check and a pull).
+  const std::string dir =
+      (spec_.env_cache_dir.empty() ? work_dir_ : spec_.env_cache_dir) + "/image-pulls";
+  const std::string base = dir + "/" + Sha256Hex(p.reference).substr(0, 32);
+  auto fail = [&](const std::string& message) -> std::optional<std::string> {
+    failure_ = ReplicaExit{};
+    failure_.phase = "launch";
+    failure_.exit_code = 1;
+    failure_.message = message;
+    Service(Severity::kError, message);
+    return std::nullopt;
+  };
+  if (Status st = MakeDirs(dir); !st.ok()) return fail("Cannot pull images: " + st.message());
+  const std::string lock_path = base + ".lock";
+  const int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd < 0) {
+    return fail("Cannot pull images: cannot open " + lock_path + ": " + std::strerror(errno));
+  }
+  bool waited = false;
+  while (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR) {
+      const std::string why = std::strerror(errno);
+      ::close(lock_fd);
+      return fail("Cannot pull images: cannot lock " + lock_path + ": " + why);
+    }
+    if (!waited) {
+      Service(Severity::kInfo, "Waiting for another replica's pull of " + p.reference + ".");
+      waited = true;
+    }
+    WaitForSignal(100 * 1000);
+    if (term_requested_) {
+      ::close(lock_fd);
+      return std::nullopt;  // Run() reports the stop
+    }
+  }
+  const std::string marker = base + ".pulled";  // the token of the job that pulled it last
+  std::string run = p.reference;
+  bool have = false;
+  if (policy == "missing") {
+    if (ImagePresent(c.image)) {
+      run = c.image;
+      have = true;
+    } else if (p.reference != c.image && ImagePresent(p.reference)) {
+      have = true;
+    }
+    if (have && waited) {
+      Service(Severity::kInfo, "Another replica has pulled " + run + "; it is not pulled again.");
+    }
+  } else if (policy == "always" && !p.token.empty()) {
+    auto pulled_for = ReadFile(marker);
+    if (pulled_for.ok() && *pulled_for == p.token + "\n" && ImagePresent(p.reference)) {
+      Service(Severity::kInfo, "Another replica of this job has pulled " + p.reference +
+                                   "; it is not pulled again (image_pull_policy always).");
+      have = true;
+    }
+  }
+  if (!have && !term_requested_) {
+    have = PullImage();
+    if (have && !p.token.empty()) {
+      (void)WriteFileAtomic(marker, p.token + "\n", /*durable=*/false);
+    }
+  }
+  ::close(lock_fd);  // releases the lock
+  if (!have) return std::nullopt;
+  return run;
+}
+
+bool Launcher::ImagePresent(const std::string& ref) {
+  auto st = RunEngine({"image", "inspect", "--format", "{{.Id}}", ref});
+  return st && st->signal == 0 && st->exit_code == 0;
+}
+
+std::string Launcher::PullDescription() const {
+  const executor::ContainerSpec& c = spec_.container;
+  const executor::ImagePull& p = c.pull;
+  std::string out = c.image;
+  if (p.reference != c.image) {
+    out += " (as " + p.reference +
+           (p.mirror.empty() ? std::string(")") : " through registry_mirrors " + p.mirror + ")");
+  }
+  return out;
+}
+
+bool Launcher::PullImage() {
+  const executor::ContainerSpec& c = spec_.container;
+  const executor::ImagePull& p = c.pull;
+  std::vector<std::string> argv = {c.engine, "pull"};
+  std::vector<std::string> env = engine_env_;
+  std::string how = "image_pull_policy " + p.policy;
+  if (!p.tls_verify) {
+    how += ", without TLS verification";
+    if (!docker_) argv.push_back("--tls-verify=false");
+  }
+  if (!p.auth_file.empty()) {
+    how += ", credentials from " + p.auth_file;
+    if (docker_) {
+      // docker reads <DOCKER_CONFIG>/config.json (the same format).
+      const size_t slash = p.auth_file.rfind('/');
+      if (p.auth_file.substr(slash + 1) == "config.json") {
+        env.push_back("DOCKER_CONFIG=" + p.auth_file.substr(0, slash));
+      } else {
+        Service(Severity::kWarning,
+                "docker reads credentials from a file named config.json; "
+                "registry_auth_file " +
+                    p.auth_file + " is not used.");
+      }
+    } else {
+      argv.push_back("--authfile");
+      argv.push_back(p.auth_file);
+    }
+  } else {
+    how += ", no registry_auth_file";
+  }
+  argv.push_back("--");  // whatever the reference is, it is never read as an option
+  argv.push_back(p.reference);
+  Service(Severity::kInfo, "Pulling the container image " + PullDescription() +
+                               " from the registry " + p.registry + " (" + how + ").");
+  Service(Severity::kInfo, "Running command: " + executor::ShellJoin(argv));
+  capture_.clear();
+  engine_err_.clear();
+  const int64_t start = MonotonicMicros();
+  auto st = RunChild(argv, env, Sink::kPull, {});
+  if (st) FinishChild();
+  const double seconds = static_cast<double>(MonotonicMicros() - start) / kMicrosPerSecond;
+  char took[32];
+  std::snprintf(took, sizeof took, "%.2f s", seconds);
+  if (term_requested_) return false;
+  if (st && st->signal == 0 && st->exit_code == 0) {
+    std::string id = capture_;
+    while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+    if (const size_t nl = id.rfind('\n'); nl != std::string::npos) id = id.substr(nl + 1);
+    Service(Severity::kInfo, "Pulled " + p.reference + " from the registry " + p.registry + " in " +
+                                 took + (id.empty() ? "" : " (image " + id + ")") + ".");
+    return true;
+  }
+  // What the engine said: its "Error" lines (podman's retry warnings repeat them), else the
+  // last lines it printed.
+  std::string said;
+  for (const std::string& line : engine_err_) {
+    if (StartsWith(line, "Error") || StartsWith(line, "error")) {
+      said += (said.empty() ? "" : " ") + line;
+    }
+  }
+  if (said.empty()) said = EngineErrors(3);
+  if (said.size() > 2000) said = said.substr(0, 2000) + "...";
+  const std::string engine_name = docker_ ? "docker" : "podman";
+  std::string outcome =
+      !st ? process_error_
+          : engine_name + " pull " +
+                (st->signal != 0 ? "was killed by " + SignalName(st->signal)
+                                 : "exited with status " + std::to_string(st->exit_code)) +
+                " after " + took + (said.empty() ? "" : ": " + said);
+  failure_ = ReplicaExit{};
+  failure_.phase = "launch";
+  failure_.exit_code = 1;
+  failure_.message = "Cannot pull the container image " + PullDescription() +
+                     " from the registry " + p.registry + " (" + how + "): " + outcome;
+  Service(Severity::kError, failure_.message);
+  return false;
+}
+
+int Launcher::RunContainer(const std::string& image) {
   const executor::ContainerSpec& c = spec_.container;
   const std::string engine_name = docker_ ? "docker" : "podman";
   auto launch_failure = [&](const std::string& message) { return LaunchFailure(message); };
@@ -1227,11 +1415,11 @@ int Launcher::RunContainer() {
     }
   }
   argv.push_back("--");  // whatever the image is called, it is never read as an option
-  argv.push_back(c.image);
+  argv.push_back(image);
   argv.insert(argv.end(), command.begin(), command.end());
   argv.insert(argv.end(), c.args.begin(), c.args.end());
 
-  Service(Severity::kInfo, "Running container image " + c.image + ".");
+  Service(Severity::kInfo, "Running container image " + image + ".");
   Service(Severity::kInfo, "Running command: " + executor::ShellJoin(argv));
   // The replica counts as running once the container shows life (output, or 200 ms without
   // the engine failing): a missing image fails the job while it is still PREPARING.
@@ -1268,12 +1456,25 @@ int Launcher::RunContainer() {
   }
   FinishChild();
   if (engine_error && MissingImage(stderr_tail_.Lines())) {
-    exit.phase = "install";
+    // Only images that were not to be pulled get here (PrepareImage pulled the others).
+    const std::string make = "build it (" + c.engine + " build -t " + image + " DIR) or load it (" +
+                             c.engine + " load -i FILE) on this machine";
+    exit.phase = "launch";
     exit.exit_code = 1;
-    exit.message = "The container image " + c.image + " is not in the local storage of " +
-                   engine_name + ": build it (" + c.engine + " build -t " + c.image +
-                   " DIR) or load it (" + c.engine +
-                   " load -i FILE) on this machine; Trainyard does not pull images.";
+    exit.message =
+        "The container image " + image + " is not in the local storage of " + engine_name;
+    if (c.pull.reference.empty()) {
+      exit.message +=
+          ", and its name has no registry to pull it from (localhost/ names "
+          "images built on this machine): " +
+          make + ", or push it to a registry and give that registry's name.";
+    } else if (c.pull.policy == "missing" || c.pull.policy == "always") {
+      exit.message += " any more (it was removed after Trainyard found or pulled it): " + make +
+                      ", or submit the job again to pull it.";
+    } else {
+      exit.message += " and image_pull_policy is never: " + make + ", or pull it (" + c.engine +
+                      " pull " + c.pull.reference + ").";
+    }
     Service(Severity::kError, exit.message);
     InspectAndRemoveContainer(&exit);
     Service(Severity::kInfo, "Clean up finished.");
@@ -1740,6 +1941,20 @@ void Launcher::OnLine(int stream, Timestamp ts, std::string_view line) {
       break;
     case Sink::kEngine:
       if (is_stderr) {
+        if (engine_err_.size() >= kInstallTailLines) engine_err_.erase(engine_err_.begin());
+        engine_err_.emplace_back(line);
+      } else {
+        capture_.append(line.data(), line.size());
+        capture_.push_back('\n');
+      }
+      break;
+    case Sink::kPull:
+      // Progress on stderr ("Copying blob ..."), the image id on stdout.
+      if (is_stderr) {
+        log_.Add(ts,
+                 line.find("level=warning") != std::string_view::npos ? Severity::kWarning
+                                                                      : Severity::kInfo,
+                 /*service=*/true, line);
         if (engine_err_.size() >= kInstallTailLines) engine_err_.erase(engine_err_.begin());
         engine_err_.emplace_back(line);
       } else {

@@ -8,6 +8,7 @@
 
 #include "trainyard/core/time.h"
 #include "trainyard/model/machine_types.h"
+#include "trainyard/registry/image_reference.h"
 #include "trainyard/tuning/study.h"
 
 namespace trainyard::model::internal {
@@ -227,22 +228,6 @@ void CheckMachineTypes(const json& ti, const std::string& tier, const Capabiliti
   }
 }
 
-// An image reference as container engines take it: name components, an optional :tag or
-// @digest. Never starting with '-', so it cannot be read as an engine flag.
-bool IsImageReference(std::string_view image) {
-  if (image.empty() || image.size() > 512) return false;
-  auto alnum = [](char ch) {
-    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
-  };
-  if (!alnum(image.front())) return false;
-  for (char ch : image) {
-    if (!alnum(ch) && ch != '.' && ch != '_' && ch != '-' && ch != '/' && ch != ':' && ch != '@') {
-      return false;
-    }
-  }
-  return true;
-}
-
 void CheckReplicaConfigs(const json& ti, const std::string& tier, const Capabilities& caps,
                          Checker* c) {
   const bool custom = tier == "CUSTOM";
@@ -287,11 +272,14 @@ void CheckReplicaConfigs(const json& ti, const std::string& tier, const Capabili
       }
     }
     const std::string image = Str(*cfg, "imageUri");
-    if (!image.empty() && !IsImageReference(image)) {
-      c->Invalid(base + ".imageUri",
-                 "imageUri " + Quote(image) +
-                     " is not an image reference such as gcr.io/project/trainer:1 or "
-                     "localhost/trainer@sha256:...");
+    // An image reference as container engines take it (never starting with '-', so it
+    // cannot be read as an engine flag).
+    if (auto ref = registry::ParseImageReference(image); !image.empty() && !ref.ok()) {
+      c->Invalid(base + ".imageUri", "imageUri " + Quote(image) +
+                                         " is not an image reference such as "
+                                         "gcr.io/project/trainer:1 or localhost/trainer@sha256:"
+                                         "...: " +
+                                         ref.status().message());
     }
     const std::string effective_image = image.empty() ? master_image : image;
     const bool has_command = Len(*cfg, "containerCommand") > 0;

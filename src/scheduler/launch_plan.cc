@@ -259,6 +259,21 @@ Status SchedulerCore::CheckRunnable(const Job& job) const {
       break;
     }
   }
+  // Where each image would be pulled from: a registry_mirrors rule may map it to no valid
+  // reference (e.g. a whole repository onto a bare registry).
+  for (const auto& r : replicas) {
+    const std::string& type = r.key.task_type;
+    const std::string& image = ImageOf(job.spec, type);
+    if (image.empty()) continue;
+    if (auto plan = registry::PlanPull(options_.registry, image); !plan.ok()) {
+      const char* config =
+          RoleOf(job.spec, type).image_uri.empty() ? "masterConfig" : ConfigFieldOf(type);
+      bad = true;
+      st.AddViolation(std::string("trainingInput.") + config + ".imageUri",
+                      plan.status().message());
+      break;
+    }
+  }
   for (size_t i = 0; i < job.spec.package_uris.size(); ++i) {
     const auto& uri = job.spec.package_uris[i];
     auto path = buckets_.LocalPathForUri(uri);
@@ -513,6 +528,20 @@ Status SchedulerCore::LaunchLocked(ActiveJob& aj, const std::string& trial_id) {
         c.args.insert(c.args.end(), trial_args.begin(), trial_args.end());
       }
       c.name = ContainerName(r.key, options_.jobs_dir);
+      // How the image gets to the machine (CheckRunnable refused images with no plan).
+      if (auto pull_plan = registry::PlanPull(options_.registry, c.image); pull_plan.ok()) {
+        c.pull.policy = registry::PullPolicyName(options_.registry.policy);
+        c.pull.reference = pull_plan->reference;
+        c.pull.registry = pull_plan->registry;
+        c.pull.mirror = pull_plan->mirror;
+        c.pull.tls_verify = pull_plan->tls_verify;
+        c.pull.auth_file = options_.registry.auth_file;
+        // One pull per job and machine with "always" (a restarted replica does not pull again).
+        c.pull.token = job.project + "/" + job.job_id + "@" + std::to_string(job.create_time) +
+                       "." + DaemonTag(options_.jobs_dir);
+      } else {
+        c.pull.policy = "never";
+      }
       // The bucket directory at the same path, so TRAINYARD_BUCKETS_DIR works inside.
       c.mounts.push_back(buckets_.root() + ":" + buckets_.root());
       for (int g : r.gpus) c.devices.push_back("/dev/nvidia" + std::to_string(g));

@@ -138,6 +138,9 @@ TEST_F(ConfigTest, PrintedConfigLoadsBackUnchanged) {
   ASSERT_TRUE(SetConfigValue(odd, "cpu_overcommit", "2.5").ok());
   ASSERT_TRUE(SetConfigValue(odd, "admission_paused", "true").ok());
   ASSERT_TRUE(SetConfigValue(odd, "tls_listen", "[::1]:0").ok());
+  ASSERT_TRUE(SetConfigValue(odd, "registry_mirrors", "gcr.io=localhost:5000,*.gcr.io=l:1/m").ok());
+  ASSERT_TRUE(SetConfigValue(odd, "registry_insecure", "localhost:5000,127.0.0.1:1").ok());
+  ASSERT_TRUE(SetConfigValue(odd, "image_pull_policy", "always").ok());
   odd.data_dir = "/srv/tr\xc3\xa4inyard/data #1";
   odd.runtimes = {scheduler::RuntimeOptions{}, scheduler::RuntimeOptions{}};
   odd.runtimes[1].name = "py-3.10";
@@ -162,6 +165,88 @@ TEST_F(ConfigTest, PrintedConfigLoadsBackUnchanged) {
       EXPECT_EQ(loaded.runtimes[i].python_versions, c->runtimes[i].python_versions);
     }
   }
+}
+
+TEST_F(ConfigTest, RegistryKeysFromTheFileAndTheEnvironment) {
+  DaemonConfig c;
+  EXPECT_EQ(c.image_pull_policy, "missing");
+  // A mapping in the file, in its order; "*" must be quoted in YAML.
+  Write(
+      "image_pull_policy: always\n"
+      "registry_mirrors: {\"gcr.io\": \"localhost:5000\", \"*-docker.pkg.dev\": "
+      "\"localhost:5000/ar\"}\n"
+      "registry_insecure: [localhost:5000]\n"
+      "registry_auth_file: /etc/trainyard/auth.json\n");
+  Status st = ApplyConfigFile(path_, c);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(c.image_pull_policy, "always");
+  EXPECT_EQ(c.registry_mirrors, "gcr.io=localhost:5000,*-docker.pkg.dev=localhost:5000/ar");
+  EXPECT_EQ(c.registry_insecure, std::vector<std::string>{"localhost:5000"});
+  EXPECT_EQ(c.registry_auth_file, "/etc/trainyard/auth.json");
+  ::setenv("TRAINYARD_REGISTRY_MIRRORS", "us.gcr.io=127.0.0.1:5001", 1);
+  st = ApplyEnvironment(c);
+  ::unsetenv("TRAINYARD_REGISTRY_MIRRORS");
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(c.registry_mirrors, "us.gcr.io=127.0.0.1:5001");
+  EXPECT_NE(ConfigReference().find("`TRAINYARD_IMAGE_PULL_POLICY` | `missing`"), std::string::npos);
+}
+
+TEST_F(ConfigTest, RegistryKeysRefuseWhatCannotWorkNamingTheKey) {
+  DaemonConfig c;
+  auto refused = [&](const std::string& key, const std::string& value) {
+    Status st = SetConfigValue(c, key, value);
+    EXPECT_FALSE(st.ok()) << key << "=" << value;
+    EXPECT_NE(st.message().find("config " + key), std::string::npos) << st.message();
+    return st.message();
+  };
+  EXPECT_NE(refused("image_pull_policy", "IfNotPresent").find("never, missing, always"),
+            std::string::npos);
+  EXPECT_NE(refused("registry_mirrors", "gcr.io").find("PREFIX=TARGET"), std::string::npos);
+  EXPECT_NE(refused("registry_mirrors", "gcr=localhost:5000").find("must start with a registry"),
+            std::string::npos);
+  EXPECT_NE(refused("registry_mirrors", "gcr.io=a.b:1,gcr.io=c.d:2").find("mapped twice"),
+            std::string::npos);
+  EXPECT_NE(refused("registry_insecure", "*").find("no wildcard"), std::string::npos);
+  refused("registry_insecure", "localhost:5000/path");
+  EXPECT_NE(refused("registry_auth_file", "auth.json").find("absolute"), std::string::npos);
+  Write("registry_mirrors: {\"gcr.io\": \"not a registry\"}\n");
+  Status st = ApplyConfigFile(path_, c);
+  EXPECT_NE(st.message().find(path_), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("registry_mirrors"), std::string::npos) << st.message();
+}
+
+TEST_F(ConfigTest, RegistrySettingsCheckTheAuthFileWithoutShowingIt) {
+  DaemonConfig c;
+  ASSERT_TRUE(SetConfigValue(c, "registry_mirrors", "gcr.io=localhost:5000").ok());
+  ASSERT_TRUE(SetConfigValue(c, "registry_insecure", "localhost:5000").ok());
+  auto plain = RegistrySettingsFromConfig(c);
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_EQ(plain->policy, registry::PullPolicy::kMissing);
+  ASSERT_EQ(plain->mirrors.size(), 1u);
+  EXPECT_EQ(plain->mirrors[0].target, "localhost:5000");
+  EXPECT_EQ(plain->insecure, std::vector<std::string>{"localhost:5000"});
+
+  const std::string auth = path_ + ".auth.json";
+  c.registry_auth_file = auth;
+  auto missing = RegistrySettingsFromConfig(c);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("cannot be read"), std::string::npos);
+  const std::string secret = "c2VjcmV0LXBhc3N3b3Jk";
+  std::ofstream(auth) << "{\"auths\": {\"localhost:5000\": {\"auth\": \"" << secret << "\"}";
+  auto broken = RegistrySettingsFromConfig(c);
+  ASSERT_FALSE(broken.ok());
+  EXPECT_NE(broken.status().message().find("is not JSON"), std::string::npos);
+  EXPECT_EQ(broken.status().message().find(secret), std::string::npos);
+  std::ofstream(auth) << "{\"localhost:5000\": {\"auth\": \"" << secret << "\"}}";
+  auto no_auths = RegistrySettingsFromConfig(c);
+  ASSERT_FALSE(no_auths.ok());
+  EXPECT_NE(no_auths.status().message().find("no \"auths\" object"), std::string::npos);
+  EXPECT_EQ(no_auths.status().message().find(secret), std::string::npos);
+  std::ofstream(auth) << "{\"auths\": {\"localhost:5000\": {\"auth\": \"" << secret << "\"}}}";
+  auto good = RegistrySettingsFromConfig(c);
+  ::unlink(auth.c_str());
+  ASSERT_TRUE(good.ok()) << good.status().message();
+  EXPECT_EQ(good->auth_file, auth);
 }
 
 // A directory of fake executables, used as PATH.

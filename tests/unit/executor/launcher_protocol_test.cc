@@ -86,6 +86,33 @@ TEST(SpecJsonTest, RoundTripsTheContainer) {
   EXPECT_EQ(back->env, spec.env);
 }
 
+TEST(SpecJsonTest, RoundTripsTheImagePullAndLeavesItOutWhenUnset) {
+  ReplicaSpec spec;
+  spec.container.image = "gcr.io/p/t:1";
+  EXPECT_EQ(SpecToJson(spec).find("pull"), std::string::npos);
+  ImagePull& p = spec.container.pull;
+  p.policy = "always";
+  p.reference = "localhost:5000/p/t:1";
+  p.registry = "localhost:5000";
+  p.mirror = "gcr.io=localhost:5000";
+  p.tls_verify = false;
+  p.auth_file = "/etc/trainyard/auth.json";
+  p.token = "proj/job@1.abcd";
+  auto back = SpecFromJson(SpecToJson(spec));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  const ImagePull& b = back->container.pull;
+  EXPECT_EQ(b.policy, p.policy);
+  EXPECT_EQ(b.reference, p.reference);
+  EXPECT_EQ(b.registry, p.registry);
+  EXPECT_EQ(b.mirror, p.mirror);
+  EXPECT_FALSE(b.tls_verify);
+  EXPECT_EQ(b.auth_file, p.auth_file);
+  EXPECT_EQ(b.token, p.token);
+  auto bad = SpecFromJson(R"({"container": {"image": "x", "pull": "always"}})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("container.pull is not an object"), std::string::npos);
+}
+
 TEST(SpecJsonTest, ContainerEntrypointDistinguishesUnsetFromEmpty) {
   ReplicaSpec spec;
   spec.container.image = "img";

@@ -940,13 +940,38 @@ TEST_F(LocalExecutorTest, ReplicaRunsWithoutLimitsWhenItsCgroupsCannotBeSetUp) {
 constexpr const char* kFakeEngine = R"SH(#!/bin/sh
 d="$(dirname "$0")"
 { for a in "$@"; do printf '%s\n' "$a"; done; echo '--END--'; } >> "$d/calls"
+# The last argument (the image of `image inspect`, `pull`, or `run` without arguments).
+for last in "$@"; do :; done
+# With a file "present", only the images it lists are in local storage.
+present() { [ ! -f "$d/present" ] || grep -qxF "$1" "$d/present"; }
 case "$1" in
-  image) exit "$(cat "$d/image_exit" 2>/dev/null || echo 0)" ;;
+  image)
+    if [ -f "$d/present" ]; then
+      present "$last" && { echo sha256:1234; exit 0; }
+      echo "Error: inspecting object: $last: image not known" >&2; exit 125
+    fi
+    exit "$(cat "$d/image_exit" 2>/dev/null || echo 0)" ;;
+  pull)
+    # One line per pull, in one write (replicas pull concurrently).
+    echo "$last ${DOCKER_CONFIG:-}" >> "$d/pulls"
+    echo "Trying to pull $last..." >&2
+    if [ -f "$d/pull_sleep" ]; then
+      trap 'echo PULLTERM >> "$d/signals"; exit 143' TERM
+      echo "sleeping in pull" >&2
+      while :; do sleep 0.05; done
+    fi
+    if [ -f "$d/pull_fail" ]; then cat "$d/pull_fail" >&2; exit 125; fi
+    echo "Copying blob sha256:abcd" >&2
+    echo "$last" >> "$d/present"
+    echo sha256:9388e6e4e80f
+    exit 0 ;;
   inspect) cat "$d/oom" 2>/dev/null || echo false; exit 0 ;;
   rm) exit 0 ;;
   run)
-    if [ "$(cat "$d/image_exit" 2>/dev/null || echo 0)" != 0 ]; then
-      echo "Error: localhost/trainer:1: image not known" >&2
+    img=""; prev=""
+    for a in "$@"; do if [ "$prev" = "--" ] && [ -z "$img" ]; then img="$a"; fi; prev="$a"; done
+    if [ "$(cat "$d/image_exit" 2>/dev/null || echo 0)" != 0 ] || ! present "$img"; then
+      echo "Error: $img: image not known" >&2
       exit 125
     fi
     while [ $# -gt 0 ]; do
@@ -1176,19 +1201,23 @@ TEST_F(ContainerTest, DockerGetsItsOwnCommandsAndASingleEntrypointExecutable) {
             }));
 }
 
-TEST_F(ContainerTest, MissingImageFailsInInstallPhaseWithoutCountingAsRunning) {
+TEST_F(ContainerTest, MissingLocalImageFailsToStartWithoutCountingAsRunning) {
   Configure("image_exit", "1");
   ReplicaSpec spec = ContainerSpec("noimage");
+  // localhost/ names no registry: nothing to pull, whatever the policy.
+  spec.container.pull.policy = "missing";
   ASSERT_TRUE(executor_->Launch(spec).ok());
   auto exit = recorder_.WaitExit(spec.key);
   ASSERT_TRUE(exit.has_value());
-  EXPECT_EQ(exit->phase, "install");
+  EXPECT_EQ(exit->phase, "launch");
   EXPECT_EQ(exit->exit_code, 1);
   const std::string message =
-      "The container image localhost/trainer:1 is not in the local storage of podman: build it "
-      "(" +
+      "The container image localhost/trainer:1 is not in the local storage of podman, and its "
+      "name has no registry to pull it from (localhost/ names images built on this machine): "
+      "build it (" +
       spec.container.engine + " build -t localhost/trainer:1 DIR) or load it (" +
-      spec.container.engine + " load -i FILE) on this machine; Trainyard does not pull images.";
+      spec.container.engine +
+      " load -i FILE) on this machine, or push it to a registry and give that registry's name.";
   EXPECT_EQ(exit->message, message);
   auto line = recorder_.Find(message);
   ASSERT_TRUE(line.has_value());
@@ -1200,6 +1229,216 @@ TEST_F(ContainerTest, MissingImageFailsInInstallPhaseWithoutCountingAsRunning) {
   EXPECT_EQ(calls[1], InspectCall("ty-noimage"));
   EXPECT_EQ(calls[2], RemoveCall("ty-noimage"));
   EXPECT_EQ(recorder_.RunningCalls(spec.key), 0);
+}
+
+// Registries (docs/containers.md): the image a mirror maps gcr.io/p/t:1 to.
+class PullTest : public ContainerTest {
+ protected:
+  ReplicaSpec PullSpec(const std::string& name, const std::string& policy, int index = 0) {
+    ReplicaSpec spec = ContainerSpec(name);
+    spec.key.index = index;
+    spec.key.task_type = index == 0 ? "master" : "worker";
+    spec.work_dir += "-" + std::to_string(index);
+    spec.container.name += "-" + std::to_string(index);
+    spec.env_cache_dir = tmp_.path() + "/env-cache";
+    spec.container.image = "gcr.io/p/t:1";
+    ImagePull& p = spec.container.pull;
+    p.policy = policy;
+    p.reference = "localhost:5000/p/t:1";
+    p.registry = "localhost:5000";
+    p.mirror = "gcr.io=localhost:5000";
+    p.tls_verify = false;
+    p.auth_file = "/etc/trainyard/auth.json";
+    p.token = "proj/job_" + name + "@1";
+    return spec;
+  }
+  std::vector<std::string> Pulls() {
+    auto text = ReadFile(engine_dir_ + "/pulls");
+    std::vector<std::string> out;
+    if (!text.ok()) return out;
+    for (const std::string& line : Split(*text, '\n')) {
+      if (!line.empty()) out.push_back(line);
+    }
+    return out;
+  }
+  std::vector<std::string> PullCall(const std::string& ref) {
+    return {"pull", "--tls-verify=false", "--authfile", "/etc/trainyard/auth.json", "--", ref};
+  }
+  std::vector<std::string> ImageCall(const std::string& ref) {
+    return {"image", "inspect", "--format", "{{.Id}}", ref};
+  }
+};
+
+TEST_F(PullTest, MissingPolicyPullsTheMirrorsReferenceAndRunsIt) {
+  Configure("present", "");
+  ReplicaSpec spec = PullSpec("pull", "missing");
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->phase, "run") << exit->message;
+  EXPECT_EQ(exit->exit_code, 0);
+  auto calls = Calls();
+  ASSERT_EQ(calls.size(), 6u) << ::testing::PrintToString(calls);
+  EXPECT_EQ(calls[0], ImageCall("gcr.io/p/t:1"));
+  EXPECT_EQ(calls[1], ImageCall("localhost:5000/p/t:1"));
+  EXPECT_EQ(calls[2], PullCall("localhost:5000/p/t:1"));
+  EXPECT_EQ(calls[3][0], "run");
+  EXPECT_EQ(calls[3].back(), "localhost:5000/p/t:1");
+  EXPECT_EQ(calls[5], RemoveCall(spec.container.name));
+  auto line = recorder_.Find(
+      "Pulling the container image gcr.io/p/t:1 (as localhost:5000/p/t:1 through "
+      "registry_mirrors gcr.io=localhost:5000) from the registry localhost:5000 "
+      "(image_pull_policy missing, without TLS verification, credentials from "
+      "/etc/trainyard/auth.json).");
+  ASSERT_TRUE(line.has_value());
+  EXPECT_EQ(line->severity, Severity::kInfo);
+  // The engine's progress, then how long it took and what it got.
+  EXPECT_TRUE(recorder_.Find("Copying blob sha256:abcd").has_value());
+  EXPECT_TRUE(
+      recorder_.HasLogContaining("Pulled localhost:5000/p/t:1 from the registry "
+                                 "localhost:5000 in "));
+  EXPECT_TRUE(recorder_.HasLogContaining(" s (image sha256:9388e6e4e80f)."));
+  EXPECT_TRUE(recorder_.Find("Running container image localhost:5000/p/t:1.").has_value());
+  EXPECT_EQ(recorder_.RunningCalls(spec.key), 1);
+}
+
+TEST_F(PullTest, MissingPolicyRunsAnImageThatIsHereWithoutPulling) {
+  Configure("present", "gcr.io/p/t:1\n");
+  ReplicaSpec spec = PullSpec("here", "missing");
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 0) << exit->message;
+  auto calls = Calls();
+  ASSERT_EQ(calls.size(), 4u) << ::testing::PrintToString(calls);
+  EXPECT_EQ(calls[0], ImageCall("gcr.io/p/t:1"));
+  EXPECT_EQ(calls[1].back(), "gcr.io/p/t:1");
+  EXPECT_EQ(Pulls(), std::vector<std::string>{});
+  // The mirror's reference counts too.
+  Configure("present", "localhost:5000/p/t:1\n");
+  spec = PullSpec("mirror_here", "missing");
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  ASSERT_TRUE(recorder_.WaitExit(spec.key).has_value());
+  EXPECT_EQ(Pulls(), std::vector<std::string>{});
+  EXPECT_EQ(Calls().back(), RemoveCall(spec.container.name));
+}
+
+TEST_F(PullTest, AFailedPullSaysWhatWasTriedAndRunsNothing) {
+  Configure("present", "");
+  Configure("pull_fail",
+            "time=\"x\" level=warning msg=\"Failed, retrying in 1s ... (1/3).\"\n"
+            "Error: initializing source docker://localhost:5000/p/t:1: reading manifest 1 in "
+            "localhost:5000/p/t: manifest unknown: manifest unknown\n");
+  ReplicaSpec spec = PullSpec("nopull", "missing");
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->phase, "launch");
+  EXPECT_EQ(exit->exit_code, 1);
+  const std::string& m = exit->message;
+  EXPECT_TRUE(
+      m.starts_with("Cannot pull the container image gcr.io/p/t:1 (as localhost:5000/p/t:1 through "
+                    "registry_mirrors gcr.io=localhost:5000) from the registry localhost:5000 "
+                    "(image_pull_policy missing, without TLS verification, credentials from "
+                    "/etc/trainyard/auth.json): podman pull exited with status 125 after "))
+      << m;
+  EXPECT_TRUE(m.ends_with(
+      " s: Error: initializing source docker://localhost:5000/p/t:1: reading manifest 1 in "
+      "localhost:5000/p/t: manifest unknown: manifest unknown"))
+      << m;
+  auto warning =
+      recorder_.Find("time=\"x\" level=warning msg=\"Failed, retrying in 1s ... (1/3).\"");
+  ASSERT_TRUE(warning.has_value());
+  EXPECT_EQ(warning->severity, Severity::kWarning);
+  ASSERT_TRUE(recorder_.Find(m).has_value());
+  EXPECT_EQ(recorder_.Find(m)->severity, Severity::kError);
+  for (const auto& call : Calls()) EXPECT_NE(call[0], "run");
+  EXPECT_EQ(recorder_.RunningCalls(spec.key), 0);
+}
+
+TEST_F(PullTest, ReplicasOfAJobShareOnePull) {
+  Configure("present", "");
+  std::vector<ReplicaSpec> specs;
+  for (int i = 0; i < 3; ++i) specs.push_back(PullSpec("shared", "missing", i));
+  for (const ReplicaSpec& spec : specs) ASSERT_TRUE(executor_->Launch(spec).ok());
+  for (const ReplicaSpec& spec : specs) {
+    auto exit = recorder_.WaitExit(spec.key);
+    ASSERT_TRUE(exit.has_value());
+    EXPECT_EQ(exit->exit_code, 0) << exit->message;
+  }
+  EXPECT_EQ(Pulls(), std::vector<std::string>{"localhost:5000/p/t:1 "});
+}
+
+TEST_F(PullTest, AlwaysPullsOncePerJob) {
+  Configure("present", "gcr.io/p/t:1\nlocalhost:5000/p/t:1\n");
+  std::vector<ReplicaSpec> specs;
+  for (int i = 0; i < 2; ++i) specs.push_back(PullSpec("always", "always", i));
+  for (const ReplicaSpec& spec : specs) ASSERT_TRUE(executor_->Launch(spec).ok());
+  for (const ReplicaSpec& spec : specs) {
+    auto exit = recorder_.WaitExit(spec.key);
+    ASSERT_TRUE(exit.has_value());
+    EXPECT_EQ(exit->exit_code, 0) << exit->message;
+  }
+  EXPECT_EQ(Pulls().size(), 1u);
+  EXPECT_TRUE(recorder_.HasLogContaining(
+      "Another replica of this job has pulled localhost:5000/p/t:1; it is not pulled again"));
+  // Another job pulls again.
+  ReplicaSpec other = PullSpec("always_again", "always");
+  ASSERT_TRUE(executor_->Launch(other).ok());
+  ASSERT_TRUE(recorder_.WaitExit(other.key).has_value());
+  EXPECT_EQ(Pulls().size(), 2u);
+}
+
+TEST_F(PullTest, NeverPolicyRunsTheImageAsGivenAndSaysHowToGetIt) {
+  Configure("present", "localhost:5000/p/t:1\n");
+  ReplicaSpec spec = PullSpec("never", "never");
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->phase, "launch");
+  EXPECT_EQ(exit->message,
+            "The container image gcr.io/p/t:1 is not in the local storage of podman and "
+            "image_pull_policy is never: build it (" +
+                spec.container.engine + " build -t gcr.io/p/t:1 DIR) or load it (" +
+                spec.container.engine + " load -i FILE) on this machine, or pull it (" +
+                spec.container.engine + " pull localhost:5000/p/t:1).");
+  auto calls = Calls();
+  ASSERT_FALSE(calls.empty());
+  EXPECT_EQ(calls[0][0], "run");  // no image check before it
+  EXPECT_EQ(Pulls(), std::vector<std::string>{});
+}
+
+TEST_F(PullTest, DockerGetsTheCredentialsDirectoryAndNoTlsFlag) {
+  InstallEngine("docker");
+  Configure("present", "");
+  ReplicaSpec spec = PullSpec("docker_pull", "missing");
+  spec.container.engine = engine_dir_ + "/docker";
+  spec.container.pull.auth_file = "/etc/trainyard/docker/config.json";
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 0) << exit->message;
+  auto calls = Calls();
+  ASSERT_GE(calls.size(), 3u);
+  EXPECT_EQ(calls[2], (std::vector<std::string>{"pull", "--", "localhost:5000/p/t:1"}));
+  EXPECT_EQ(Pulls(), std::vector<std::string>{"localhost:5000/p/t:1 /etc/trainyard/docker"});
+}
+
+TEST_F(PullTest, AStopDuringThePullEndsItAndRunsNothing) {
+  Configure("present", "");
+  Configure("pull_sleep", "");
+  ReplicaSpec spec = PullSpec("stop_pull", "missing");
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  ASSERT_TRUE(recorder_.WaitLog("sleeping in pull"));
+  executor_->Kill(spec.key, 5 * kMicrosPerSecond, "");
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_TRUE(exit->killed_by_request);
+  EXPECT_EQ(exit->message, "the replica was stopped before the trainer started");
+  EXPECT_EQ(ReadFile(engine_dir_ + "/signals").value(), "PULLTERM\n");
+  for (const auto& call : Calls()) EXPECT_NE(call[0], "run");
+  EXPECT_EQ(recorder_.RunningCalls(spec.key), 0);
+  EXPECT_EQ(Leftovers(spec.work_dir), std::vector<pid_t>{});
 }
 
 TEST_F(ContainerTest, FailingContainerReportsItsStatusAndStderrAndIsRemoved) {

@@ -866,11 +866,22 @@ TEST(ValidationTest, CountsAndAcceleratorsAreBounded) {
 }
 
 TEST(ValidationTest, ImageUrisMustBeImageReferences) {
-  for (const char* bad : {"--privileged", "-v=/:/host", "img with space", "img;rm"}) {
+  // What the engines would refuse too (src/registry/image_reference.h), with the reason.
+  for (const char* bad :
+       {"--privileged", "-v=/:/host", "img with space", "img;rm", "gcr.io/Proj/img:1",
+        "localhost/trainer@sha256:abc", "gcr.io/p/img:", "localhost:99999/img"}) {
     ExpectInvalid(ParseWith({{"runtimeVersion", nullptr}, {"masterConfig", {{"imageUri", bad}}}}),
                   "trainingInput.masterConfig.imageUri");
   }
-  for (const char* good : {"gcr.io/p/img:1", "localhost/trainer@sha256:abc", "trainer"}) {
+  auto upper =
+      ParseWith({{"runtimeVersion", nullptr}, {"masterConfig", {{"imageUri", "gcr.io/P/i"}}}});
+  ASSERT_FALSE(upper.ok());
+  EXPECT_NE(upper.status().violations()[0].description.find("must be lower case"),
+            std::string::npos)
+      << upper.status().violations()[0].description;
+  const std::string digest = "localhost/trainer@sha256:" + std::string(64, 'a');
+  for (const std::string& good : {std::string("gcr.io/p/img:1"), digest, std::string("trainer"),
+                                  std::string("us-central1-docker.pkg.dev/p/r/img:v1.2")}) {
     auto r = ParseWith({{"runtimeVersion", nullptr}, {"masterConfig", {{"imageUri", good}}}});
     EXPECT_FALSE(HasViolation(r.status(), "trainingInput.masterConfig.imageUri")) << good;
   }

@@ -972,6 +972,50 @@ TEST_F(SchedulerTest, ContainerGpusArePassedAsDevicesAndRenumberedFromZero) {
   EXPECT_EQ(spec.env.at("CUDA_VISIBLE_DEVICES"), "0") << "GPU 1 is device 0 in the container";
 }
 
+TEST_F(SchedulerTest, ContainerReplicasCarryTheirPullPlan) {
+  options_.container_engine = "podman";
+  options_.registry.policy = registry::PullPolicy::kAlways;
+  options_.registry.mirrors = {{"gcr.io", "localhost:5000"}};
+  options_.registry.insecure = {"localhost:5000"};
+  options_.registry.auth_file = "/etc/trainyard/auth.json";
+  StartScheduler();
+  Job job = ContainerJob("pull_1", 1, 1, 0);
+  job.spec.parameter_server.image_uri = "localhost/ps:1";
+  ASSERT_TRUE(sched_->Submit(job).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 3; }));
+  const auto specs = exec_.Launched();
+  const auto& master = SpecOf(specs, "master")->container.pull;
+  EXPECT_EQ(master.policy, "always");
+  EXPECT_EQ(master.reference, "localhost:5000/p/trainer:1");
+  EXPECT_EQ(master.registry, "localhost:5000");
+  EXPECT_EQ(master.mirror, "gcr.io=localhost:5000");
+  EXPECT_FALSE(master.tls_verify);
+  EXPECT_EQ(master.auth_file, "/etc/trainyard/auth.json");
+  EXPECT_EQ(master.token.rfind("p/pull_1@", 0), 0u) << master.token;
+  // One token for the whole job: its replicas share one pull.
+  EXPECT_EQ(SpecOf(specs, "worker")->container.pull.token, master.token);
+  // A local name: nothing to pull from.
+  const auto& ps = SpecOf(specs, "ps")->container.pull;
+  EXPECT_EQ(ps.reference, "");
+  EXPECT_EQ(ps.policy, "always");
+  sched_->OnReplicaExit(Key("pull_1", "master", 0), CleanExit());
+  ASSERT_TRUE(sched_->Submit(ContainerJob("pull_2", 0, 0, 0)).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 4; }));
+  EXPECT_NE(exec_.Launched()[3].container.pull.token, master.token);
+}
+
+TEST_F(SchedulerTest, AnImageThatItsMirrorMapsToNothingIsRefused) {
+  options_.container_engine = "podman";
+  options_.registry.mirrors = {{"gcr.io/p/trainer", "localhost:5000"}};
+  StartScheduler();
+  Status st = sched_->CheckRunnable(ContainerJob("nomap", 0, 0, 0));
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  ASSERT_EQ(st.violations().size(), 1u) << st.ToString();
+  EXPECT_EQ(st.violations()[0].field, "trainingInput.masterConfig.imageUri");
+  EXPECT_NE(st.violations()[0].description.find("without a repository path"), std::string::npos)
+      << st.ToString();
+}
+
 TEST_F(SchedulerTest, ContainerJobsAreRefusedWithoutAnEngine) {
   StartScheduler();  // container_engine unset: neither podman nor docker here
   Status st = sched_->CheckRunnable(ContainerJob("no", 0, 0, 0));

@@ -61,7 +61,23 @@ struct ResourceLimits {
   int64_t cpu_millis = 0;    // cpu.cfs_quota_us = cpu_millis * 100 (period 100 ms)
 };
 
-// How a custom-container replica runs (compat §2 ReplicaConfig, issue 5). The launcher runs
+// How a container replica's image gets into the engine's local storage before it runs
+// (docs/containers.md, "Registries"): planned by the scheduler from the daemon's registry
+// settings (trainyard/registry/image_reference.h), carried out by the launcher on the machine
+// that runs the replica, under a lock shared by every replica there.
+struct ImagePull {
+  std::string policy;      // "never", "missing" or "always"; "" (a spec from before pulls): never
+  std::string reference;   // what a pull asks for: the image or its mirror, fully qualified; ""
+                           // when the image is a local name (localhost/...) with no registry
+  std::string registry;    // the registry (host[:port]) `reference` is pulled from
+  std::string mirror;      // "PREFIX=TARGET" of the registry_mirrors rule that mapped the image
+  bool tls_verify = true;  // false: an insecure registry (podman --tls-verify=false)
+  std::string auth_file;   // credentials (auth.json) for the engine; "" = the engine's own
+  std::string token;       // one per job: with "always", the job's replicas share one pull
+};
+
+// How a custom-container replica runs (compat §2 ReplicaConfig, issue 5). The launcher gets the
+// image (`pull`), then runs
 //   <engine> run --name <name> --pull=never --network=host --env-file <work_dir>/container.env
 //       [-v mount]... [--device dev]... [--cpus N --memory B] [--entrypoint JSON] <image> <args>...
 // instead of `python -m module`, then reads the container's OOMKilled state and removes it.
@@ -78,6 +94,7 @@ struct ContainerSpec {
   std::string name;                  // container name, unique per replica
   std::vector<std::string> mounts;   // "HOST:CONTAINER[:ro]"
   std::vector<std::string> devices;  // e.g. /dev/nvidia0 for an assigned GPU
+  ImagePull pull;
 };
 
 // Everything the launcher needs (the local backend writes it to <work_dir>/spec.json).

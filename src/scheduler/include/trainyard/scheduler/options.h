@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "trainyard/core/time.h"
+#include "trainyard/registry/image_reference.h"
 #include "trainyard/scheduler/admission.h"
 #include "trainyard/scheduler/clock.h"
 #include "trainyard/scheduler/resources.h"
@@ -51,6 +52,9 @@ struct SchedulerOptions {
   std::string container_engine;
   std::map<std::string, std::string> container_engine_env;
   bool container_limits = true;
+  // Where container images come from: the pull policy, registry mirrors, insecure registries
+  // and the credentials file (docs/containers.md, "Registries").
+  registry::RegistrySettings registry;
   // A directory appended to every Python replica's PYTHONPATH: the `hypertune` module lives
   // there ("" = none).
   std::string python_support_dir;
