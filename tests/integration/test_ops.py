@@ -61,8 +61,9 @@ def fill(path, leave_bytes):
 
 
 def metrics(daemon):
-    with urllib.request.urlopen(daemon.url + "/metrics", timeout=10) as r:
-        return r.read().decode()
+    status, text = daemon.request("GET", "/metrics")  # as the administrator (trainyard.admin)
+    assert status == 200, text
+    return text
 
 
 def readyz(daemon):
