@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Configures (once) and builds Trainyard into build/ with Ninja and ccache.
 set -euo pipefail
+# One ccache entry serves build/ and build-pkg/ (the package test builds the programs again):
+# paths relative to the checkout, and the build directory left out of the hash.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$(cd "$(dirname "$0")/.." && pwd)}"
+export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-true}"
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 # The web console's npm dependencies, from the committed lock file (a no-op when installed).

@@ -4,6 +4,10 @@
 # GNUInstallDirs), builds the programs only, and writes build-pkg/trainyard_<version>-<release>_<arch>.deb.
 # Usage: scripts/package.sh              (TRAINYARD_DEB_RELEASE=N for another build of a version)
 set -euo pipefail
+# One ccache entry serves build/ and build-pkg/ (the package test builds the programs again):
+# paths relative to the checkout, and the build directory left out of the hash.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$(cd "$(dirname "$0")/.." && pwd)}"
+export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-true}"
 cd "$(dirname "$0")/.."
 BUILD_DIR=${PKG_BUILD_DIR:-build-pkg}
 scripts/console-deps.sh

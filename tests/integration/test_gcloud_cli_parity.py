@@ -22,6 +22,8 @@ def env(tmp_path_factory):
     data.mkdir()
     d = Daemon(str(data)).start()
     g = Google(d, str(root / "cloudsdk"), None)
+    if d.token:  # authentication on: trainyard and gcloud send the administrator's token
+        g.env["TRAINYARD_TOKEN"] = d.token
     g.trainyard("gcloud-config", "--apply", "--activate")
     d.cli("admin", "pause")
     uri = upload_package(d, build_sdist(make_package(root / "pkg", "print('hi')\n")))
