@@ -1,9 +1,13 @@
 // The local-process executor: one trainyard-launcher per replica, started in its own session,
 // watched by one monitor thread that tails the replicas' log files and notices their exits.
 //
-// Threads: callers (Launch, Kill, Recover, RunningCount) touch the replica table under mu_; the
-// monitor thread owns each replica's tailing state and is the only caller of the listener, which
-// is what keeps one replica's events in order.
+// Threads: callers (Launch, Kill, Recover, RunningCount) touch the replica table under mu_ and
+// return at once: Launch only queues the start. The starter thread does the slow part (the work
+// dir, the spec written durably, posix_spawn of the launcher) off every caller's lock, so the
+// scheduler's mutex is never held across file system work or a process start. The monitor
+// thread owns each replica's tailing state and is the only caller of the listener, which is
+// what keeps one replica's events in order (a start that failed, or was stopped before it
+// happened, reaches the listener through the monitor too).
 
 #include <fcntl.h>
 #include <poll.h>
@@ -19,6 +23,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <condition_variable>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -95,6 +100,8 @@ struct Replica {
   pid_t pid = 0;            // 0: no launcher is known (recovered dir without launcher.pid)
   uint64_t start_time = 0;  // 0: unknown
   bool is_child = false;    // started by this process (waitpid works)
+  // Never started: why ("" for a replica that was started). Its exit is phase "launch".
+  std::string not_started;
 
   // Guarded by LocalExecutor::mu_.
   bool kill_requested = false;
@@ -117,6 +124,7 @@ class LocalExecutor final : public Executor {
     if (options_.log_poll_interval <= 0) options_.log_poll_interval = 20 * 1000;
     wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     monitor_ = std::thread([this] { MonitorLoop(); });
+    starter_ = std::thread([this] { StarterLoop(); });
   }
 
   ~LocalExecutor() override {
@@ -130,12 +138,24 @@ class LocalExecutor final : public Executor {
   std::vector<MetricRecord> ReplicaMetrics(const ReplicaKey& key, const std::string& tag) override;
   int RunningCount() const override {
     std::lock_guard<std::mutex> lock(mu_);
-    return static_cast<int>(replicas_.size());
+    return static_cast<int>(replicas_.size() + starting_.size());
   }
   std::vector<ReplicaUsage> Usage() override;
   void Shutdown() override;
 
  private:
+  // A replica Launch accepted that the starter has not started yet (guarded by mu_). A Kill
+  // meanwhile is recorded here and applied once the launcher exists (or the start is skipped).
+  struct PendingStart {
+    ReplicaSpec spec;
+    bool kill_requested = false;
+    int64_t kill_deadline = 0;  // monotonic
+    std::string stop_reason;
+  };
+  void StarterLoop();
+  // The slow part of a launch: work dir, spec file, the launcher process. Returns the replica
+  // to monitor, or the error that kept it from starting.
+  Result<std::shared_ptr<Replica>> Start(ReplicaSpec spec);
   void MonitorLoop();
   // One monitoring step for one replica; returns true when its exit was reported.
   bool Poll(Replica& r);
@@ -161,7 +181,11 @@ class LocalExecutor final : public Executor {
   };
   std::mutex usage_mu_;
   std::map<ReplicaKey, CpuSamples> cpu_samples_;
-  bool stop_ = false;  // guarded by mu_
+  bool stop_ = false;                            // guarded by mu_
+  std::map<ReplicaKey, PendingStart> starting_;  // guarded by mu_
+  std::vector<ReplicaKey> start_queue_;          // guarded by mu_, in Launch order
+  std::condition_variable start_cv_;
+  std::thread starter_;
   std::thread monitor_;
   int wake_fd_ = -1;  // eventfd: Launch, Kill and Shutdown wake the monitor through it
 
@@ -189,11 +213,73 @@ Status LocalExecutor::Launch(const ReplicaSpec& given) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) return FailedPrecondition("executor is shut down");
-    if (replicas_.count(spec.key) != 0) {
+    if (replicas_.count(spec.key) != 0 || starting_.count(spec.key) != 0) {
       return AlreadyExists("replica " + spec.key.TaskName() + " of job " + spec.key.job_id +
                            " is already running");
     }
+    ReplicaKey key = spec.key;
+    start_queue_.push_back(key);
+    PendingStart pending;
+    pending.spec = std::move(spec);
+    starting_.emplace(std::move(key), std::move(pending));
   }
+  start_cv_.notify_one();
+  return Status::Ok();
+}
+
+void LocalExecutor::StarterLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    // Drains the queue before it stops: what Launch accepted is started (a daemon that stops
+    // leaves running replicas for the next one to recover).
+    start_cv_.wait(lock, [this] { return stop_ || !start_queue_.empty(); });
+    if (start_queue_.empty()) return;
+    const ReplicaKey key = start_queue_.front();
+    start_queue_.erase(start_queue_.begin());
+    PendingStart& pending = starting_.at(key);
+    std::shared_ptr<Replica> r;
+    if (pending.kill_requested) {
+      r = std::make_shared<Replica>();
+      r->key = key;
+      r->work_dir = pending.spec.work_dir;
+      r->not_started = "it was stopped before it started";
+    } else {
+      ReplicaSpec spec = pending.spec;
+      lock.unlock();
+      auto started = Start(std::move(spec));
+      lock.lock();
+      if (started.ok()) {
+        r = std::move(started).value();
+      } else {
+        TY_LOG_WARN(kLog, "cannot start {} of job {}: {}", key.TaskName(), key.job_id,
+                    started.status().message());
+        r = std::make_shared<Replica>();
+        r->key = key;
+        r->work_dir = pending.spec.work_dir;
+        r->not_started = started.status().message();
+      }
+    }
+    // A Kill that came while it started applies now: the launcher keeps SIGTERM blocked until
+    // it reads it, so the signal is not lost.
+    PendingStart done = std::move(starting_.at(key));
+    starting_.erase(key);
+    if (!r->not_started.empty()) {
+      r->exited = true;
+      r->kill_requested = done.kill_requested;
+      r->stop_reason = done.stop_reason;
+    }
+    replicas_[key] = r;
+    if (done.kill_requested && r->not_started.empty()) {
+      const int64_t now = MonotonicMicros();
+      lock.unlock();
+      Kill(key, std::max<int64_t>(0, done.kill_deadline - now), done.stop_reason);
+      lock.lock();
+    }
+    Wake();
+  }
+}
+
+Result<std::shared_ptr<Replica>> LocalExecutor::Start(ReplicaSpec spec) {
   TRAINYARD_RETURN_IF_ERROR(MakeDirs(spec.work_dir));
   // A work dir may be reused for a new attempt: clear the previous launcher's files.
   for (const char* f : {kPidFile, kRunningFile, kLogFile, kLogOffsetFile, kExitFile, kKillFile,
@@ -266,12 +352,7 @@ Status LocalExecutor::Launch(const ReplicaSpec& given) {
   }
   TY_LOG_INFO(kLog, "launched {} of job {} (launcher pid {})", spec.key.TaskName(), spec.key.job_id,
               pid);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    replicas_[spec.key] = std::move(r);
-  }
-  Wake();
-  return Status::Ok();
+  return r;
 }
 
 void LocalExecutor::Kill(const ReplicaKey& key, Duration grace, const std::string& reason) {
@@ -280,6 +361,15 @@ void LocalExecutor::Kill(const ReplicaKey& key, Duration grace, const std::strin
   if (grace < 0) grace = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (auto p = starting_.find(key); p != starting_.end()) {
+      // Not started yet: the starter applies it (or skips the start).
+      PendingStart& pending = p->second;
+      if (pending.kill_requested && pending.kill_deadline <= now + grace) return;
+      pending.kill_requested = true;
+      if (!reason.empty()) pending.stop_reason = reason;
+      pending.kill_deadline = now + grace;
+      return;
+    }
     auto it = replicas_.find(key);
     if (it == replicas_.end()) return;
     r = it->second;
@@ -288,6 +378,10 @@ void LocalExecutor::Kill(const ReplicaKey& key, Duration grace, const std::strin
     if (!reason.empty()) r->stop_reason = reason;
     r->kill_deadline = now + grace;
     r->launcher_kill_deadline = now + grace + kLauncherReportGrace;
+  }
+  if (!r->not_started.empty()) {  // nothing runs: its exit is reported as it is
+    Wake();
+    return;
   }
   if (!reason.empty()) {
     Status s = WriteFileAtomic(Join(r->work_dir, kStopReasonFile), reason, /*durable=*/false);
@@ -401,6 +495,8 @@ void LocalExecutor::Shutdown() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
+  start_cv_.notify_all();
+  if (starter_.joinable()) starter_.join();
   Wake();
   if (monitor_.joinable()) monitor_.join();
   std::lock_guard<std::mutex> lock(mu_);
@@ -550,9 +646,14 @@ void LocalExecutor::ReportExit(Replica& r) {
     r.pid_fd = -1;
   }
   ReplicaExit exit;
-  auto parsed = ReadExitReport(r.work_dir);
+  auto parsed = r.not_started.empty() ? ReadExitReport(r.work_dir)
+                                      : Result<ReplicaExit>(Internal(r.not_started));
   const bool reported = parsed.ok();
-  if (reported) {
+  if (!r.not_started.empty()) {
+    exit.phase = "launch";
+    exit.exit_code = 1;
+    exit.message = r.not_started;
+  } else if (reported) {
     exit = std::move(parsed).value();
   } else {
     // The launcher died abnormally (SIGKILL, OOM) and could not clean up: its orphans still

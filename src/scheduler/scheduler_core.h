@@ -7,8 +7,11 @@
 //    change) and the service lines before it (FlushServiceLogsLocked): the stored history and
 //    the service log are in transition order, a terminal state is never stored before the
 //    lines that explain it, and a label patch cannot overwrite a state change;
-//  - Executor::Launch (the launch result decides the job's fate in the same transition; the
-//    executor contract says Launch never calls back into the listener).
+//  - Executor::Launch, which only queues the start (executor.h: every backend starts replicas
+//    on a thread of its own, so no file system work, process start or sbatch happens under
+//    mu_); its result (accepted or refused) decides the job's fate in the same transition, and
+//    the executor contract says Launch never calls back into the listener. A start that fails
+//    later arrives as OnReplicaExit (phase "launch") like any other exit.
 // What does not:
 //  - Executor::Kill: stop requests are queued under the lock (kills_) and sent by whoever
 //    releases it (Unlocker). A kill is only ever queued once a run is ending (cancel, failure,

@@ -448,11 +448,56 @@ TEST_F(LocalExecutorTest, LaunchFailsWhenTheLauncherCannotStart) {
   LocalExecutorOptions options;
   options.launcher_path = tmp_.path() + "/no-such-launcher";
   auto executor = NewLocalExecutor(options, &recorder_);
-  Status s = executor->Launch(Spec("trainer_any"));
-  EXPECT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("no-such-launcher"), std::string::npos) << s.ToString();
+  ReplicaSpec spec = Spec("trainer_any");
+  // Launch only queues the start; the failure comes back as the replica's exit.
+  ASSERT_TRUE(executor->Launch(spec).ok());
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->phase, "launch");
+  EXPECT_EQ(exit->exit_code, 1);
+  EXPECT_FALSE(exit->killed_by_request);
+  EXPECT_NE(exit->message.find("no-such-launcher"), std::string::npos) << exit->message;
   EXPECT_EQ(executor->RunningCount(), 0);
+  // The key is free again: a second launch is accepted (and fails the same way).
+  ASSERT_TRUE(executor->Launch(spec).ok());
+  ASSERT_TRUE(recorder_.WaitExit(spec.key).has_value());
   executor->Shutdown();
+}
+
+TEST_F(LocalExecutorTest, KillRightAfterLaunchStopsEveryReplicaStartedOrNot) {
+  WriteTrainer("trainer_wait", "import time\ntime.sleep(30)\n");
+  // Many launches then kills at once: the later ones are still queued when their kill comes
+  // (the start is skipped), the earlier ones have launchers (killed as usual).
+  std::vector<ReplicaSpec> specs;
+  for (int i = 0; i < 12; ++i) {
+    ReplicaSpec spec = Spec("trainer_wait");
+    spec.key.index = i;
+    spec.work_dir = tmp_.path() + "/kill-early-" + std::to_string(i);
+    specs.push_back(spec);
+  }
+  for (const ReplicaSpec& spec : specs) ASSERT_TRUE(executor_->Launch(spec).ok());
+  for (const ReplicaSpec& spec : specs) {
+    EXPECT_EQ(executor_->Launch(spec).code(), StatusCode::kAlreadyExists);
+    executor_->Kill(spec.key, 0, "cancelled at once");
+  }
+  for (const ReplicaSpec& spec : specs) {
+    auto exit = recorder_.WaitExit(spec.key);
+    ASSERT_TRUE(exit.has_value()) << spec.key.TaskName();
+    EXPECT_TRUE(exit->killed_by_request) << spec.key.TaskName();
+    EXPECT_EQ(exit->stop_reason, "cancelled at once") << spec.key.TaskName();
+  }
+  EXPECT_EQ(executor_->RunningCount(), 0);
+  // No launcher or trainer outlived its kill (trainers run in this test's code dir).
+  for (const ProcStat& p : ListProcesses()) {
+    if (p.state == 'Z') continue;
+    const std::string proc = "/proc/" + std::to_string(p.pid);
+    auto cmdline = ReadFile(proc + "/cmdline");
+    if (cmdline.ok()) {
+      EXPECT_EQ(cmdline->find(tmp_.path() + "/kill-early-"), std::string::npos) << *cmdline;
+    }
+    std::error_code ec;
+    EXPECT_NE(std::filesystem::read_symlink(proc + "/cwd", ec).string(), code_dir_) << p.pid;
+  }
 }
 
 TEST_F(LocalExecutorTest, MissingInterpreterIsReportedByTheLauncher) {

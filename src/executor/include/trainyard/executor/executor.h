@@ -221,8 +221,12 @@ class ExecutorListener {
 class Executor {
  public:
   virtual ~Executor() = default;
-  // Starts the replica. Returns once it exists (the local backend: the launcher process), not
-  // when the trainer runs. ALREADY_EXISTS while the key is still running.
+  // Starts the replica. Returns once the start is accepted, without waiting for it: the
+  // backend starts it on a thread of its own (the local backend: work dir, spec and launcher
+  // process; Slurm: sbatch), so a caller may hold its lock across the call. A start that fails
+  // later is reported as OnReplicaExit with phase "launch" and the reason; a Kill before the
+  // start skips it (OnReplicaExit follows, killed_by_request). An error returned here means
+  // nothing was accepted. ALREADY_EXISTS while the key is still running (or starting).
   virtual Status Launch(const ReplicaSpec& spec) = 0;
   // Starts every replica of one gang. A backend that allocates gangs at once (Slurm) makes one
   // allocation for all of them; the default launches them one by one. On an error,
