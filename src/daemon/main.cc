@@ -24,6 +24,7 @@
 #include "slurm_setup.h"
 #include "trainyard/api/api_server.h"
 #include "trainyard/auth/auth_store.h"
+#include "trainyard/core/failpoint.h"
 #include "trainyard/core/log.h"
 #include "trainyard/core/time.h"
 #include "trainyard/core/util.h"
@@ -165,6 +166,12 @@ int Run(int argc, char** argv) {
   }
   SetLogLevel(config.log_level);
   SetLogFormat(config.log_format);
+  // Failpoints are for fault tests (docs/faults.md): a typo must not pass for "none armed".
+  if (!failpoint::ConfigError().empty()) Fatal(failpoint::ConfigError());
+  if (std::string armed = failpoint::Describe(); !armed.empty()) {
+    TY_LOG_WARN("daemon", "failpoints armed (TRAINYARD_FAILPOINTS, for fault tests only): {}",
+                armed);
+  }
 
   // One daemon per data dir, held until exit: refuse before touching the store or any job.
   auto lock = DataDirLock::Acquire(config.data_dir);

@@ -29,6 +29,7 @@
 #include "hypertune_metrics.h"
 #include "proc_util.h"
 #include "protocol_private.h"
+#include "trainyard/core/failpoint.h"
 #include "trainyard/core/log.h"
 #include "trainyard/core/util.h"
 #include "trainyard/executor/executor.h"
@@ -247,6 +248,7 @@ Status LocalExecutor::Launch(const ReplicaSpec& given) {
   if (rc != 0) {
     return Internal("cannot start " + options_.launcher_path + ": " + std::strerror(rc));
   }
+  TY_FAILPOINT("executor.launch.after_spawn");  // launcher started, its pid not yet recorded
 
   auto r = std::make_shared<Replica>();
   r->key = spec.key;

@@ -12,6 +12,7 @@
 #include "hypertune_metrics.h"
 #include "proc_util.h"
 #include "protocol_private.h"
+#include "trainyard/core/failpoint.h"
 #include "trainyard/core/log.h"
 #include "trainyard/core/util.h"
 #include "trainyard/executor/launcher_protocol.h"
@@ -143,6 +144,7 @@ bool WorkDirTail::TailLog(ExecutorListener* listener, bool to_end) {
         break;
       }
     }
+    TY_FAILPOINT("executor.logs.after_commit");  // lines stored, log.offset not yet advanced
     r.offset += last_nl + 1;
     delivered = true;
     r.delivered_lines = true;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <csignal>
 
+#include "trainyard/core/failpoint.h"
 #include "trainyard/core/log.h"
 #include "trainyard/core/util.h"
 #include "trainyard/model/state_machine.h"
@@ -68,6 +69,7 @@ Result<Job> SchedulerCore::Submit(Job job) {
   job.etag = RandomEtag();
   Unlocker lock(this);
   TRAINYARD_ASSIGN_OR_RETURN(job.seq, store_.CreateJob(job));
+  TY_FAILPOINT("scheduler.submit.after_commit");  // stored, not yet acknowledged
   ServiceLogLocked(job, model::Severity::kInfo, "Validating job requirements...");
   ServiceLogLocked(job, model::Severity::kInfo,
                    "Job creation request has been successfully validated.");
@@ -410,6 +412,7 @@ bool SchedulerCore::AdmitQueueLocked() {
       admission_dirty_ = true;
       return false;
     }
+    TY_FAILPOINT("scheduler.admit.after_preparing");  // PREPARING stored, nothing launched
     auto ait = active_.emplace(key, std::move(candidate)).first;
     ActiveJob& aj = ait->second;
     if (aj.job.spec.scheduling.max_wait_time) {
@@ -605,6 +608,7 @@ void SchedulerCore::FinishLocked(ActiveJob& aj, JobState to, const std::string& 
   aj.units_accrued_at = 0;
   aj.job.error_message = message;
   SetBuiltInOutputLocked(aj, to == JobState::kSucceeded);  // built-in algorithms (compat §4)
+  TY_FAILPOINT("scheduler.finish.before_write");  // replicas gone, terminal state not stored
   (void)TransitionLocked(aj, to, message);
   // Its replicas are gone (or never started): what it held is free for the queue.
   admission_->Release(Owner(aj.job));
@@ -671,6 +675,7 @@ void SchedulerCore::OnReplicaRunning(const executor::ReplicaKey& key) {
     if (r.key.trial_id == key.trial_id && !r.running) all = false;
   }
   if (all && aj.job.state == JobState::kPreparing) {
+    TY_FAILPOINT("scheduler.running.before_write");  // replicas run, RUNNING not yet stored
     (void)TransitionLocked(aj, JobState::kRunning, "all replicas running");
   }
 }

@@ -33,6 +33,7 @@
 #include "migrations.h"
 #include "sqlite_db.h"
 #include "store_common.h"
+#include "trainyard/core/failpoint.h"
 #include "trainyard/core/log.h"
 #include "trainyard/core/util.h"
 #include "trainyard/store/store_sqlite.h"
@@ -470,6 +471,7 @@ class SqliteJobStore final : public JobStore {
         }
         last_used = last_id;
       }
+      TY_FAILPOINT("store.logs.before_commit");  // chunks inserted, transaction not committed
       return Status::Ok();
     });
   }
