@@ -256,6 +256,7 @@ Status LocalExecutor::Launch(const ReplicaSpec& given) {
   r->tail.key = spec.key;
   r->tail.work_dir = spec.work_dir;
   r->tail.metric_tag = spec.metric_tag;
+  r->tail.attempt = spec.attempt;
   r->pid = pid;
   r->is_child = true;
   if (auto st = ReadProcStat(pid)) r->start_time = st->start_time;
@@ -335,6 +336,7 @@ std::vector<RecoveredReplica> LocalExecutor::Recover(const std::vector<ReplicaKe
     r->tail.key = key;
     r->tail.work_dir = dir;
     r->tail.metric_tag = spec->metric_tag;
+    r->tail.attempt = spec->attempt;
     if (auto pid_text = ReadFile(Join(dir, kPidFile)); pid_text.ok()) {
       pid_t pid = 0;
       uint64_t start = 0;

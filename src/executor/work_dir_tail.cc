@@ -124,6 +124,8 @@ bool WorkDirTail::TailLog(ExecutorListener* listener, bool to_end) {
       // The launcher's own lines ("Running module ...") come from inside the replica, as
       // /runcloudml.py's do on AI Platform: they carry the replica's task name too.
       e.task_name.assign(task_name);
+      e.source_offset = static_cast<int64_t>(r.offset + pos);  // just past this line
+      e.source_attempt = r.attempt;
       // ASCII lines (nearly all) move through; anything else is made valid UTF-8 first.
       bool ascii = std::all_of(rec.message.begin(), rec.message.end(),
                                [](char c) { return static_cast<unsigned char>(c) < 0x80; });
