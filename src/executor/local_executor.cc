@@ -89,6 +89,23 @@ void RemoveContainer(const ContainerSpec& c) {
   TY_LOG_INFO(kLog, "removed container {} of a lost launcher", c.name);
 }
 
+// What became of a launcher that ended without writing exit.json. `wait_status`: from waitpid
+// when this process reaped it, else -1 (a launcher re-attached after a restart).
+std::string LostLauncherMessage(pid_t pid, int wait_status) {
+  std::string who = "its launcher (pid " + std::to_string(pid) + ")";
+  const std::string tail = " before it reported how the trainer ended";
+  if (wait_status >= 0 && WIFSIGNALED(wait_status)) {
+    const int sig = WTERMSIG(wait_status);
+    const char* abbrev = ::sigabbrev_np(sig);
+    return who + " was killed by signal " + std::to_string(sig) +
+           (abbrev != nullptr ? std::string(" (SIG") + abbrev + ")" : std::string()) + tail;
+  }
+  if (wait_status >= 0 && WIFEXITED(wait_status)) {
+    return who + " exited with status " + std::to_string(WEXITSTATUS(wait_status)) + tail;
+  }
+  return who + " exited" + tail;
+}
+
 struct Replica {
   // Immutable after creation.
   ReplicaKey key;
@@ -106,6 +123,7 @@ struct Replica {
 
   // Monitor thread only.
   bool exited = false;
+  int wait_status = -1;  // the launcher's status from waitpid (-1: not reaped here)
   int pid_fd = -1;  // pidfd of the launcher: readable once it exits (wakes the monitor at once)
   int drain_retries = 0;  // polls spent re-delivering the last lines after the launcher exited
   WorkDirTail tail;
@@ -501,6 +519,7 @@ bool LocalExecutor::LauncherGone(Replica& r) {
   pid_t w = ::waitpid(r.pid, &status, WNOHANG);
   if (w == r.pid) {
     r.exited = true;
+    r.wait_status = status;
   } else if (w < 0 && (st->state == 'Z' || st->state == 'X')) {
     r.exited = true;  // not our child and already dead
   }
@@ -567,7 +586,8 @@ void LocalExecutor::ReportExit(Replica& r) {
     auto current = r.pid > 0 ? ReadProcStat(r.pid) : std::nullopt;
     bool pid_reused = current && current->state != 'Z' &&
                       (r.start_time == 0 || current->start_time != r.start_time);
-    if (r.pid > 0 && !pid_reused) {
+    const bool swept = r.pid > 0 && !pid_reused;
+    if (swept) {
       for (const ProcStat& p : ListProcesses()) {
         if (p.session == r.pid && p.state != 'Z') ::kill(p.pid, SIGKILL);
       }
@@ -589,7 +609,8 @@ void LocalExecutor::ReportExit(Replica& r) {
     }
     exit.phase = "lost";
     exit.exit_code = -1;
-    exit.message = "its launcher exited without reporting how the trainer ended";
+    exit.message = LostLauncherMessage(r.pid, r.wait_status);
+    if (swept) exit.message += "; the trainer's processes left were killed";
     if (std::string err = LauncherErrorTail(r.work_dir); !err.empty()) exit.message += ": " + err;
     if (FilesystemFull(r.work_dir) || MentionsDiskFull(exit.message)) {
       // It could not even write its report: no restart would do better on a full disk.
