@@ -213,6 +213,11 @@ int Run(int argc, char** argv) {
   if (!store.ok()) Fatal("cannot open the job store " + so.path + ": " + store.status().message());
   storage::BucketStore buckets(shared + "/buckets");
   buckets.SetLocalJobDirRoots(config.job_dir_roots);
+  // Uploads cut off by the last daemon's end (a kill mid-request) left temp files that nothing
+  // can finish; this daemon holds the data dir lock, so none of them is a request in flight.
+  if (int n = buckets.RemoveAbandonedUploads(); n > 0) {
+    TY_LOG_INFO("daemon", "removed {} temp file(s) of uploads cut off by the last stop", n);
+  }
 
   ListenerProxy proxy;
   std::unique_ptr<executor::Executor> executor;
