@@ -594,13 +594,14 @@ Status SchedulerCore::TransitionLocked(ActiveJob& aj, JobState to, const std::st
 
 void SchedulerCore::FinishLocked(ActiveJob& aj, JobState to, const std::string& message) {
   // The closing service line is stored before the terminal state, so a follower that stops at
-  // the job's end has already been able to read it.
+  // the job's end has already been able to read it. A daemon killed between the two (or a
+  // terminal state the store refused) finishes the job again later: the line is stored once.
   if (to == JobState::kSucceeded) {
-    ServiceLogLocked(aj.job, model::Severity::kInfo, "Job completed successfully.");
+    ServiceLogLocked(aj.job, model::Severity::kInfo, "Job completed successfully.", true);
   } else if (to == JobState::kFailed) {
-    ServiceLogLocked(aj.job, model::Severity::kError, message);
+    ServiceLogLocked(aj.job, model::Severity::kError, message, true);
   } else {
-    ServiceLogLocked(aj.job, model::Severity::kInfo, "Job cancelled.");
+    ServiceLogLocked(aj.job, model::Severity::kInfo, "Job cancelled.", true);
   }
   FlushServiceLogsLocked();
   aj.job.end_time = Now();
@@ -799,8 +800,8 @@ void SchedulerCore::AccrueAllLocked(Timestamp now) {
   }
 }
 
-void SchedulerCore::ServiceLogLocked(const Job& job, model::Severity severity,
-                                     std::string message) {
+void SchedulerCore::ServiceLogLocked(const Job& job, model::Severity severity, std::string message,
+                                     bool once) {
   model::LogEntry e;
   e.project = job.project;
   e.job_id = job.job_id;
@@ -808,6 +809,9 @@ void SchedulerCore::ServiceLogLocked(const Job& job, model::Severity severity,
   e.severity = severity;
   e.task_name = "service";
   e.message = std::move(message);
+  // The store keeps one cursor per stream and drops a line at or before it: the one service
+  // line with an offset is stored once (store_common.h, PastCursor).
+  if (once) e.source_offset = 1;
   pending_logs_.push_back(std::move(e));
 }
 

@@ -183,7 +183,10 @@ class SchedulerCore {
   void FinishLocked(ActiveJob& aj, model::JobState to, const std::string& message);
   void RequestCancelLocked(ActiveJob& aj, const std::string& reason);
   void MaybeFinishLocked(ActiveJob& aj);
-  void ServiceLogLocked(const model::Job& job, model::Severity severity, std::string message);
+  // `once`: the line is stored at most once per job, even when it is written again after a
+  // restart (the job's closing line, when the daemon died between it and the terminal state).
+  void ServiceLogLocked(const model::Job& job, model::Severity severity, std::string message,
+                        bool once = false);
 
   // ---- Hyperparameter tuning (tuning_controller.cc) ----
   Status InitTuningLocked(ActiveJob& aj, bool recovering);

@@ -334,6 +334,34 @@ TEST_F(SchedulerTest, LostLauncherFailsWithLostMessageWhenRestartsAreOff) {
             "trainer ended");
 }
 
+// A daemon killed after a job's closing service line was stored but before its terminal state
+// finishes the job again after the restart: the closing line is stored once (issue 17, found by
+// test_faults.py's scheduler.finish.before_write failpoint).
+TEST_F(SchedulerTest, TheClosingLineIsStoredOnceWhenAJobIsFinishedAgain) {
+  StartScheduler();
+  ASSERT_TRUE(sched_->Submit(MakeJob("fin")).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 1; }));
+  sched_->OnReplicaRunning(Master("fin"));
+  sched_->OnReplicaExit(Master("fin"), CleanExit());
+  ASSERT_EQ(StateOf("fin"), JobState::kSucceeded);
+  sched_.reset();
+  // As the killed daemon left it: the closing line stored, the job still RUNNING.
+  Job stored = *store_->GetJob("p", "fin");
+  stored.state = JobState::kRunning;
+  ASSERT_TRUE(store_->UpdateJob(stored, std::nullopt).ok());
+  executor::RecoveredReplica found;
+  found.spec.key = Master("fin");
+  found.spec.work_dir = "/fake/fin";
+  exec_.persisted[Master("fin")] = found;
+  exec_.reattach = {Master("fin")};
+  StartScheduler();
+  sched_->OnReplicaExit(Master("fin"), CleanExit());
+  EXPECT_EQ(StateOf("fin"), JobState::kSucceeded);
+  const std::vector<std::string> lines = ServiceLines("fin");
+  EXPECT_EQ(std::count(lines.begin(), lines.end(), "Job completed successfully."), 1)
+      << lines.size();
+}
+
 TEST_F(SchedulerTest, RecoveryRequeuesAPreparingJobThatNeverLaunched) {
   Job job = MakeJob("prep");
   job.state = JobState::kPreparing;
