@@ -510,6 +510,13 @@ void SchedulerCore::CheckDeadlinesLocked(Timestamp now) {
     }
     ++kit;
     ActiveJob& aj = it->second;
+    if (aj.finish_pending) {
+      // Its terminal state could not be stored: again (its closing line is stored once).
+      const auto [to, message] = *aj.finish_pending;
+      FinishLocked(aj, to, message);
+      if (model::IsTerminal(aj.job.state)) active_.erase(it);
+      continue;
+    }
     if (!aj.cancel_reason.empty()) {
       // Already cancelling: finish it once its replicas are gone (retries a failed write).
       MaybeFinishLocked(aj);
@@ -610,7 +617,13 @@ void SchedulerCore::FinishLocked(ActiveJob& aj, JobState to, const std::string& 
   aj.job.error_message = message;
   SetBuiltInOutputLocked(aj, to == JobState::kSucceeded);  // built-in algorithms (compat §4)
   TY_FAILPOINT("scheduler.finish.before_write");  // replicas gone, terminal state not stored
-  (void)TransitionLocked(aj, to, message);
+  if (TransitionLocked(aj, to, message).ok()) {
+    aj.finish_pending.reset();
+  } else {
+    // Nothing else would end the job (its replicas are gone): the next ticks try again.
+    aj.finish_pending.emplace(to, message);
+    timed_.insert({aj.job.project, aj.job.job_id});
+  }
   // Its replicas are gone (or never started): what it held is free for the queue.
   admission_->Release(Owner(aj.job));
   if (aj.tuning) {

@@ -99,6 +99,9 @@ class SchedulerCore {
     model::Job job;
     std::vector<Replica> replicas;
     std::string cancel_reason;  // set once a cancel was requested (user or deadline)
+    // The terminal state FinishLocked could not store (the store was unavailable), with its
+    // message: stored again every tick until it is (CheckDeadlinesLocked).
+    std::optional<std::pair<model::JobState, std::string>> finish_pending;
     Timestamp running_since = 0;
     Timestamp units_accrued_at = 0;  // consumedMLUnits counted up to here (0 = not running)
     Timestamp units_persisted_at = 0;
