@@ -283,7 +283,7 @@ def test_kill_during_concurrent_creates_keeps_every_acknowledged_job_once(fd):
 
     with concurrent.futures.ThreadPoolExecutor(6) as pool:
         futures = [pool.submit(client, c) for c in range(6)]
-        wait_for(lambda: len(acked) >= 20, timeout=60, interval=0.005, what="20 acknowledged")
+        wait_for(lambda: len(acked) >= 15, timeout=60, interval=0.005, what="15 acknowledged")
         kill9(fd)  # clients are still creating
         stop.set()
         for f in futures:
@@ -317,16 +317,20 @@ def test_kill_during_log_ingestion_loses_and_repeats_no_line(fd):
     jobs = ["ingest_%d" % i for i in range(3)]
     for job_id in jobs:
         assert create(fd, job_id, "lines", LINES)[0] == 200
+    killed_while_printing = 0
     for _ in range(3):
         # Killed while the trainers print: some of their lines are stored, some not yet.
         wait_for(lambda: any(len(fd.logs(j)) > 50 for j in jobs), timeout=90,
                  what="lines stored")
         time.sleep(random.uniform(0.2, 0.8))
+        printing = any(fd.job(j)["state"] == "RUNNING" for j in jobs)
         kill9(fd)
+        killed_while_printing += printing
         time.sleep(0.3)  # they go on printing with no daemon
         start_with(fd)
         if all(fd.job(j)["state"] in TERMINAL for j in jobs):
             break
+    assert killed_while_printing >= 2, killed_while_printing
     for job_id in jobs:
         assert finish(fd, job_id)["state"] == "SUCCEEDED"
         tag = tag_of(fd, job_id)
