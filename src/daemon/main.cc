@@ -24,6 +24,7 @@
 #include "slurm_setup.h"
 #include "trainyard/api/api_server.h"
 #include "trainyard/auth/auth_store.h"
+#include "trainyard/core/failpoint.h"
 #include "trainyard/core/log.h"
 #include "trainyard/core/time.h"
 #include "trainyard/core/util.h"
@@ -165,6 +166,12 @@ int Run(int argc, char** argv) {
   }
   SetLogLevel(config.log_level);
   SetLogFormat(config.log_format);
+  // Failpoints are for fault tests (docs/faults.md): a typo must not pass for "none armed".
+  if (!failpoint::ConfigError().empty()) Fatal(failpoint::ConfigError());
+  if (std::string armed = failpoint::Describe(); !armed.empty()) {
+    TY_LOG_WARN("daemon", "failpoints armed (TRAINYARD_FAILPOINTS, for fault tests only): {}",
+                armed);
+  }
 
   // One daemon per data dir, held until exit: refuse before touching the store or any job.
   auto lock = DataDirLock::Acquire(config.data_dir);
@@ -206,6 +213,11 @@ int Run(int argc, char** argv) {
   if (!store.ok()) Fatal("cannot open the job store " + so.path + ": " + store.status().message());
   storage::BucketStore buckets(shared + "/buckets");
   buckets.SetLocalJobDirRoots(config.job_dir_roots);
+  // Uploads cut off by the last daemon's end (a kill mid-request) left temp files that nothing
+  // can finish; this daemon holds the data dir lock, so none of them is a request in flight.
+  if (int n = buckets.RemoveAbandonedUploads(); n > 0) {
+    TY_LOG_INFO("daemon", "removed {} temp file(s) of uploads cut off by the last stop", n);
+  }
 
   ListenerProxy proxy;
   std::unique_ptr<executor::Executor> executor;

@@ -34,6 +34,7 @@
 #include "hypertune_metrics.h"
 #include "proc_util.h"
 #include "protocol_private.h"
+#include "trainyard/core/failpoint.h"
 #include "trainyard/core/log.h"
 #include "trainyard/core/util.h"
 #include "trainyard/executor/executor.h"
@@ -93,6 +94,23 @@ void RemoveContainer(const ContainerSpec& c) {
   TY_LOG_INFO(kLog, "removed container {} of a lost launcher", c.name);
 }
 
+// What became of a launcher that ended without writing exit.json. `wait_status`: from waitpid
+// when this process reaped it, else -1 (a launcher re-attached after a restart).
+std::string LostLauncherMessage(pid_t pid, int wait_status) {
+  std::string who = "its launcher (pid " + std::to_string(pid) + ")";
+  const std::string tail = " before it reported how the trainer ended";
+  if (wait_status >= 0 && WIFSIGNALED(wait_status)) {
+    const int sig = WTERMSIG(wait_status);
+    const char* abbrev = ::sigabbrev_np(sig);
+    return who + " was killed by signal " + std::to_string(sig) +
+           (abbrev != nullptr ? std::string(" (SIG") + abbrev + ")" : std::string()) + tail;
+  }
+  if (wait_status >= 0 && WIFEXITED(wait_status)) {
+    return who + " exited with status " + std::to_string(WEXITSTATUS(wait_status)) + tail;
+  }
+  return who + " exited" + tail;
+}
+
 struct Replica {
   // Immutable after creation.
   ReplicaKey key;
@@ -112,6 +130,7 @@ struct Replica {
 
   // Monitor thread only.
   bool exited = false;
+  int wait_status = -1;  // the launcher's status from waitpid (-1: not reaped here)
   int pid_fd = -1;  // pidfd of the launcher: readable once it exits (wakes the monitor at once)
   int drain_retries = 0;  // polls spent re-delivering the last lines after the launcher exited
   WorkDirTail tail;
@@ -333,6 +352,7 @@ Result<std::shared_ptr<Replica>> LocalExecutor::Start(ReplicaSpec spec) {
   if (rc != 0) {
     return Internal("cannot start " + options_.launcher_path + ": " + std::strerror(rc));
   }
+  TY_FAILPOINT("executor.launch.after_spawn");  // launcher started, its pid not yet recorded
 
   auto r = std::make_shared<Replica>();
   r->key = spec.key;
@@ -340,6 +360,7 @@ Result<std::shared_ptr<Replica>> LocalExecutor::Start(ReplicaSpec spec) {
   r->tail.key = spec.key;
   r->tail.work_dir = spec.work_dir;
   r->tail.metric_tag = spec.metric_tag;
+  r->tail.attempt = spec.attempt;
   r->pid = pid;
   r->is_child = true;
   if (auto st = ReadProcStat(pid)) r->start_time = st->start_time;
@@ -427,6 +448,7 @@ std::vector<RecoveredReplica> LocalExecutor::Recover(const std::vector<ReplicaKe
     r->tail.key = key;
     r->tail.work_dir = dir;
     r->tail.metric_tag = spec->metric_tag;
+    r->tail.attempt = spec->attempt;
     if (auto pid_text = ReadFile(Join(dir, kPidFile)); pid_text.ok()) {
       pid_t pid = 0;
       uint64_t start = 0;
@@ -593,6 +615,7 @@ bool LocalExecutor::LauncherGone(Replica& r) {
   pid_t w = ::waitpid(r.pid, &status, WNOHANG);
   if (w == r.pid) {
     r.exited = true;
+    r.wait_status = status;
   } else if (w < 0 && (st->state == 'Z' || st->state == 'X')) {
     r.exited = true;  // not our child and already dead
   }
@@ -664,7 +687,8 @@ void LocalExecutor::ReportExit(Replica& r) {
     auto current = r.pid > 0 ? ReadProcStat(r.pid) : std::nullopt;
     bool pid_reused = current && current->state != 'Z' &&
                       (r.start_time == 0 || current->start_time != r.start_time);
-    if (r.pid > 0 && !pid_reused) {
+    const bool swept = r.pid > 0 && !pid_reused;
+    if (swept) {
       for (const ProcStat& p : ListProcesses()) {
         if (p.session == r.pid && p.state != 'Z') ::kill(p.pid, SIGKILL);
       }
@@ -686,7 +710,8 @@ void LocalExecutor::ReportExit(Replica& r) {
     }
     exit.phase = "lost";
     exit.exit_code = -1;
-    exit.message = "its launcher exited without reporting how the trainer ended";
+    exit.message = LostLauncherMessage(r.pid, r.wait_status);
+    if (swept) exit.message += "; the trainer's processes left were killed";
     if (std::string err = LauncherErrorTail(r.work_dir); !err.empty()) exit.message += ": " + err;
     if (FilesystemFull(r.work_dir) || MentionsDiskFull(exit.message)) {
       // It could not even write its report: no restart would do better on a full disk.

@@ -472,6 +472,7 @@ Status SlurmExecutor::LaunchGang(std::span<const ReplicaSpec> specs, const GangS
     r->tail.key = spec.key;
     r->tail.work_dir = spec.work_dir;
     r->tail.metric_tag = spec.metric_tag;
+    r->tail.attempt = spec.attempt;
     gang->members.push_back(spec.key);
     std::lock_guard<std::mutex> lock(mu_);
     replicas_[spec.key] = std::move(r);
@@ -714,6 +715,7 @@ std::vector<RecoveredReplica> SlurmExecutor::Recover(const std::vector<ReplicaKe
     r->tail.key = key;
     r->tail.work_dir = dir;
     r->tail.metric_tag = spec->metric_tag;
+    r->tail.attempt = spec->attempt;
     r->tail.LoadOffset();
     std::shared_ptr<Gang>& gang = by_dir[gang_dir];
     if (!gang) {

@@ -12,6 +12,7 @@
 #include "hypertune_metrics.h"
 #include "proc_util.h"
 #include "protocol_private.h"
+#include "trainyard/core/failpoint.h"
 #include "trainyard/core/log.h"
 #include "trainyard/core/util.h"
 #include "trainyard/executor/launcher_protocol.h"
@@ -123,6 +124,8 @@ bool WorkDirTail::TailLog(ExecutorListener* listener, bool to_end) {
       // The launcher's own lines ("Running module ...") come from inside the replica, as
       // /runcloudml.py's do on AI Platform: they carry the replica's task name too.
       e.task_name.assign(task_name);
+      e.source_offset = static_cast<int64_t>(r.offset + pos);  // just past this line
+      e.source_attempt = r.attempt;
       // ASCII lines (nearly all) move through; anything else is made valid UTF-8 first.
       bool ascii = std::all_of(rec.message.begin(), rec.message.end(),
                                [](char c) { return static_cast<unsigned char>(c) < 0x80; });
@@ -143,6 +146,7 @@ bool WorkDirTail::TailLog(ExecutorListener* listener, bool to_end) {
         break;
       }
     }
+    TY_FAILPOINT("executor.logs.after_commit");  // lines stored, log.offset not yet advanced
     r.offset += last_nl + 1;
     delivered = true;
     r.delivered_lines = true;

@@ -18,6 +18,7 @@ struct WorkDirTail {
   ReplicaKey key;
   std::string work_dir;
   std::string metric_tag;  // "" = no metric file to watch
+  int attempt = 0;         // the launch whose log file this is (ReplicaSpec::attempt)
 
   int log_fd = -1;
   uint64_t offset = 0;  // of the log file: everything before it was stored

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <csignal>
 
+#include "trainyard/core/failpoint.h"
 #include "trainyard/core/log.h"
 #include "trainyard/core/util.h"
 #include "trainyard/model/state_machine.h"
@@ -68,6 +69,7 @@ Result<Job> SchedulerCore::Submit(Job job) {
   job.etag = RandomEtag();
   Unlocker lock(this);
   TRAINYARD_ASSIGN_OR_RETURN(job.seq, store_.CreateJob(job));
+  TY_FAILPOINT("scheduler.submit.after_commit");  // stored, not yet acknowledged
   ServiceLogLocked(job, model::Severity::kInfo, "Validating job requirements...");
   ServiceLogLocked(job, model::Severity::kInfo,
                    "Job creation request has been successfully validated.");
@@ -410,6 +412,7 @@ bool SchedulerCore::AdmitQueueLocked() {
       admission_dirty_ = true;
       return false;
     }
+    TY_FAILPOINT("scheduler.admit.after_preparing");  // PREPARING stored, nothing launched
     auto ait = active_.emplace(key, std::move(candidate)).first;
     ActiveJob& aj = ait->second;
     if (aj.job.spec.scheduling.max_wait_time) {
@@ -507,6 +510,13 @@ void SchedulerCore::CheckDeadlinesLocked(Timestamp now) {
     }
     ++kit;
     ActiveJob& aj = it->second;
+    if (aj.finish_pending) {
+      // Its terminal state could not be stored: again (its closing line is stored once).
+      const auto [to, message] = *aj.finish_pending;
+      FinishLocked(aj, to, message);
+      if (model::IsTerminal(aj.job.state)) active_.erase(it);
+      continue;
+    }
     if (!aj.cancel_reason.empty()) {
       // Already cancelling: finish it once its replicas are gone (retries a failed write).
       MaybeFinishLocked(aj);
@@ -591,13 +601,14 @@ Status SchedulerCore::TransitionLocked(ActiveJob& aj, JobState to, const std::st
 
 void SchedulerCore::FinishLocked(ActiveJob& aj, JobState to, const std::string& message) {
   // The closing service line is stored before the terminal state, so a follower that stops at
-  // the job's end has already been able to read it.
+  // the job's end has already been able to read it. A daemon killed between the two (or a
+  // terminal state the store refused) finishes the job again later: the line is stored once.
   if (to == JobState::kSucceeded) {
-    ServiceLogLocked(aj.job, model::Severity::kInfo, "Job completed successfully.");
+    ServiceLogLocked(aj.job, model::Severity::kInfo, "Job completed successfully.", true);
   } else if (to == JobState::kFailed) {
-    ServiceLogLocked(aj.job, model::Severity::kError, message);
+    ServiceLogLocked(aj.job, model::Severity::kError, message, true);
   } else {
-    ServiceLogLocked(aj.job, model::Severity::kInfo, "Job cancelled.");
+    ServiceLogLocked(aj.job, model::Severity::kInfo, "Job cancelled.", true);
   }
   FlushServiceLogsLocked();
   aj.job.end_time = Now();
@@ -605,7 +616,14 @@ void SchedulerCore::FinishLocked(ActiveJob& aj, JobState to, const std::string& 
   aj.units_accrued_at = 0;
   aj.job.error_message = message;
   SetBuiltInOutputLocked(aj, to == JobState::kSucceeded);  // built-in algorithms (compat §4)
-  (void)TransitionLocked(aj, to, message);
+  TY_FAILPOINT("scheduler.finish.before_write");  // replicas gone, terminal state not stored
+  if (TransitionLocked(aj, to, message).ok()) {
+    aj.finish_pending.reset();
+  } else {
+    // Nothing else would end the job (its replicas are gone): the next ticks try again.
+    aj.finish_pending.emplace(to, message);
+    timed_.insert({aj.job.project, aj.job.job_id});
+  }
   // Its replicas are gone (or never started): what it held is free for the queue.
   admission_->Release(Owner(aj.job));
   if (aj.tuning) {
@@ -671,6 +689,7 @@ void SchedulerCore::OnReplicaRunning(const executor::ReplicaKey& key) {
     if (r.key.trial_id == key.trial_id && !r.running) all = false;
   }
   if (all && aj.job.state == JobState::kPreparing) {
+    TY_FAILPOINT("scheduler.running.before_write");  // replicas run, RUNNING not yet stored
     (void)TransitionLocked(aj, JobState::kRunning, "all replicas running");
   }
 }
@@ -794,8 +813,8 @@ void SchedulerCore::AccrueAllLocked(Timestamp now) {
   }
 }
 
-void SchedulerCore::ServiceLogLocked(const Job& job, model::Severity severity,
-                                     std::string message) {
+void SchedulerCore::ServiceLogLocked(const Job& job, model::Severity severity, std::string message,
+                                     bool once) {
   model::LogEntry e;
   e.project = job.project;
   e.job_id = job.job_id;
@@ -803,6 +822,9 @@ void SchedulerCore::ServiceLogLocked(const Job& job, model::Severity severity,
   e.severity = severity;
   e.task_name = "service";
   e.message = std::move(message);
+  // The store keeps one cursor per stream and drops a line at or before it: the one service
+  // line with an offset is stored once (store_common.h, PastCursor).
+  if (once) e.source_offset = 1;
   pending_logs_.push_back(std::move(e));
 }
 

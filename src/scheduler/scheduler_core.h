@@ -102,6 +102,9 @@ class SchedulerCore {
     model::Job job;
     std::vector<Replica> replicas;
     std::string cancel_reason;  // set once a cancel was requested (user or deadline)
+    // The terminal state FinishLocked could not store (the store was unavailable), with its
+    // message: stored again every tick until it is (CheckDeadlinesLocked).
+    std::optional<std::pair<model::JobState, std::string>> finish_pending;
     Timestamp running_since = 0;
     Timestamp units_accrued_at = 0;  // consumedMLUnits counted up to here (0 = not running)
     Timestamp units_persisted_at = 0;
@@ -186,7 +189,10 @@ class SchedulerCore {
   void FinishLocked(ActiveJob& aj, model::JobState to, const std::string& message);
   void RequestCancelLocked(ActiveJob& aj, const std::string& reason);
   void MaybeFinishLocked(ActiveJob& aj);
-  void ServiceLogLocked(const model::Job& job, model::Severity severity, std::string message);
+  // `once`: the line is stored at most once per job, even when it is written again after a
+  // restart (the job's closing line, when the daemon died between it and the terminal state).
+  void ServiceLogLocked(const model::Job& job, model::Severity severity, std::string message,
+                        bool once = false);
 
   // ---- Hyperparameter tuning (tuning_controller.cc) ----
   Status InitTuningLocked(ActiveJob& aj, bool recovering);

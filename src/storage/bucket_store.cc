@@ -128,6 +128,16 @@ BucketStore::BucketStore(std::string root) : root_(std::move(root)) {
 
 std::string BucketStore::TempDir() const { return root_ + "/.tmp"; }
 
+int BucketStore::RemoveAbandonedUploads() const {
+  int removed = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(TempDir(), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("upload-", 0) == 0 && ::unlink(entry.path().c_str()) == 0) ++removed;
+  }
+  return removed;
+}
+
 Status BucketStore::CreateBucket(std::string_view name) {
   auto meta = internal::CreateBucketMeta(*this, name, "");
   return meta.ok() ? Status::Ok() : meta.status();

@@ -14,6 +14,7 @@
 #include <system_error>
 #include <utility>
 
+#include "trainyard/core/failpoint.h"
 #include "trainyard/core/util.h"
 
 namespace trainyard::storage::internal {
@@ -620,6 +621,7 @@ Result<ObjectMeta> CommitFile(const BucketStore& store, std::string_view bucket,
   if (::utimensat(AT_FDCWD, temp_file.c_str(), times, 0) != 0) {
     return Internal("cannot set the time of " + temp_file + ": " + ErrnoText(errno));
   }
+  TY_FAILPOINT("storage.commit.before_rename");  // upload complete in the temp dir
   if (::rename(temp_file.c_str(), path->c_str()) != 0) {
     int err = errno;
     if (err == ENOTDIR || err == EISDIR) {
@@ -642,6 +644,7 @@ Result<ObjectMeta> CommitFile(const BucketStore& store, std::string_view bucket,
       return Internal("cannot move upload into place at " + *path + ": " + ErrnoText(err));
     }
   }
+  TY_FAILPOINT("storage.commit.after_rename");  // object in place, its metadata not yet
   struct stat st {};
   if (::stat(path->c_str(), &st) != 0) {
     return Internal("cannot stat " + *path + ": " + ErrnoText(errno));

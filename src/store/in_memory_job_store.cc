@@ -114,6 +114,14 @@ class InMemoryJobStore final : public JobStore {
   Status AppendLogs(std::span<LogEntry> entries) override {
     std::lock_guard lock(mu_);
     for (LogEntry& entry : entries) {
+      if (entry.source_offset > 0) {
+        // Lines delivered again after a crash are dropped (store_common.h, PastCursor).
+        auto [it, added] = cursors_.try_emplace(internal::StreamOf(entry));
+        std::optional<internal::LogCursor> cursor;
+        if (!added) cursor = it->second;
+        if (!internal::PastCursor(cursor, entry)) continue;
+        it->second = {entry.source_attempt, entry.source_offset};
+      }
       entry.insert_id = ++last_insert_id_;
       logs_[{entry.project, entry.job_id}].push_back(entry);
     }
@@ -175,6 +183,7 @@ class InMemoryJobStore final : public JobStore {
   std::map<std::pair<std::string, std::string>, int64_t> index_;
   std::map<int64_t, std::vector<StateChange>> history_;
   std::map<std::pair<std::string, std::string>, std::vector<LogEntry>> logs_;
+  std::map<internal::LogStream, internal::LogCursor> cursors_;
 };
 
 }  // namespace

@@ -70,9 +70,24 @@ CREATE TABLE log_chunk_span (max_span INTEGER NOT NULL);
 INSERT INTO log_chunk_span SELECT coalesce(max(max_ts - min_ts), 0) FROM log_chunks;
 )sql";
 
+// Version 3: per replica stream, how far into which attempt's log file the store has stored
+// lines (LogEntry::source_offset), so lines delivered again after a crash are dropped.
+constexpr const char* kV3 = R"sql(
+CREATE TABLE log_cursors (
+  project        TEXT    NOT NULL,
+  job_id         TEXT    NOT NULL,
+  trial_id       TEXT    NOT NULL,
+  task_name      TEXT    NOT NULL,
+  source_attempt INTEGER NOT NULL,
+  source_offset  INTEGER NOT NULL,
+  PRIMARY KEY (project, job_id, trial_id, task_name)
+) WITHOUT ROWID;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kV1},
     {2, kV2},
+    {3, kV3},
 };
 
 }  // namespace

@@ -33,6 +33,7 @@
 #include "migrations.h"
 #include "sqlite_db.h"
 #include "store_common.h"
+#include "trainyard/core/failpoint.h"
 #include "trainyard/core/log.h"
 #include "trainyard/core/util.h"
 #include "trainyard/store/store_sqlite.h"
@@ -397,12 +398,19 @@ class SqliteJobStore final : public JobStore {
   }
 
   Status DeleteJobLogs(const std::string& project, const std::string& job_id) override {
-    return Write([&](Connection& conn) -> Status {
-      TRAINYARD_ASSIGN_OR_RETURN(
-          Stmt stmt, conn.Prepare("DELETE FROM log_chunks WHERE project = ?1 AND job_id = ?2"));
+    return Write([&](Connection& conn) -> Status { return DeleteLogRows(conn, project, job_id); });
+  }
+
+  // A job's log chunks and its streams' cursors (a job id used again starts from nothing).
+  static Status DeleteLogRows(Connection& conn, const std::string& project,
+                              const std::string& job_id) {
+    for (const char* sql : {"DELETE FROM log_chunks WHERE project = ?1 AND job_id = ?2",
+                            "DELETE FROM log_cursors WHERE project = ?1 AND job_id = ?2"}) {
+      TRAINYARD_ASSIGN_OR_RETURN(Stmt stmt, conn.Prepare(sql));
       stmt.Bind(1, project).Bind(2, job_id);
-      return stmt.Run();
-    });
+      TRAINYARD_RETURN_IF_ERROR(stmt.Run());
+    }
+    return Status::Ok();
   }
 
   Status DeleteJob(const std::string& project, const std::string& job_id) override {
@@ -424,18 +432,32 @@ class SqliteJobStore final : public JobStore {
         stmt.Bind(1, seq);
         TRAINYARD_RETURN_IF_ERROR(stmt.Run());
       }
-      TRAINYARD_ASSIGN_OR_RETURN(
-          Stmt stmt, conn.Prepare("DELETE FROM log_chunks WHERE project = ?1 AND job_id = ?2"));
-      stmt.Bind(1, project).Bind(2, job_id);
-      return stmt.Run();
+      return DeleteLogRows(conn, project, job_id);
     });
   }
 
   Status AppendLogs(std::span<LogEntry> entries) override {
     if (entries.empty()) return Status::Ok();
     // Encoded outside the write transaction, so the group-commit leader only inserts rows.
-    std::vector<PendingChunk> chunks = EncodeChunks(entries);
+    std::vector<PendingChunk> all_chunks = EncodeChunks(entries);
     return Write([&](Connection& conn) -> Status {
+      // Lines of a replica's log file at or before its stream's cursor were stored before a
+      // crash and are delivered again: dropped (store_common.h, PastCursor). Rare, so the
+      // survivors are encoded again only then; the cursors move on in this transaction.
+      std::vector<size_t> kept;
+      TRAINYARD_ASSIGN_OR_RETURN(bool dropped, AdvanceLogCursors(conn, entries, &kept));
+      std::vector<LogEntry> survivors;
+      std::vector<PendingChunk> survivor_chunks;
+      std::span<LogEntry> rows = entries;
+      const std::vector<PendingChunk>* chunks = &all_chunks;
+      if (dropped) {
+        for (size_t i : kept) survivors.push_back(entries[i]);
+        survivor_chunks = EncodeChunks(survivors);
+        rows = survivors;
+        chunks = &survivor_chunks;
+        TY_LOG_WARN("store", "dropped {} log lines stored before (delivered again after a restart)",
+                    entries.size() - kept.size());
+      }
       // The highest insert id ever used, read inside the transaction: correct after a reopen,
       // after a rolled-back operation, and with other writers of the same file.
       int64_t last_used = 0;
@@ -450,8 +472,8 @@ class SqliteJobStore final : public JobStore {
           conn.Prepare("INSERT INTO log_chunks (last_id, first_id, project, job_id, task_name, "
                        "trial_id, min_ts, max_ts, data) "
                        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
-      for (const PendingChunk& chunk : chunks) {
-        const LogEntry& head = entries[chunk.begin];
+      for (const PendingChunk& chunk : *chunks) {
+        const LogEntry& head = rows[chunk.begin];
         const int64_t first_id = last_used + 1;
         const int64_t last_id = last_used + static_cast<int64_t>(chunk.end - chunk.begin);
         stmt.Bind(1, last_id)
@@ -466,12 +488,77 @@ class SqliteJobStore final : public JobStore {
         TRAINYARD_RETURN_IF_ERROR(stmt.Run());
         stmt.Reset();
         for (size_t i = chunk.begin; i < chunk.end; ++i) {
-          entries[i].insert_id = first_id + static_cast<int64_t>(i - chunk.begin);
+          rows[i].insert_id = first_id + static_cast<int64_t>(i - chunk.begin);
         }
         last_used = last_id;
       }
+      if (dropped) {
+        for (size_t k = 0; k < kept.size(); ++k) entries[kept[k]].insert_id = rows[k].insert_id;
+      }
+      TY_FAILPOINT("store.logs.before_commit");  // chunks inserted, transaction not committed
       return Status::Ok();
     });
+  }
+
+  // Reads the cursors of the streams of `entries` that come from replicas' log files, lists in
+  // `kept` the entries past them, and stores the cursors' new positions. Returns whether an
+  // entry was dropped (`kept` is only filled then).
+  static Result<bool> AdvanceLogCursors(Connection& conn, std::span<const LogEntry> entries,
+                                        std::vector<size_t>* kept) {
+    // A batch holds one or a few streams: a linear list beats a map.
+    struct Stream {
+      internal::LogStream key;
+      std::optional<internal::LogCursor> stored;
+      std::optional<internal::LogCursor> now;
+    };
+    std::vector<Stream> streams;
+    bool dropped = false;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const LogEntry& e = entries[i];
+      if (e.source_offset <= 0) {
+        kept->push_back(i);
+        continue;
+      }
+      internal::LogStream key = internal::StreamOf(e);
+      auto it = std::find_if(streams.begin(), streams.end(),
+                             [&](const Stream& s) { return s.key == key; });
+      if (it == streams.end()) {
+        Stream s{std::move(key), std::nullopt, std::nullopt};
+        TRAINYARD_ASSIGN_OR_RETURN(
+            Stmt read, conn.Prepare("SELECT source_attempt, source_offset FROM log_cursors WHERE "
+                                    "project = ?1 AND job_id = ?2 AND trial_id = ?3 AND "
+                                    "task_name = ?4"));
+        read.Bind(1, e.project).Bind(2, e.job_id).Bind(3, e.trial_id).Bind(4, e.task_name);
+        TRAINYARD_ASSIGN_OR_RETURN(bool row, read.Step());
+        if (row) {
+          s.stored = internal::LogCursor{static_cast<int>(read.Int(0)), read.Int(1)};
+        }
+        s.now = s.stored;
+        streams.push_back(std::move(s));
+        it = streams.end() - 1;
+      }
+      if (!internal::PastCursor(it->now, e)) {
+        dropped = true;
+        continue;
+      }
+      it->now = internal::LogCursor{e.source_attempt, e.source_offset};
+      kept->push_back(i);
+    }
+    for (const Stream& s : streams) {
+      if (s.now == s.stored) continue;
+      TRAINYARD_ASSIGN_OR_RETURN(
+          Stmt write, conn.Prepare("INSERT OR REPLACE INTO log_cursors (project, job_id, "
+                                   "trial_id, task_name, source_attempt, source_offset) "
+                                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+      write.Bind(1, std::get<0>(s.key))
+          .Bind(2, std::get<1>(s.key))
+          .Bind(3, std::get<2>(s.key))
+          .Bind(4, std::get<3>(s.key))
+          .Bind(5, static_cast<int64_t>(s.now->attempt))
+          .Bind(6, s.now->offset);
+      TRAINYARD_RETURN_IF_ERROR(write.Run());
+    }
+    return dropped;
   }
 
   Result<std::vector<LogEntry>> ReadLogs(const LogQuery& query) override {

@@ -2,9 +2,11 @@
 // Private to src/store (not a contract header).
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "trainyard/core/status.h"
 #include "trainyard/model/job.h"
@@ -42,6 +44,26 @@ inline bool LogOrderLess(LogOrder order, const model::LogEntry& a, const model::
       return LogPosition{a.timestamp, a.insert_id} > LogPosition{b.timestamp, b.insert_id};
   }
   return false;
+}
+
+// How far into a replica's log files the store has stored lines (LogEntry::source_offset):
+// the attempt, and the offset just past the last line stored from its log file.
+struct LogCursor {
+  int attempt = 0;
+  int64_t offset = 0;
+  auto operator<=>(const LogCursor&) const = default;
+};
+// The stream a cursor belongs to: project, job id, trial id, task name.
+using LogStream = std::tuple<std::string, std::string, std::string, std::string>;
+inline LogStream StreamOf(const model::LogEntry& e) {
+  return {e.project, e.job_id, e.trial_id, e.task_name};
+}
+// Whether AppendLogs stores `e` given its stream's cursor: a line that does not come from a
+// log file always, else one past the cursor (a later attempt, or further into the same one).
+// A line at or before it was stored already: the executor delivered it again after a crash
+// between the store's commit and its own record of how far it had read.
+inline bool PastCursor(const std::optional<LogCursor>& cursor, const model::LogEntry& e) {
+  return e.source_offset <= 0 || !cursor || LogCursor{e.source_attempt, e.source_offset} > *cursor;
 }
 
 }  // namespace trainyard::store::internal

@@ -8,6 +8,7 @@ store is mounted into every container at the same path (TRAINYARD_BUCKETS_DIR)."
 import json
 import os
 import shutil
+import signal
 import subprocess
 import textwrap
 
@@ -194,6 +195,36 @@ def test_cancelled_container_job_leaves_no_container(daemon):
     job = finish(daemon, "ctr_cancel", timeout=60)
     assert job["state"] == "CANCELLED", job
     assert containers_of("ctr_cancel") == []
+
+
+def test_killed_launcher_or_early_cancel_leaves_no_container(daemon):
+    """Issue 17 (docs/faults.md): a container replica's launcher SIGKILLed while the container
+    runs: the container is removed, the replica restarted per the restart rules with a message
+    that names the kill; and a job cancelled right after its create, while its container is
+    being started, leaves none either."""
+    submit(daemon, "ctr_lkill", masterConfig={
+        "imageUri": EXAMPLE, "containerCommand": ["python3", "-c", RECORDER],
+        "containerArgs": ["--sleep"]})
+    submit(daemon, "ctr_early", masterConfig={
+        "imageUri": EXAMPLE, "containerCommand": ["python3", "-c", RECORDER],
+        "containerArgs": ["--sleep"]})
+    status, body = daemon.request("POST", JOBS + "/ctr_early:cancel", {})
+    assert status == 200, body
+    wait_for(lambda: "master-0" in records(daemon, "ctr_lkill"), timeout=120, what="start")
+    pid_file = os.path.join(daemon.data_dir, "jobs", PROJECT, "ctr_lkill", "master-replica-0",
+                            "launcher.pid")
+    with open(pid_file) as f:
+        os.kill(int(f.read().split()[0]), signal.SIGKILL)
+    wait_for(lambda: any("restarting it with the same identity" in e["jsonPayload"]["message"]
+                         for e in daemon.logs("ctr_lkill")), timeout=60, what="the restart")
+    restart = [e["jsonPayload"]["message"] for e in daemon.logs("ctr_lkill")
+               if "restarting it" in e["jsonPayload"]["message"]]
+    assert "killed by signal 9 (SIGKILL)" in restart[0], restart
+    status, body = daemon.request("POST", JOBS + "/ctr_lkill:cancel", {})
+    assert status == 200, body
+    for job_id in ("ctr_lkill", "ctr_early"):
+        assert finish(daemon, job_id, timeout=90)["state"] == "CANCELLED"
+        wait_for(lambda: containers_of(job_id) == [], timeout=30, what="no container")
 
 
 def test_missing_image_fails_with_a_clear_message(daemon):

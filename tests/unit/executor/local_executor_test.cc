@@ -698,6 +698,12 @@ while True:
   EXPECT_EQ(exit->phase, "lost");
   EXPECT_EQ(exit->exit_code, -1);
   EXPECT_FALSE(exit->killed_by_request);
+  // The message says what happened (issue 17: it used to say only that the launcher exited).
+  EXPECT_NE(exit->message.find("its launcher (pid " + std::to_string(launcher) +
+                               ") was killed by signal 9 (SIGKILL) before it reported how the "
+                               "trainer ended; the trainer's processes left were killed"),
+            std::string::npos)
+      << exit->message;
   EXPECT_TRUE(WaitUntil([&] { return Leftovers(spec.work_dir, {child}).empty(); }, seconds(10)));
 }
 
@@ -805,7 +811,10 @@ TEST_F(LocalExecutorTest, RecoverReportsALostLauncher) {
   ASSERT_TRUE(exit.has_value());
   EXPECT_EQ(exit->phase, "lost");
   EXPECT_EQ(exit->exit_code, -1);
-  EXPECT_NE(exit->message.find("its launcher exited without reporting"), std::string::npos);
+  EXPECT_NE(exit->message.find("its launcher (pid " + std::to_string(pid) +
+                               ") exited before it reported how the trainer ended"),
+            std::string::npos)
+      << exit->message;
   EXPECT_TRUE(recorder_.Find("last words").has_value());
 }
 

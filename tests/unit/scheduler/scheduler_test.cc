@@ -334,6 +334,96 @@ TEST_F(SchedulerTest, LostLauncherFailsWithLostMessageWhenRestartsAreOff) {
             "trainer ended");
 }
 
+// A daemon killed after a job's closing service line was stored but before its terminal state
+// finishes the job again after the restart: the closing line is stored once (issue 17, found by
+// test_faults.py's scheduler.finish.before_write failpoint).
+TEST_F(SchedulerTest, TheClosingLineIsStoredOnceWhenAJobIsFinishedAgain) {
+  StartScheduler();
+  ASSERT_TRUE(sched_->Submit(MakeJob("fin")).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 1; }));
+  sched_->OnReplicaRunning(Master("fin"));
+  sched_->OnReplicaExit(Master("fin"), CleanExit());
+  ASSERT_EQ(StateOf("fin"), JobState::kSucceeded);
+  sched_.reset();
+  // As the killed daemon left it: the closing line stored, the job still RUNNING.
+  Job stored = *store_->GetJob("p", "fin");
+  stored.state = JobState::kRunning;
+  ASSERT_TRUE(store_->UpdateJob(stored, std::nullopt).ok());
+  executor::RecoveredReplica found;
+  found.spec.key = Master("fin");
+  found.spec.work_dir = "/fake/fin";
+  exec_.persisted[Master("fin")] = found;
+  exec_.reattach = {Master("fin")};
+  StartScheduler();
+  sched_->OnReplicaExit(Master("fin"), CleanExit());
+  EXPECT_EQ(StateOf("fin"), JobState::kSucceeded);
+  const std::vector<std::string> lines = ServiceLines("fin");
+  EXPECT_EQ(std::count(lines.begin(), lines.end(), "Job completed successfully."), 1)
+      << lines.size();
+}
+
+// A store that refuses terminal states while `refuse` is set (the database locked by another
+// process, or unwritable) and passes everything else on.
+class RefusingStore : public store::JobStore {
+ public:
+  explicit RefusingStore(std::unique_ptr<store::JobStore> inner) : inner_(std::move(inner)) {}
+  bool refuse = false;
+
+  Result<int64_t> CreateJob(const Job& job) override { return inner_->CreateJob(job); }
+  Result<Job> GetJob(const std::string& p, const std::string& j) override {
+    return inner_->GetJob(p, j);
+  }
+  Status UpdateJob(const Job& job, const std::optional<store::StateChange>& change) override {
+    if (refuse && change && model::IsTerminal(change->to)) return Unavailable("database is locked");
+    return inner_->UpdateJob(job, change);
+  }
+  Result<store::ListJobsResponse> ListJobs(const store::ListJobsRequest& r) override {
+    return inner_->ListJobs(r);
+  }
+  Result<std::vector<Job>> ListActiveJobs() override { return inner_->ListActiveJobs(); }
+  Result<std::vector<store::StateChange>> GetStateHistory(const std::string& p,
+                                                          const std::string& j) override {
+    return inner_->GetStateHistory(p, j);
+  }
+  Result<std::vector<std::pair<JobState, int64_t>>> CountJobsByState() override {
+    return inner_->CountJobsByState();
+  }
+  Status AppendLogs(std::span<model::LogEntry> entries) override {
+    return inner_->AppendLogs(entries);
+  }
+  Result<std::vector<model::LogEntry>> ReadLogs(const store::LogQuery& q) override {
+    return inner_->ReadLogs(q);
+  }
+  Result<int64_t> LastLogInsertId() override { return inner_->LastLogInsertId(); }
+
+ private:
+  std::unique_ptr<store::JobStore> inner_;
+};
+
+// A job whose launch failed while the store refused its terminal state stayed PREPARING for
+// good (only RUNNING and cancelled jobs were finished again). It is stored once the store
+// takes writes again, with its closing line once (issue 17, the database-locked fault test).
+TEST_F(SchedulerTest, ATerminalStateTheStoreRefusedIsStoredOnceItCan) {
+  auto refusing = std::make_unique<RefusingStore>(std::move(store_));
+  RefusingStore* db = refusing.get();
+  store_ = std::move(refusing);
+  exec_.fail_launch_at = 0;
+  StartScheduler();
+  db->refuse = true;
+  ASSERT_TRUE(sched_->Submit(MakeJob("stuck")).ok());
+  sched_->RunUntilIdle();
+  EXPECT_EQ(StateOf("stuck"), JobState::kPreparing);
+  Advance(kMicrosPerSecond);
+  EXPECT_EQ(StateOf("stuck"), JobState::kPreparing) << "the store still refuses";
+  db->refuse = false;
+  Advance(kMicrosPerSecond);
+  auto job = store_->GetJob("p", "stuck");
+  EXPECT_EQ(job->state, JobState::kFailed);
+  EXPECT_NE(job->error_message.find("no launcher today"), std::string::npos) << job->error_message;
+  const std::vector<std::string> lines = ServiceLines("stuck");
+  EXPECT_EQ(std::count(lines.begin(), lines.end(), job->error_message), 1) << lines.size();
+}
+
 TEST_F(SchedulerTest, RecoveryRequeuesAPreparingJobThatNeverLaunched) {
   Job job = MakeJob("prep");
   job.state = JobState::kPreparing;

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -228,6 +229,25 @@ TEST_F(BucketStoreTest, CommitsStreamedTempFile) {
   ASSERT_TRUE(info.ok()) << info.status().ToString();
   EXPECT_FALSE(fs::exists(temp));
   EXPECT_EQ(store_.ReadObject("bkt", "pkg/trainer.tar.gz").value(), "streamed");
+}
+
+// A daemon killed mid-upload leaves its temp file; the next one removes such files at start
+// and keeps resumable sessions, which a client may still finish (issue 17).
+TEST_F(BucketStoreTest, RemovesAbandonedUploadsAndKeepsResumableSessions) {
+  WriteRaw(store_.TempDir() + "/upload-a1b2c3", "half an upload");
+  WriteRaw(store_.TempDir() + "/upload-d4e5f6", "another");
+  WriteRaw(store_.TempDir() + "/session-0123.json", "{}");
+  WriteRaw(store_.TempDir() + "/session-0123.data", "resumable bytes");
+  ASSERT_TRUE(store_.WriteObject("bkt", "upload-kept", "an object, not a temp file").ok());
+  EXPECT_EQ(store_.RemoveAbandonedUploads(), 2);
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(store_.TempDir())) {
+    left.push_back(e.path().filename().string());
+  }
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"session-0123.data", "session-0123.json"}));
+  EXPECT_EQ(store_.ReadObject("bkt", "upload-kept").value(), "an object, not a temp file");
+  EXPECT_EQ(store_.RemoveAbandonedUploads(), 0);
 }
 
 TEST_F(BucketStoreTest, ObjectAndDirectoryOfTheSameNameConflict) {

@@ -450,6 +450,59 @@ TEST_P(JobStoreContractTest, LargeAppendWritesBackTheIdsReadLogsReturns) {
   }
 }
 
+LogEntry FileLine(const std::string& task, int attempt, int64_t offset, const std::string& message,
+                  const std::string& trial = "") {
+  LogEntry e = Line("a", task, offset, message);
+  e.trial_id = trial;
+  e.source_attempt = attempt;
+  e.source_offset = offset;
+  return e;
+}
+
+std::vector<std::string> Messages(JobStore& store) {
+  std::vector<std::string> out;
+  auto got = store.ReadLogs({.project = "p", .job_id = "a", .limit = 1000});
+  EXPECT_TRUE(got.ok());
+  for (const LogEntry& e : *got) out.push_back(e.message);
+  return out;
+}
+
+// A daemon killed after the store committed a replica's lines but before the executor recorded
+// how far it had read delivers them again after the restart, with more: only the new ones are
+// stored (issue 17, found by test_faults.py's executor.logs.after_commit failpoint).
+TEST_P(JobStoreContractTest, LinesDeliveredAgainFromALogFileAreStoredOnce) {
+  std::vector<LogEntry> first = {FileLine("master-replica-0", 0, 10, "one"),
+                                 FileLine("master-replica-0", 0, 20, "two")};
+  ASSERT_TRUE(store_->AppendLogs(first).ok());
+  std::vector<LogEntry> again = {FileLine("master-replica-0", 0, 10, "one"),
+                                 FileLine("master-replica-0", 0, 20, "two"),
+                                 FileLine("master-replica-0", 0, 30, "three"),
+                                 Line("a", "service", 31, "service lines are never dropped"),
+                                 Line("a", "service", 31, "service lines are never dropped")};
+  ASSERT_TRUE(store_->AppendLogs(again).ok());
+  EXPECT_EQ(again[2].insert_id, first[1].insert_id + 1);  // ids only for what was stored
+  EXPECT_GT(again[4].insert_id, again[3].insert_id);
+  std::vector<LogEntry> whole_batch_again = {FileLine("master-replica-0", 0, 30, "three")};
+  ASSERT_TRUE(store_->AppendLogs(whole_batch_again).ok());
+  EXPECT_EQ(Messages(*store_),
+            (std::vector<std::string>{"one", "two", "three", "service lines are never dropped",
+                                      "service lines are never dropped"}));
+}
+
+TEST_P(JobStoreContractTest, ANewAttemptOrAnotherStreamStartsItsOwnLogFile) {
+  std::vector<LogEntry> first = {FileLine("master-replica-0", 0, 100, "attempt 0")};
+  ASSERT_TRUE(store_->AppendLogs(first).ok());
+  // A restarted replica's log file starts again at offset 0; other replicas and trials have
+  // files of their own; a line of an older attempt arriving late is not stored.
+  std::vector<LogEntry> more = {FileLine("master-replica-0", 1, 10, "attempt 1"),
+                                FileLine("worker-replica-0", 0, 10, "worker"),
+                                FileLine("master-replica-0", 0, 10, "trial 2", "2"),
+                                FileLine("master-replica-0", 0, 200, "stale attempt 0")};
+  ASSERT_TRUE(store_->AppendLogs(more).ok());
+  EXPECT_EQ(Messages(*store_),
+            (std::vector<std::string>{"attempt 0", "attempt 1", "worker", "trial 2"}));
+}
+
 TEST_P(JobStoreContractTest, ReadLogsReturnsStoredFields) {
   LogEntry e = Line("a", "worker-replica-1", 1700000000123456, "hello\nworld ✓");
   e.severity = model::Severity::kWarning;

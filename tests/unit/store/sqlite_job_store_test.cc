@@ -31,7 +31,7 @@ using testing::MakeJob;
 using testing::TempDir;
 
 // The schema version this build writes (migrations.cc).
-constexpr int kLatestSchemaVersion = 2;
+constexpr int kLatestSchemaVersion = 3;
 
 std::unique_ptr<JobStore> MustOpen(const std::string& path, const std::string& sync = "NORMAL") {
   auto store = OpenSqliteJobStore({.path = path, .synchronous = sync});
@@ -155,6 +155,42 @@ TEST(SqliteJobStoreTest, InsertIdsAreNotReusedAfterTheNewestChunkIsDeleted) {
   std::vector<model::LogEntry> next = {LogLine("a", "t", 3, "z")};
   ASSERT_TRUE(store->AppendLogs(next).ok());
   EXPECT_GT(next[0].insert_id, batch[1].insert_id);
+}
+
+// The store's record of how far it read each replica's log file outlives a reopen (the daemon
+// killed between the store's commit and the executor's log.offset write), and goes with the
+// job's logs: a job id used again after a purge or a log deletion starts from nothing.
+TEST(SqliteJobStoreTest, LogCursorsSurviveReopenAndGoWithTheJobsLogs) {
+  TempDir dir;
+  const std::string path = dir.path() + "/db";
+  auto line = [](const std::string& job, int64_t offset, const std::string& m) {
+    model::LogEntry e = LogLine(job, "master-replica-0", offset, m);
+    e.source_offset = offset;
+    return e;
+  };
+  auto messages = [](JobStore& store, const std::string& job) {
+    std::vector<std::string> out;
+    for (const auto& e : *store.ReadLogs({.project = "p", .job_id = job})) out.push_back(e.message);
+    return out;
+  };
+  {
+    auto store = MustOpen(path);
+    ASSERT_TRUE(store->CreateJob(MakeJob("p", "purged")).ok());
+    std::vector<model::LogEntry> batch = {line("kept", 10, "a"), line("purged", 10, "a"),
+                                          line("gc", 10, "a")};
+    ASSERT_TRUE(store->AppendLogs(batch).ok());
+  }
+  auto store = MustOpen(path);
+  std::vector<model::LogEntry> again = {line("kept", 10, "a"), line("kept", 20, "b")};
+  ASSERT_TRUE(store->AppendLogs(again).ok());
+  EXPECT_EQ(messages(*store, "kept"), (std::vector<std::string>{"a", "b"}));
+  ASSERT_TRUE(store->DeleteJob("p", "purged").ok());
+  ASSERT_TRUE(store->DeleteJobLogs("p", "gc").ok());
+  EXPECT_EQ(RawDb(path).Text("SELECT group_concat(job_id) FROM log_cursors"), "kept");
+  std::vector<model::LogEntry> reused = {line("purged", 10, "new"), line("gc", 10, "new")};
+  ASSERT_TRUE(store->AppendLogs(reused).ok());
+  EXPECT_EQ(messages(*store, "purged"), (std::vector<std::string>{"new"}));
+  EXPECT_EQ(messages(*store, "gc"), (std::vector<std::string>{"new"}));
 }
 
 TEST(SqliteJobStoreTest, AppendLogsStoresOneChunkPerRunOfAStream) {

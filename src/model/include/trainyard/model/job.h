@@ -134,6 +134,13 @@ struct LogEntry {
   std::string task_name;  // "master-replica-0", "service"
   std::string trial_id;   // "" outside tuning
   std::string message;
+  // Where a replica's line was read: the byte offset just past it in the log file of the
+  // replica's attempt `source_attempt`. The store keeps the furthest point it stored per replica
+  // and drops a line delivered again from before it (the daemon killed after the store
+  // committed lines but before the executor recorded how far it had read). 0: not read from a
+  // replica's log file (service lines), never dropped.
+  int64_t source_offset = 0;
+  int source_attempt = 0;
 };
 
 }  // namespace trainyard::model

@@ -90,6 +90,12 @@ class BucketStore {
 
   // Temp directory for uploads in progress (inside root, so renames stay on one filesystem).
   std::string TempDir() const;
+  // Removes the temp files of simple, multipart, copy and compose uploads (`upload-*`): they
+  // belong to requests of a process that has ended (a daemon killed mid-upload), and nothing
+  // can finish them. Resumable sessions (`session-*`) are kept: a client may resume one after a
+  // restart. Only the daemon that holds the data dir lock calls it, before it serves. Returns
+  // how many it removed.
+  int RemoveAbandonedUploads() const;
 
  private:
   std::string root_;
