@@ -229,6 +229,74 @@ def open_fds(pid):
     return len(os.listdir("/proc/%d/fd" % pid))
 
 
+def descendants_cpu(pid):
+    """utime + stime of every live descendant of pid (the launchers and their trainers)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(
+            (int(entry), (int(fields[11]) + int(fields[12])) / common.CLK_TCK))
+    total, todo = 0.0, [pid]
+    while todo:
+        for child, cpu in children.get(todo.pop(), []):
+            total += cpu
+            todo.append(child)
+    return total
+
+
+def server_latency(client):
+    """{route: [count, sum, [bucket counts]]} of the daemon's request histogram (/metrics),
+    and the bucket bounds."""
+    status, text = client.raw("GET", "/metrics")
+    routes, bounds = {}, []
+    for line in text.decode().splitlines():
+        if not line.startswith("trainyard_api_request_duration_seconds"):
+            continue
+        name, _, value = line.rpartition(" ")
+        route = name.split("{", 1)[-1].split(',le="')[0].rstrip("}")  # method and route
+        r = routes.setdefault(route, [0.0, 0.0, []])
+        if "_bucket{" in name:
+            le = name.split('le="', 1)[1].split('"', 1)[0]
+            if le != "+Inf":
+                r[2].append(float(value))
+                if len(bounds) < len(r[2]):
+                    bounds.append(float(le))
+        elif "_sum{" in name:
+            r[1] += float(value)
+        elif "_count{" in name:
+            r[0] += float(value)
+    return routes, bounds
+
+
+def server_summary(before, after, bounds):
+    """(requests, mean s, bucket bound holding the p99, fraction over 100 ms) of every route
+    between two server_latency() readings."""
+    count = total = 0.0
+    buckets = [0.0] * len(bounds)
+    for route, (n, s, b) in after.items():
+        n0, s0, b0 = before.get(route, (0.0, 0.0, [0.0] * len(b)))
+        count += n - n0
+        total += s - s0
+        for i in range(min(len(b), len(buckets))):
+            buckets[i] += b[i] - (b0[i] if i < len(b0) else 0.0)
+    p99 = float("inf")
+    for bound, c in zip(bounds, buckets):
+        if count and c >= 0.99 * count:
+            p99 = bound
+            break
+    over_100ms = 0.0
+    for bound, c in zip(bounds, buckets):
+        if bound == 0.1 and count:
+            over_100ms = 1 - c / count
+    return count, (total / count if count else 0.0), p99, over_100ms
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=50)
@@ -316,6 +384,8 @@ def run(args, d, work, stop_file, abort):
     threads0 = common.proc_status_kb(d.pid, "Threads")
     rss0 = d.rss_kb()
     cpu0, self0, busy0 = d.cpu_seconds(), common.self_cpu_seconds(), machine_busy()
+    kids0 = descendants_cpu(d.pid)
+    server0, _ = server_latency(c)
     t0 = time.time()
     report = common.loadgen(d.port, "", "", connections=args.connections,
                             duration=args.duration, rate=args.rps / per_entry, mix=mix_path,
@@ -324,6 +394,8 @@ def run(args, d, work, stop_file, abort):
     cpu = d.cpu_seconds() - cpu0
     self_cpu = common.self_cpu_seconds() - self0
     busy1 = machine_busy()
+    kids = descendants_cpu(d.pid) - kids0
+    server1, bounds = server_latency(c)
     rss1, hwm, fds = d.rss_kb(), d.hwm_kb(), open_fds(d.pid)
     threads1 = common.proc_status_kb(d.pid, "Threads")
     load_samples = [s for s in mon.samples if t0 <= s[0] <= t0 + wall]
@@ -403,6 +475,10 @@ def run(args, d, work, stop_file, abort):
                  "due time)" % (args.rps, args.connections, args.duration),
                  ["request", "n", "p50", "p99", "max", "errors", "non-2xx"], rows)
     worst = sorted(lg.get("timeline", []), key=lambda b: -b[3])[:5]
+    n, mean, p99, over = server_summary(server0, server1, bounds)
+    print("the daemon's own timing of the same window (/metrics, handler time, all routes incl. "
+          "followers'): %d requests, mean %.2f ms, p99 <= %s ms, %.2f%% over 100 ms" % (
+              n, 1000 * mean, "%g" % (1000 * p99), 100 * over))
     print("achieved %.1f requests/s (%d in %.1f s); client sent late by p50 %.2f / p99 %.2f / "
           "max %.1f ms; worst seconds (second: requests, errors, max ms): %s" % (
               lg["requests"] / lg["elapsed_s"], lg["requests"], lg["elapsed_s"],
@@ -440,7 +516,11 @@ def run(args, d, work, stop_file, abort):
                       rss0 / 1024, rss1 / 1024, rss_peak_load / 1024, hwm / 1024)],
                   ["daemon threads: start / end / peak sampled", "%d / %d / %d" % (
                       threads0, threads1, thr_peak)],
+                  ["daemon RSS / threads every 10 s", " ".join(
+                      "%.0f/%d" % (x[1] / 1024, x[2]) for x in load_samples[::40])],
                   ["daemon open fds at the end", fds],
+                  ["launchers + trainers CPU (descendants)", "%.1f s = %.2f cores" % (
+                      kids, kids / wall)],
                   ["ty_loadgen CPU (its getrusage)", "%.1f s = %.2f cores" % (
                       lg["client_cpu_s"], lg["client_cpu_s"] / wall)],
                   ["followers (this Python process) CPU", "%.1f s = %.2f cores" % (
