@@ -311,6 +311,10 @@ def main():
     ap.add_argument("--quick", action="store_true",
                     help="5 jobs, 10 followers, 50 requests/s for 10 s")
     ap.add_argument("--keep", action="store_true", help="keep the data dir")
+    ap.add_argument("--daemon-nice", type=int, default=0,
+                    help="add this to the nice value of every trainyardd thread (negative needs "
+                         "root): a diagnostic that tells the daemon's own stalls from CPU "
+                         "contention on a shared machine")
     args = ap.parse_args()
     if args.quick:
         args.jobs, args.followers, args.rps, args.duration = 5, 10, 50, 10
@@ -337,6 +341,12 @@ def main():
     stop_file = os.path.join(work, "stop")
     abort = threading.Event()
     d = common.Daemon(auth=True, env=env, keep=args.keep).start()
+    if args.daemon_nice:
+        # Threads started later inherit their creator's value.
+        for tid in os.listdir("/proc/%d/task" % d.pid):
+            now = os.getpriority(os.PRIO_PROCESS, int(tid))
+            os.setpriority(os.PRIO_PROCESS, int(tid), now + args.daemon_nice)
+        print("daemon threads reniced by %+d" % args.daemon_nice)
     try:
         return run(args, d, work, stop_file, abort)
     finally:
