@@ -17,9 +17,10 @@ While they run:
 - ty_loadgen (C++, bench/loadgen.cc) sends --rps requests per second (default 200), open loop
   (request k is due at start + k/rate; latency counts from the due time, so a stall shows even
   while the client waits: no coordinated omission), over --connections keep-alive connections
-  (default 32) for --duration seconds (default 60): GET a running job (35%), list
+  (default 32) for --duration seconds (default 60): GET a running job (30%), list
   `state:RUNNING` (15%), list `labels.team=tN` (10%), a logs page (newest 100 lines, 30%),
-  create a job and cancel it at once (10% of entries; two requests).
+  create a job and cancel it at once (10% of entries; two requests), and GET /healthz (5%,
+  a control that touches no lock or store).
 
 Then the stop file ends the trainers; every follower must have seen each of its job's lines
 exactly once (lost and duplicated per follower), and the store (the logs API, read back) must
@@ -36,6 +37,8 @@ Targets: 0 API errors, 0 lines lost or duplicated (followers and store), API p99
 import argparse
 import math
 import os
+import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -68,7 +71,10 @@ print("END %d" % n, flush=True)
 
 # name, weight, method, path, body (see ty_loadgen --mix); {J} is replaced by --jobs.
 MIX = [
-    ("get", "35", "GET", "/v1/projects/{P}/jobs/load_{i%J}", ""),
+    # A control: /healthz takes no lock and reads no store, so when it is slow too the time went
+    # to the HTTP server or the machine (CPU contention), not to the scheduler or SQLite.
+    ("healthz", "5", "GET", "/healthz", ""),
+    ("get", "30", "GET", "/v1/projects/{P}/jobs/load_{i%J}", ""),
     ("list_state", "15", "GET", "/v1/projects/{P}/jobs?filter=state%3ARUNNING&pageSize=50", ""),
     ("list_label", "10", "GET", "/v1/projects/{P}/jobs?filter=labels.team%3Dt{i%5}&pageSize=50",
      ""),
@@ -337,6 +343,8 @@ def main():
     print("daemon: auth on, cpu_overcommit %d, memory_overcommit %d, max_running_jobs %d" % (
         cpu_over, mem_over, args.jobs))
 
+    # SIGTERM (timeout, run_all.sh) ends the trainers and the daemon too: see the finally below.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))
     work = tempfile.mkdtemp(prefix="trainyard-bench-load-")
     stop_file = os.path.join(work, "stop")
     abort = threading.Event()
@@ -351,8 +359,10 @@ def main():
         return run(args, d, work, stop_file, abort)
     finally:
         abort.set()
-        open(stop_file, "a").close()
+        open(stop_file, "a").close()  # the trainers end (their launchers outlive a daemon stop)
+        time.sleep(0.5)
         d.stop()
+        shutil.rmtree(work, ignore_errors=True)
         if args.keep:
             print("data dir kept: %s" % d.data_dir)
 
