@@ -139,12 +139,15 @@ def self_cpu_seconds():
 
 
 class Daemon:
-    """trainyardd on a free loopback port with its own data dir (removed on stop unless keep)."""
+    """trainyardd on a free loopback port with its own data dir (removed on stop unless keep).
+    With auth=True authentication is on (the daemon's default) and client() acts as the
+    bootstrap administrator (the token the daemon writes to <data_dir>/admin-token)."""
 
-    def __init__(self, data_dir=None, extra_args=(), keep=False, env=None):
+    def __init__(self, data_dir=None, extra_args=(), keep=False, env=None, auth=False):
         self.own_dir = data_dir is None
         # Authentication off unless asked for (bench_auth.py measures it on).
-        self.env = dict(os.environ, TRAINYARD_AUTH="false")
+        self.auth = auth
+        self.env = dict(os.environ, TRAINYARD_AUTH="true" if auth else "false")
         self.env.update(env or {})
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="trainyard-bench-")
         self.extra_args = list(extra_args)
@@ -191,7 +194,14 @@ class Daemon:
         return self.proc.pid
 
     def client(self, fresh=False):
-        return Client(self.host, self.port, fresh)
+        return Client(self.host, self.port, fresh, token=self.admin_token())
+
+    def admin_token(self):
+        """The bootstrap administrator's token with auth on, else None."""
+        if not self.auth:
+            return None
+        with open(os.path.join(self.data_dir, "admin-token")) as f:
+            return f.read().strip()
 
     def restart(self):
         """Stops the daemon (SIGTERM) and starts it again on the same data dir; returns the
@@ -399,9 +409,11 @@ def loadgen_path():
 
 
 def loadgen(port, method, path, body="", connections=8, duration=10.0, requests=0, start=0,
-            close=False, progress=0, headers=()):
+            close=False, progress=0, headers=(), rate=0, mix=None):
     """Runs ty_loadgen and returns its JSON report (see bench/loadgen.cc); with progress=N the
-    report also has "progress": [(completed, seconds)] every N requests."""
+    report also has "progress": [(completed, seconds)] every N requests. rate=R runs it open
+    loop (R requests or mix entries due per second); mix=FILE sends the mix in FILE instead of
+    method/path/body."""
     exe = loadgen_path()
     if exe is None:
         sys.exit("ty_loadgen is not built: run bench/run_all.sh, or "
@@ -418,6 +430,10 @@ def loadgen(port, method, path, body="", connections=8, duration=10.0, requests=
         cmd += ["--progress", str(progress)]
     for h in headers:
         cmd += ["--header", h]
+    if rate:
+        cmd += ["--rate", str(rate)]
+    if mix:
+        cmd += ["--mix", mix]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0 and not out.stdout:
         sys.exit("ty_loadgen failed: %s" % out.stderr)

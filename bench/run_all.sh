@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every Trainyard benchmark in one go; each prints its result table and target verdicts.
 #
-#   bench/run_all.sh            the full set (about 9-11 minutes on 2 cores; tuning alone ~4)
+#   bench/run_all.sh            the full set (about 11-13 minutes on 2 cores; tuning alone ~4,
+#                               the load benchmark ~2)
 #   bench/run_all.sh --quick    smaller sizes, to check that the benchmarks work (about 1 minute)
 #
 # Needs build/bin/{trainyardd,trainyard-launcher} (or TRAINYARD_BIN_DIR) and builds the C++ load
@@ -42,6 +43,7 @@ if [[ $quick == 1 ]]; then
     "bench/bench_distributed.py --runs 2"
     "bench/bench_containers.py --runs 2"
     "bench/bench_tuning.py --quick --engine-cmd $BIN/trainyard-tuner"
+    "bench/bench_load.py --quick"
   )
 else
   runs=(
@@ -52,6 +54,7 @@ else
     "bench/bench_distributed.py"
     "bench/bench_containers.py"
     "bench/bench_tuning.py --engine-cmd $BIN/trainyard-tuner"
+    "bench/bench_load.py"
   )
 fi
 

@@ -185,20 +185,26 @@ Result<PageToken> DecodePageToken(const std::string& token, bool descending,
 // One page of entries in (timestamp, insertId) order (the direction in `q.order`) with insert
 // ids up to `snapshot` that pass `matches`, starting after `position` (nullopt = from the
 // first). Reads the store in chunks; gives up after kScanBudget entries, returning a short
-// page with a token.
+// page with a token. `store_filters_all`: the store query already holds every filter (matches
+// accepts every line it returns), so each read asks for no more lines than the page still
+// needs; otherwise lines are read kReadChunk at a time, since many may not match. (Reading
+// kReadChunk lines for a page of 100 made a job-log tail page cost 10x the store work it
+// needed: bench/bench_load.py, docs/benchmarks.md.)
 template <typename Matches>
 Result<std::pair<std::vector<model::LogEntry>, std::optional<PageToken>>> ReadOrderedPage(
     store::JobStore& store, store::LogQuery q, std::optional<store::LogPosition> position,
-    int64_t snapshot, size_t page_size, const Matches& matches) {
+    int64_t snapshot, size_t page_size, bool store_filters_all, const Matches& matches) {
   const bool descending = q.order == store::LogOrder::kTimestampDesc;
   std::vector<model::LogEntry> page;
   std::optional<PageToken> next;
   if (snapshot <= 0) return std::make_pair(std::move(page), next);  // no line stored yet
   q.position = position;
   q.max_insert_id = snapshot;
-  q.limit = kReadChunk;
   int64_t scanned = 0;
   while (true) {
+    q.limit = store_filters_all
+                  ? static_cast<int>(std::min<size_t>(kReadChunk, page_size - page.size()))
+                  : kReadChunk;
     TRAINYARD_ASSIGN_OR_RETURN(auto chunk, store.ReadLogs(q));
     bool done = false;
     for (auto& e : chunk) {
@@ -211,11 +217,11 @@ Result<std::pair<std::vector<model::LogEntry>, std::optional<PageToken>>> ReadOr
         break;
       }
     }
-    if (done || (chunk.size() == static_cast<size_t>(kReadChunk) && scanned >= kScanBudget)) {
+    if (done || (chunk.size() == static_cast<size_t>(q.limit) && scanned >= kScanBudget)) {
       next = PageToken{descending, *q.position, snapshot};
       break;
     }
-    if (chunk.size() < static_cast<size_t>(kReadChunk)) break;
+    if (chunk.size() < static_cast<size_t>(q.limit)) break;
   }
   return std::make_pair(std::move(page), next);
 }
@@ -288,6 +294,7 @@ Result<std::string> ListLogEntries(store::JobStore& store, std::string_view body
   TRAINYARD_ASSIGN_OR_RETURN(
       auto result,
       ReadOrderedPage(store, q, start.second, start.first, static_cast<size_t>(r.page_size),
+                      /*store_filters_all=*/false,
                       [&](const model::LogEntry& e) { return filter.Matches(e); }));
   auto& [page, next] = result;
   if (page.empty() && !next) return std::string("{}");
@@ -431,8 +438,9 @@ Result<std::string> ListJobLogs(store::JobStore& store, const std::string& proje
   q.order = descending ? store::LogOrder::kTimestampDesc : store::LogOrder::kTimestampAsc;
   TRAINYARD_ASSIGN_OR_RETURN(auto start, Start(store, token));
   TRAINYARD_ASSIGN_OR_RETURN(
-      auto result, ReadOrderedPage(store, q, start.second, start.first, static_cast<size_t>(limit),
-                                   [](const model::LogEntry&) { return true; }));
+      auto result,
+      ReadOrderedPage(store, q, start.second, start.first, static_cast<size_t>(limit),
+                      /*store_filters_all=*/true, [](const model::LogEntry&) { return true; }));
   auto& [page, next] = result;
   if (page.empty()) TRAINYARD_RETURN_IF_ERROR(store.GetJob(project, job_id).status());
   for (const auto& e : page) out["entries"].push_back(JobLogEntryJson(e));

@@ -744,6 +744,83 @@ TEST_F(JobLogsTest, FollowersSkipFilteredLinesWithoutRescanning) {
   EXPECT_EQ((*page)["nextAfterInsertId"], (*page)["entries"][1]["insertId"]);
 }
 
+// A store that forwards to another and counts the lines ReadLogs hands out: the store work a
+// page costs.
+class CountingStore : public store::JobStore {
+ public:
+  explicit CountingStore(store::JobStore& inner) : inner_(inner) {}
+  Result<int64_t> CreateJob(const model::Job& job) override { return inner_.CreateJob(job); }
+  Result<model::Job> GetJob(const std::string& project, const std::string& job_id) override {
+    return inner_.GetJob(project, job_id);
+  }
+  Status UpdateJob(const model::Job& job,
+                   const std::optional<store::StateChange>& change) override {
+    return inner_.UpdateJob(job, change);
+  }
+  Result<store::ListJobsResponse> ListJobs(const store::ListJobsRequest& request) override {
+    return inner_.ListJobs(request);
+  }
+  Result<std::vector<model::Job>> ListActiveJobs() override { return inner_.ListActiveJobs(); }
+  Result<std::vector<store::StateChange>> GetStateHistory(const std::string& project,
+                                                          const std::string& job_id) override {
+    return inner_.GetStateHistory(project, job_id);
+  }
+  Result<std::vector<std::pair<model::JobState, int64_t>>> CountJobsByState() override {
+    return inner_.CountJobsByState();
+  }
+  Status AppendLogs(std::span<model::LogEntry> entries) override {
+    return inner_.AppendLogs(entries);
+  }
+  Result<std::vector<model::LogEntry>> ReadLogs(const store::LogQuery& query) override {
+    auto r = inner_.ReadLogs(query);
+    if (r.ok()) lines_read += r->size();
+    return r;
+  }
+  Result<int64_t> LastLogInsertId() override { return inner_.LastLogInsertId(); }
+
+  size_t lines_read = 0;
+
+ private:
+  store::JobStore& inner_;
+};
+
+TEST_F(JobLogsTest, AListingPageReadsOnlyTheLinesItReturns) {
+  // 2,500 more lines (one a second from t0 + 10 s): a tail page of 100 must not decode 1,000.
+  std::vector<L> many;
+  for (int i = 0; i < 2500; ++i) many.push_back({10 + i, "x" + std::to_string(i), {}});
+  Append("master-replica-0", many);
+  CountingStore counting(*store_);
+  auto page = ListJobLogs(counting, "p", "j", {{"pageSize", "100"}, {"orderBy", "timestamp desc"}});
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  json tail = json::parse(*page);
+  ASSERT_EQ(tail["entries"].size(), 100u);
+  EXPECT_EQ(tail["entries"][0]["jsonPayload"]["message"], "x2499");
+  EXPECT_EQ(tail["entries"][99]["jsonPayload"]["message"], "x2400");
+  EXPECT_LE(counting.lines_read, 100u);
+  // The next pages still continue exactly where the last one stopped, in both directions, and
+  // a page larger than one store read is still filled.
+  counting.lines_read = 0;
+  page = ListJobLogs(counting, "p", "j",
+                     {{"pageSize", "100"},
+                      {"orderBy", "timestamp desc"},
+                      {"pageToken", tail["nextPageToken"].get<std::string>()}});
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  json second = json::parse(*page);
+  ASSERT_EQ(second["entries"].size(), 100u);
+  EXPECT_EQ(second["entries"][0]["jsonPayload"]["message"], "x2399");
+  EXPECT_LE(counting.lines_read, 100u);
+  std::vector<std::string> asc = ListAll({{"pageSize", "1500"}});
+  ASSERT_EQ(asc.size(), 2506u);
+  EXPECT_EQ(asc[5], "m8");
+  EXPECT_EQ(asc[6], "x0");
+  EXPECT_EQ(asc.back(), "x2499");
+  counting.lines_read = 0;
+  page = ListJobLogs(counting, "p", "j", {{"pageSize", "1500"}});
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(json::parse(*page)["entries"].size(), 1500u);
+  EXPECT_EQ(counting.lines_read, 1500u);
+}
+
 TEST_F(JobLogsTest, BadParametersAndUnknownJobs) {
   for (const QueryParams& bad :
        std::vector<QueryParams>{{{"pageSize", "-1"}},
