@@ -22,6 +22,17 @@ Parts (every study is one task; tasks are spread over --workers processes):
          engine with and without enableTrialEarlyStopping, TPE with and without
          MedianPruner(n_startup_trials=5, n_warmup_steps=5)
 
+Held out (what the engine was not tuned on: other functions, curves and seeds, --wide-first-seed
+100 and --wide-seeds 20 by default; --parts batch_wide,es_wide runs them alone):
+
+  batch_wide  12 rounds of 4 on the six other core functions and three held-out ones (shekel4,
+              dixonprice4, hpo_mixed6b): engine against TPE with constant_liar (gate row G7w:
+              below it at 48 trials on every function)
+  es_wide     40 trials on 8 sets of learning curves: 4 curve families (exp, pow, crossing,
+              sigmoid; tuning_objectives.curve) on hpo_mixed5 and hpo_mixed6b, 30 or 50 steps,
+              noise 0.01-0.05: engine with and without early stopping (G8w: <= 70 % of the
+              steps and <= 0.1 decades lost on every set)
+
 The engine is driven through its JSON-lines protocol, one `trainyard-tuner` process per study:
 
   -> {"op":"create","goal":"MINIMIZE","params":[ParameterSpec...],
