@@ -22,6 +22,17 @@ Parts (every study is one task; tasks are spread over --workers processes):
          engine with and without enableTrialEarlyStopping, TPE with and without
          MedianPruner(n_startup_trials=5, n_warmup_steps=5)
 
+Held out (what the engine was not tuned on: other functions, curves and seeds, --wide-first-seed
+100 and --wide-seeds 20 by default; --parts batch_wide,es_wide runs them alone):
+
+  batch_wide  12 rounds of 4 on the six other core functions and three held-out ones (shekel4,
+              dixonprice4, hpo_mixed6b): engine against TPE with constant_liar (gate row G7w:
+              below it at 48 trials on every function)
+  es_wide     40 trials on 8 sets of learning curves: 4 curve families (exp, pow, crossing,
+              sigmoid; tuning_objectives.curve) on hpo_mixed5 and hpo_mixed6b, 30 or 50 steps,
+              noise 0.01-0.05: engine with and without early stopping (G8w: <= 70 % of the
+              steps and <= 0.1 decades lost on every set)
+
 The engine is driven through its JSON-lines protocol, one `trainyard-tuner` process per study:
 
   -> {"op":"create","goal":"MINIMIZE","params":[ParameterSpec...],
@@ -76,6 +87,15 @@ import common  # noqa: E402
 import tuning_objectives as tobj  # noqa: E402
 
 BATCH_FUNCTIONS = ["branin2", "hartmann6_max", "hpo_mixed5"]
+# The held-out parts (batch_wide, es_wide): functions, curves and seeds the engine was not tuned
+# on. batch_wide: every other core function and the held-out ones of tuning_objectives.py.
+WIDE_BATCH_FUNCTIONS = [f for f in tobj.CORE if f not in BATCH_FUNCTIONS] + tobj.HELD_OUT
+# es_wide: (surface, curve family, steps, noise); the es part is ("hpo_mixed5", "exp", 30, 0.01).
+WIDE_ES_TASKS = [("hpo_mixed5", "pow", 30, 0.01), ("hpo_mixed5", "crossing", 30, 0.01),
+                 ("hpo_mixed5", "sigmoid", 30, 0.01), ("hpo_mixed5", "exp", 30, 0.05),
+                 ("hpo_mixed6b", "exp", 30, 0.01), ("hpo_mixed6b", "pow", 50, 0.02),
+                 ("hpo_mixed6b", "crossing", 30, 0.01), ("hpo_mixed6b", "sigmoid", 50, 0.02)]
+WIDE_FIRST_SEED = 100
 QUICK_FUNCTIONS = ["branin2", "hartmann6_max", "hpo_mixed5"]
 BATCH_ROUNDS, BATCH_SIZE = 12, 4
 ES_TRIALS = 40
@@ -122,6 +142,8 @@ PART_ALGOS = {
     "core": ["engine", "tpe", "random", "gpref"],
     "batch": ["engine", "tpe", "tpe_cl", "random"],
     "es": ["engine_es", "engine", "tpe_prune", "tpe"],
+    "batch_wide": ["engine", "tpe_cl"],
+    "es_wide": ["engine_es", "engine"],
 }
 FAMILY = {"engine": "engine", "engine_es": "engine", "tpe": "tpe", "tpe_cl": "tpe",
           "tpe_prune": "tpe", "random": "random", "gpref": "gpref"}
@@ -391,7 +413,8 @@ def make_tuner(algo, obj, seed, part, cfg):
     spec, goal = obj.spec, obj.goal
     if algo in ("engine", "engine_es"):
         return EngineTuner(cfg["engine_cmd"], spec, goal, seed, cfg["engine_algorithm"],
-                           BATCH_SIZE if part == "batch" else 1, algo == "engine_es",
+                           BATCH_SIZE if part in ("batch", "batch_wide") else 1,
+                           algo == "engine_es",
                            cfg["engine_timeout"])
     if algo == "random":
         return OptunaTuner(spec, goal, seed, random=True)
@@ -438,13 +461,26 @@ def run_batch(tuner, inst, rounds, size, lat):
     return {"curve": curve}
 
 
-def run_es(tuner, inst, seed, trials, lat):
+def es_task(name):
+    """(surface, family, steps, noise) of an es_wide task name, e.g. hpo_mixed5/pow/30/0.01."""
+    surface, family, steps, noise = name.split("/")
+    return surface, family, int(steps), float(noise)
+
+
+def es_task_name(task):
+    return "%s/%s/%d/%g" % task
+
+
+def run_es(tuner, inst, seed, trials, lat, task=("hpo_mixed5", "exp", tobj.HPO_STEPS,
+                                                  tobj.HPO_NOISE)):
     """Each trial reports its learning curve step by step; a trial told to stop completes with
     its last value as stopped. Best final regret: over the trials that ran to the end."""
+    surface, family, n_steps, noise = task
     steps_used, stopped_trials, best = 0, 0, math.inf
     for i in range(trials):
         [(tid, p)] = timed_suggest(tuner, 1, lat)
-        values = tobj.hpo_curve(p, np.random.default_rng([seed, 0xE5, i]))
+        values = tobj.curve(surface, family, p, np.random.default_rng([seed, 0xE5, i]), n_steps,
+                            noise)
         stopped = False
         for step, v in enumerate(values, 1):
             steps_used += 1
@@ -456,7 +492,7 @@ def run_es(tuner, inst, seed, trials, lat):
             stopped_trials += 1
         else:
             best = min(best, inst.regret(inst.f(p)))
-    return {"steps_used": steps_used, "steps_total": trials * tobj.HPO_STEPS,
+    return {"steps_used": steps_used, "steps_total": trials * n_steps,
             "stopped": stopped_trials, "best": log10r(best) if best < math.inf else None}
 
 
@@ -464,7 +500,7 @@ def run_task(task):
     """One study. Never raises: errors come back in the result."""
     part, fn, algo, seed, cfg = task
     res = {"part": part, "function": fn, "algo": algo, "seed": seed}
-    obj = tobj.OBJECTIVES[fn]
+    obj = tobj.OBJECTIVES[es_task(fn)[0] if part == "es_wide" else fn]
     inst = obj.instance(seed)
     lat = []
     tuner = None
@@ -475,8 +511,10 @@ def run_task(task):
             tuner = make_tuner(algo, obj, seed, part, cfg)
             if part == "core":
                 res.update(run_core(tuner, inst, cfg["trials"], lat))
-            elif part == "batch":
+            elif part in ("batch", "batch_wide"):
                 res.update(run_batch(tuner, inst, BATCH_ROUNDS, BATCH_SIZE, lat))
+            elif part == "es_wide":
+                res.update(run_es(tuner, inst, seed, ES_TRIALS, lat, es_task(fn)))
             else:
                 res.update(run_es(tuner, inst, seed, ES_TRIALS, lat))
     except Exception as e:  # noqa: BLE001 - reported with the task, the run goes on
@@ -683,12 +721,64 @@ def gate(X, core, pairs, batch, es, lat_raw, fns, trials):
     return rows
 
 
+def es_stats(runs):
+    bests = [r["best"] for r in runs if r["best"] is not None]
+    return {"seeds": len(runs),
+            "steps_fraction": sum(r["steps_used"] for r in runs) /
+            float(sum(r["steps_total"] for r in runs)),
+            "stopped_median": common.median([r["stopped"] for r in runs]),
+            "best_median": common.median(bests),
+            "best_quartiles": quartiles(bests), "best_by_seed": bests,
+            "stop_replies": sum(r.get("stop_replies", 0) for r in runs)}
+
+
+def wide_gate(wide_batch, wide_es, ran_batch, ran_es):
+    """G7 and G8 on the held-out functions, curves and seeds: G7w, batches of 4 below TPE with
+    the constant liar at 48 trials on every held-out function; G8w, on every held-out curve
+    family, stopping uses <= 70 % of the steps and loses <= 0.1 decades of median best final
+    regret."""
+    rows = []
+    bf = [f for f in WIDE_BATCH_FUNCTIONS
+          if wide_batch.get(f, {}).get("engine") and wide_batch[f].get("tpe_cl")]
+    if bf:
+        diff = {f: at(wide_batch[f]["engine"], 48) - at(wide_batch[f]["tpe_cl"], 48) for f in bf}
+        wins = [f for f in bf if diff[f] < 0]
+        worst = max(bf, key=lambda f: diff[f])
+        rows.append(("G7w", len(wins) == len(bf),
+                     "held out: batch median@48 below TPE+constant liar's on %d/%d functions "
+                     "(need all); closest %s %+.2f decades" % (len(wins), len(bf), worst,
+                                                               diff[worst])))
+    else:
+        rows.append(("G7w", None if not ran_batch else False, "batch_wide not run"))
+    tasks = [n for n in wide_es if wide_es[n].get("engine_es") and wide_es[n].get("engine")]
+    if tasks:
+        frac = {n: wide_es[n]["engine_es"]["steps_fraction"] for n in tasks}
+        loss = {n: wide_es[n]["engine_es"]["best_median"] - wide_es[n]["engine"]["best_median"]
+                for n in tasks}
+        ok = [n for n in tasks if frac[n] <= 0.70 and loss[n] <= 0.1]
+        rows.append(("G8w", len(ok) == len(tasks),
+                     "held out: stopping within 70 %% of the steps and 0.1 decades on %d/%d curve "
+                     "sets (need all); most steps %.0f %% (%s), largest loss %+.2f (%s)" % (
+                         len(ok), len(tasks), 100 * max(frac.values()),
+                         max(tasks, key=lambda n: frac[n]), max(loss.values()),
+                         max(tasks, key=lambda n: loss[n]))))
+    else:
+        rows.append(("G8w", None if not ran_es else False, "es_wide not run"))
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--parts", default="core,batch,es", help="core,batch,es (default all)")
+    ap.add_argument("--parts", default="core,batch,es,batch_wide,es_wide",
+                    help="core,batch,es,batch_wide,es_wide (default all)")
     ap.add_argument("--algos", default="engine,tpe,random",
                     help="families to run: engine, tpe, random, gpref (default engine,tpe,random)")
     ap.add_argument("--seeds", type=int, default=20, help="seeds 0..N-1 (default 20)")
+    ap.add_argument("--first-seed", type=int, default=0, help="the first seed (default 0)")
+    ap.add_argument("--wide-first-seed", type=int, default=WIDE_FIRST_SEED,
+                    help="the first seed of the held-out parts (default %d)" % WIDE_FIRST_SEED)
+    ap.add_argument("--wide-seeds", type=int, default=20,
+                    help="seeds of the held-out parts (default 20)")
     ap.add_argument("--trials", type=int, default=50, help="core trials per study (default 50)")
     ap.add_argument("--functions", default="", help="comma-separated subset of the core functions")
     ap.add_argument("--quick", action="store_true",
@@ -727,7 +817,7 @@ def main():
             if f not in tobj.OBJECTIVES:
                 ap.error("unknown function %r (have %s)" % (f, ", ".join(tobj.CORE)))
     batch_fns = [f for f in BATCH_FUNCTIONS if f in fns]
-    seeds = list(range(args.seeds))
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
 
     engine_cmd = shlex.split(args.engine_cmd)
     if "engine" in families:
@@ -746,16 +836,22 @@ def main():
     cfg = {"trials": args.trials, "engine_cmd": engine_cmd, "engine_timeout": args.engine_timeout,
            "engine_algorithm": args.engine_algorithm, "reference_path": ref}
 
+    wide_seeds = list(range(args.wide_first_seed, args.wide_first_seed + args.wide_seeds))
+    if args.quick:
+        wide_seeds = wide_seeds[:5]
     tasks = []
     for part in parts:
-        pfns = fns if part == "core" else batch_fns if part == "batch" else ["hpo_mixed5"]
+        pfns = {"core": fns, "batch": batch_fns, "es": ["hpo_mixed5"],
+                "batch_wide": WIDE_BATCH_FUNCTIONS,
+                "es_wide": [es_task_name(t) for t in WIDE_ES_TASKS]}[part]
         for fn in pfns:
             for algo in PART_ALGOS[part]:
                 if FAMILY[algo] not in families:
                     continue
-                for s in seeds:
+                for s in (wide_seeds if part.endswith("_wide") else seeds):
                     tasks.append((part, fn, algo, s, cfg))
-    n_sugg = {"core": args.trials, "batch": BATCH_ROUNDS * BATCH_SIZE, "es": ES_TRIALS}
+    n_sugg = {"core": args.trials, "batch": BATCH_ROUNDS * BATCH_SIZE, "es": ES_TRIALS,
+              "batch_wide": BATCH_ROUNDS * BATCH_SIZE, "es_wide": ES_TRIALS}
     tasks.sort(key=lambda t: -COST[t[2]] * n_sugg[t[0]])
     X = args.gate_algo or ("engine" if "engine" in families else
                            "gpref" if "gpref" in families else "")
@@ -926,14 +1022,7 @@ def main():
     # --- es ----------------------------------------------------------------------------------
     es = {}
     for algo, runs in by.get("es", {}).get("hpo_mixed5", {}).items():
-        bests = [r["best"] for r in runs if r["best"] is not None]
-        es[algo] = {"seeds": len(runs),
-                    "steps_fraction": sum(r["steps_used"] for r in runs) /
-                    float(sum(r["steps_total"] for r in runs)),
-                    "stopped_median": common.median([r["stopped"] for r in runs]),
-                    "best_median": common.median(bests),
-                    "best_quartiles": quartiles(bests), "best_by_seed": bests,
-                    "stop_replies": sum(r.get("stop_replies", 0) for r in runs)}
+        es[algo] = es_stats(runs)
     if "es" in parts and es:
         rows = []
         for a in PART_ALGOS["es"]:
@@ -953,17 +1042,58 @@ def main():
                   es["engine"]["stop_replies"])
     out["es"] = es
 
+    # --- held out: batch_wide and es_wide ------------------------------------------------------
+    wide_batch, wide_es = {}, {}
+    for fn in WIDE_BATCH_FUNCTIONS:
+        for algo, runs in by.get("batch_wide", {}).get(fn, {}).items():
+            wide_batch.setdefault(fn, {})[algo] = curve_stats(runs, BATCH_CHECKPOINTS)
+    if "batch_wide" in parts and wide_batch:
+        rows = []
+        for fn in WIDE_BATCH_FUNCTIONS:
+            d = wide_batch.get(fn, {})
+            if "engine" not in d or "tpe_cl" not in d:
+                continue
+            e = [c[47] for c in d["engine"]["curves"]]
+            t = [c[47] for c in d["tpe_cl"]["curves"]]
+            rows.append([fn, trio([at(d["engine"], c) for c in BATCH_CHECKPOINTS]),
+                         trio([at(d["tpe_cl"], c) for c in BATCH_CHECKPOINTS]),
+                         "%+.2f" % (at(d["engine"], 48) - at(d["tpe_cl"], 48)),
+                         "%.2f" % p_better(e, t)])
+        common.table("batch_wide (held out): median log10 regret at 12 / 24 / 48 trials, %d per "
+                     "round, seeds %d..%d" % (BATCH_SIZE, wide_seeds[0], wide_seeds[-1]),
+                     ["function", "engine", "TPE + const. liar", "diff@48", "P(engine < TPE+CL)"],
+                     rows)
+    for name in [es_task_name(t) for t in WIDE_ES_TASKS]:
+        for algo, runs in by.get("es_wide", {}).get(name, {}).items():
+            wide_es.setdefault(name, {})[algo] = es_stats(runs)
+    if "es_wide" in parts and wide_es:
+        rows = []
+        for name in [es_task_name(t) for t in WIDE_ES_TASKS]:
+            d = wide_es.get(name, {})
+            if "engine_es" not in d or "engine" not in d:
+                continue
+            s_, n0 = d["engine_es"], d["engine"]
+            rows.append([name, "%.0f %%" % (100 * s_["steps_fraction"]),
+                         "%.0f" % s_["stopped_median"], fmt(s_["best_median"]),
+                         fmt(n0["best_median"]), "%+.2f" % (s_["best_median"] - n0["best_median"])])
+        common.table("es_wide (held out): %d trials, surface/curve family/steps/noise, seeds %d..%d"
+                     % (ES_TRIALS, wide_seeds[0], wide_seeds[-1]),
+                     ["task", "steps used", "stopped (median)", "best final, stopping",
+                      "without", "loss (decades)"], rows)
+    out["batch_wide"] = wide_batch
+    out["es_wide"] = wide_es
+
     # --- latency -------------------------------------------------------------------------------
     lat_raw, lat = summarize_latency([r for r in results if "error" not in r])
     rows = []
     for a in sorted(lat, key=lambda a: list(LABEL).index(a)):
-        for part in ("core", "batch", "es"):
+        for part in ("core", "batch", "es", "batch_wide", "es_wide"):
             if part in lat[a]:
                 s = lat[a][part]
                 rows.append([LABEL[a], part, s["calls"], "%.1f" % s["median_ms"],
                              "%.1f" % s["p95_ms"], "%.1f" % s["max_ms"],
                              "%.1f / %.1f" % (s["call_median_ms"], s["call_p95_ms"])
-                             if part == "batch" else ""])
+                             if part.startswith("batch") else ""])
     if rows:
         common.table("suggestion latency, ms per suggestion (batch: a call returns %d; per call "
                      "median / p95 in the last column)" % BATCH_SIZE,
@@ -985,6 +1115,8 @@ def main():
         status = 1
     if X:
         rows = gate(X, core, pairs, batch, es, lat_raw, fns, args.trials)
+        if X == "engine":
+            rows += wide_gate(wide_batch, wide_es, "batch_wide" in parts, "es_wide" in parts)
         print()
         print("gate (tuning.md §6.3) for %s%s:" % (
             LABEL[X], "" if enforced else " -- reported, not enforced (quick run, subset, fewer "

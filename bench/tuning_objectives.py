@@ -14,6 +14,12 @@ mean a wrong f* or a point outside the box. Search spaces are AI Platform Parame
   styblinski4    Styblinski-Tang on [-5, 5]^4                  f* = -39.16616570377142 * 4
   hpo_mixed5     a synthetic training-loss surface over five mixed parameters (below)
 
+Held out (never used while tuning the engine; bench_tuning.py's batch_wide and es_wide parts):
+
+  shekel4        Shekel (m = 10) on [0, 10]^4                  f* = -10.536409816692046
+  dixonprice4    Dixon-Price on [-10, 10]^4                    f* = 0
+  hpo_mixed6b    a second training surface, six mixed parameters (below)
+
 Shifted functions: the optimum of Ackley (natively the centre of the box, which a designer that
 starts at the centre would hit with its first trial) and Levy (natively (1, ..., 1), near the
 centre) is moved to a point drawn per seed inside the central 80 % of the box. The draw depends
@@ -46,11 +52,41 @@ else. Far from a* the learning-rate term saturates at 0.6 (a diverged or frozen 
 makes the surface hard for a model that assumes a bowl. The weights were set so random search's
 medians (about 10^-0.7 at 10 trials, 10^-1.05 at 50) are close to tuning.md §6.4's.
 
+hpo_mixed6b (a different shape: the best learning rate moves with the width and the activation,
+dropout wants to grow with the width, a discrete warm-up with a linear scale):
+
+  learning_rate  DOUBLE 1e-4..1, UNIT_LOG_SCALE
+  weight_decay   DOUBLE 1e-6..0.1, UNIT_LOG_SCALE
+  dropout        DOUBLE 0..0.7, UNIT_LINEAR_SCALE
+  hidden_units   INTEGER 16..1024, UNIT_LOG_SCALE
+  activation     CATEGORICAL relu, gelu, tanh
+  warmup_steps   DISCRETE 0, 100, 500, 1000, 5000
+
+With a = log10(learning_rate), u = log2(hidden_units / 256):
+
+  a* = -2.5 - 0.3 u + {relu: 0, gelu: -0.2, tanh: 0.5}[activation]
+  f = 0.5 (1 - exp(-((a - a*) / 0.5)^2 / 2)) + 0.05 ((log10(weight_decay) + 4) / 1.5)^2
+    + (dropout - (0.2 + 0.1 u))^2 / 0.9 + 0.02 u^2 + {relu: 0.02, gelu: 0, tanh: 0.05}[activation]
+    + 0.03 (log10(warmup_steps + 10) - log10(510))^2
+
+f* = 0 at gelu, learning rate 10^-2.7, weight decay 1e-4, dropout 0.2, 256 units, warm-up 500.
+
 Learning curves (the early-stopping part): hpo_curve(params, rng) is a 30-step curve from f + 1
 towards f: value(t) = f + (e^(-r t) - e^(-r T)) / (1 - e^(-r T)) + N(0, 0.01^2), with the
 rate r = 0.3 * 10^(0.5 * min(0, a - a*)): a learning rate 100x below its best converges 10x slower
 (almost a straight line), so its early values look bad although its final value may not be. The
-noiseless curve ends exactly at f (the surface), the reported values carry the noise.
+noiseless curve ends exactly at f (the surface), the reported values carry the noise. That is
+the "exp" family, the one the early-stopping rule was tuned on. The held-out families
+(curve(surface, family, params, rng, steps, noise)), all ending exactly at f, with g = a - a*:
+
+  exp       the above (rate 0.3 * 10^(0.5 min(0, g)))
+  pow       a power law: f + (t^-k - T^-k) / (1 - T^-k), k = 0.8 * 10^(0.5 min(0, g)): most of the
+            progress in the first steps, then a long slow tail
+  crossing  rate 0.15 * 10^(0.5 g), clipped to [0.01, 1.5]: too high a learning rate converges
+            fastest to a worse value, so early on the best configurations look worse than
+            too-aggressive ones (the short-horizon bias every median rule fears)
+  sigmoid   a plateau, then a drop centred on step T (0.25 + 0.25 min(1, |g|)): nothing happens
+            at first and slow configurations start late
 """
 
 import math
@@ -165,14 +201,110 @@ def hpo_surface(p):
             + HPO_OPTIMIZER_PENALTY[p["optimizer"]])
 
 
-def hpo_curve(p, rng, steps=HPO_STEPS, noise=HPO_NOISE):
-    """The values a trial with params p reports at steps 1..steps (see the module docstring)."""
-    f = hpo_surface(p)
+def hpo_lr_gap(p):
+    """g = a - a*: how far (decades) a hpo_mixed5 learning rate is from its best."""
     a, _, _, best = _hpo_parts(p)
-    r = 0.3 * 10.0 ** (0.5 * min(0.0, a - best))
-    end = math.exp(-r * steps)
-    return [f + (math.exp(-r * t) - end) / (1.0 - end) + rng.normal(0.0, noise)
-            for t in range(1, steps + 1)]
+    return a - best
+
+
+def hpo_curve(p, rng, steps=HPO_STEPS, noise=HPO_NOISE):
+    """The values a trial with params p reports at steps 1..steps (the "exp" family)."""
+    return curve("hpo_mixed5", "exp", p, rng, steps, noise)
+
+
+# ------------------------------------------------------------------------------------------
+# Held-out objectives
+
+
+SHEKEL_A = np.array([[4, 4, 4, 4], [1, 1, 1, 1], [8, 8, 8, 8], [6, 6, 6, 6], [3, 7, 3, 7],
+                     [2, 9, 2, 9], [5, 5, 3, 3], [8, 1, 8, 1], [6, 2, 6, 2], [7, 3.6, 7, 3.6]],
+                    dtype=float)
+SHEKEL_C = np.array([0.1, 0.2, 0.2, 0.4, 0.4, 0.6, 0.3, 0.7, 0.5, 0.5])
+
+
+def shekel(x):
+    return -float(np.sum(1.0 / (np.sum((x[None, :] - SHEKEL_A) ** 2, axis=1) + SHEKEL_C)))
+
+
+def dixonprice(x):
+    i = np.arange(2, len(x) + 1)
+    return float((x[0] - 1) ** 2 + np.sum(i * (2 * x[1:] ** 2 - x[:-1]) ** 2))
+
+
+HPO6_SPEC = [
+    {"parameterName": "learning_rate", "type": "DOUBLE", "minValue": 1e-4, "maxValue": 1.0,
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "weight_decay", "type": "DOUBLE", "minValue": 1e-6, "maxValue": 0.1,
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "dropout", "type": "DOUBLE", "minValue": 0.0, "maxValue": 0.7,
+     "scaleType": "UNIT_LINEAR_SCALE"},
+    {"parameterName": "hidden_units", "type": "INTEGER", "minValue": 16, "maxValue": 1024,
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "activation", "type": "CATEGORICAL",
+     "categoricalValues": ["relu", "gelu", "tanh"]},
+    {"parameterName": "warmup_steps", "type": "DISCRETE",
+     "discreteValues": [0, 100, 500, 1000, 5000]},
+]
+HPO6_LR_SHIFT = {"relu": 0.0, "gelu": -0.2, "tanh": 0.5}
+HPO6_ACT_PENALTY = {"relu": 0.02, "gelu": 0.0, "tanh": 0.05}
+
+
+def _hpo6_parts(p):
+    a = math.log10(float(p["learning_rate"]))
+    u = math.log2(float(p["hidden_units"]) / 256.0)
+    best = -2.5 - 0.3 * u + HPO6_LR_SHIFT[p["activation"]]
+    return a, u, best
+
+
+def hpo6_surface(p):
+    a, u, best = _hpo6_parts(p)
+    return (0.5 * (1.0 - math.exp(-0.5 * ((a - best) / 0.5) ** 2))
+            + 0.05 * ((math.log10(float(p["weight_decay"])) + 4.0) / 1.5) ** 2
+            + (float(p["dropout"]) - (0.2 + 0.1 * u)) ** 2 / 0.9
+            + 0.02 * u * u
+            + HPO6_ACT_PENALTY[p["activation"]]
+            + 0.03 * (math.log10(float(p["warmup_steps"]) + 10.0) - math.log10(510.0)) ** 2)
+
+
+def hpo6_lr_gap(p):
+    a, _, best = _hpo6_parts(p)
+    return a - best
+
+
+SURFACES = {"hpo_mixed5": (HPO_SPEC, hpo_surface, hpo_lr_gap),
+            "hpo_mixed6b": (HPO6_SPEC, hpo6_surface, hpo6_lr_gap)}
+CURVE_FAMILIES = ("exp", "pow", "crossing", "sigmoid")
+
+
+def curve(surface, family, p, rng, steps=HPO_STEPS, noise=HPO_NOISE):
+    """The values a trial with params p reports at steps 1..steps: a curve of `family` (module
+    docstring) from about f + 1 down to exactly f = the surface's value, plus N(0, noise^2)."""
+    _, surf, gap_fn = SURFACES[surface]
+    f = surf(p)
+    g = gap_fn(p)
+    T = float(steps)
+    if family == "exp" or family == "crossing":
+        if family == "exp":
+            r = 0.3 * 10.0 ** (0.5 * min(0.0, g))
+        else:
+            r = min(max(0.15 * 10.0 ** (0.5 * g), 0.01), 1.5)
+        end = math.exp(-r * steps)
+        shape = [(math.exp(-r * t) - end) / (1.0 - end) for t in range(1, steps + 1)]
+    elif family == "pow":
+        k = 0.8 * 10.0 ** (0.5 * min(0.0, g))
+        end = T ** -k
+        shape = [(t ** -k - end) / (1.0 - end) for t in range(1, steps + 1)]
+    elif family == "sigmoid":
+        centre = T * (0.25 + 0.25 * min(1.0, abs(g)))
+        width = T / 15.0
+
+        def s(t):
+            return 1.0 / (1.0 + math.exp((t - centre) / width))
+        lo, hi = s(T), s(1)
+        shape = [(s(t) - lo) / (hi - lo) for t in range(1, steps + 1)]
+    else:
+        raise ValueError("unknown curve family %r" % family)
+    return [f + v + rng.normal(0.0, noise) for v in shape]
 
 
 # ------------------------------------------------------------------------------------------
@@ -206,8 +338,8 @@ class Instance:
 
     def f(self, params):
         """The native (minimised) value."""
-        if self.obj.name == "hpo_mixed5":
-            return hpo_surface(params)
+        if self.obj.name in SURFACES:
+            return SURFACES[self.obj.name][1](params)
         x = _vec(params, [s["parameterName"] for s in self.obj.spec])
         if self.offset is not None:
             x = x + self.offset
@@ -244,8 +376,14 @@ def _make():
                   -39.16616570377142 * 4),
         Objective("hpo_mixed5", HPO_SPEC, None, 0.0),
     ]
-    return {o.name: o for o in objs}
+    held_out = [
+        Objective("shekel4", _box(_xs(4), [0.0] * 4, [10.0] * 4), shekel, -10.536409816692046),
+        Objective("dixonprice4", _box(_xs(4), [-10.0] * 4, [10.0] * 4), dixonprice, 0.0),
+        Objective("hpo_mixed6b", HPO6_SPEC, None, 0.0),
+    ]
+    return {o.name: o for o in objs}, [o.name for o in held_out], {o.name: o for o in held_out}
 
 
-OBJECTIVES = _make()
+OBJECTIVES, HELD_OUT, _HELD = _make()
 CORE = list(OBJECTIVES)
+OBJECTIVES.update(_HELD)

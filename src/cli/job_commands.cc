@@ -424,6 +424,33 @@ std::string JobSummary(const json& job) {
     orow.push_back(SummaryCell(to, "consumedMLUnits"));
     out += FormatBoxTable("Training Output Summary", oh, {orow});
 
+    // Trainyard's additions (before the trials table, whose shape is gcloud's): the job's
+    // message, the median rule's state and what individual trials have to say (a missing metric
+    // tag, why one was stopped early).
+    std::vector<std::vector<std::string>> notes;
+    if (const std::string msg = SummaryCell(job, "errorMessage"); !msg.empty()) {
+      notes.push_back({"job", msg});
+    }
+    if (to.contains("earlyStopping") && to["earlyStopping"].is_object()) {
+      const json& es = to["earlyStopping"];
+      const std::string refs = SummaryCell(es, "referenceTrialCount");
+      notes.push_back(
+          {"early stopping", es.value("active", false)
+                                 ? "active: " + refs + " completed trials as references, " +
+                                       SummaryCell(es, "stoppedTrialCount") + " trials stopped"
+                                 : "waiting: the median rule needs " +
+                                       SummaryCell(es, "minReferenceTrialCount") +
+                                       " completed trials with intermediate reports, has " + refs});
+    }
+    if (to.contains("trials") && to["trials"].is_array()) {
+      for (const json& t : to["trials"]) {
+        if (const std::string msg = SummaryCell(t, "message"); !msg.empty()) {
+          notes.push_back({"trial " + SummaryCell(t, "trialId"), msg});
+        }
+      }
+    }
+    if (!notes.empty()) out += FormatBoxTable("Training Output Notes", {"ABOUT", "NOTE"}, notes);
+
     if (to.contains("trials") && to["trials"].is_array() && !to["trials"].empty()) {
       bool minimize = ti.is_object() && ti.contains("hyperparameters") &&
                       ti["hyperparameters"].is_object() &&

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <set>
 
 namespace trainyard::executor {
 namespace {
@@ -63,6 +64,34 @@ std::vector<MetricRecord> ParseMetricFile(std::string_view text, const std::stri
     out.push_back(r);
   }
   return out;
+}
+
+std::vector<std::string> MetricTagsInFile(std::string_view text) {
+  std::set<std::string> tags;
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object()) continue;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      const std::string& key = it.key();
+      if (key == "timestamp" || key == "trial" || key == "global_step" ||
+          key == "checkpoint_path") {
+        continue;
+      }
+      std::optional<double> value = Number(it.value());
+      if (!value || !std::isfinite(*value)) continue;
+      std::string tag = key;
+      if (tag.size() > kMaxMetricTagBytes) {
+        size_t cut = kMaxMetricTagBytes;
+        while (cut > 0 && (static_cast<unsigned char>(tag[cut]) & 0xC0) == 0x80) --cut;
+        tag = tag.substr(0, cut) + "...";  // not in the middle of a UTF-8 sequence
+      }
+      if (tags.size() < kMaxMetricTags) tags.insert(std::move(tag));
+    }
+  }
+  return {tags.begin(), tags.end()};
 }
 
 std::optional<std::string> ReadMetricFile(const std::string& path) {

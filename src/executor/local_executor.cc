@@ -155,6 +155,7 @@ class LocalExecutor final : public Executor {
   void Kill(const ReplicaKey& key, Duration grace, const std::string& reason) override;
   std::vector<RecoveredReplica> Recover(const std::vector<ReplicaKey>& keys) override;
   std::vector<MetricRecord> ReplicaMetrics(const ReplicaKey& key, const std::string& tag) override;
+  std::vector<std::string> ReplicaMetricTags(const ReplicaKey& key) override;
   int RunningCount() const override {
     std::lock_guard<std::mutex> lock(mu_);
     return static_cast<int>(replicas_.size() + starting_.size());
@@ -510,6 +511,19 @@ std::vector<MetricRecord> LocalExecutor::ReplicaMetrics(const ReplicaKey& key,
   auto text = ReadMetricFile(Join(dir, kMetricFile));
   if (!text) return {};
   return ParseMetricFile(*text, tag);
+}
+
+std::vector<std::string> LocalExecutor::ReplicaMetricTags(const ReplicaKey& key) {
+  std::string dir;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = replicas_.find(key);
+    if (it != replicas_.end()) dir = it->second->work_dir;
+  }
+  if (dir.empty()) dir = WorkDirFor(key);
+  auto text = ReadMetricFile(Join(dir, kMetricFile));
+  if (!text) return {};
+  return MetricTagsInFile(*text);
 }
 
 void LocalExecutor::Shutdown() {

@@ -269,6 +269,7 @@ class SlurmExecutor final : public Executor {
   void Kill(const ReplicaKey& key, Duration grace, const std::string& reason) override;
   std::vector<RecoveredReplica> Recover(const std::vector<ReplicaKey>& keys) override;
   std::vector<MetricRecord> ReplicaMetrics(const ReplicaKey& key, const std::string& tag) override;
+  std::vector<std::string> ReplicaMetricTags(const ReplicaKey& key) override;
   int RunningCount() const override {
     std::lock_guard<std::mutex> lock(mu_);
     return static_cast<int>(replicas_.size());
@@ -775,6 +776,12 @@ std::vector<MetricRecord> SlurmExecutor::ReplicaMetrics(const ReplicaKey& key,
   auto text = ReadMetricFile(Join(WorkDirFor(key), kMetricFile));
   if (!text) return {};
   return ParseMetricFile(*text, tag);
+}
+
+std::vector<std::string> SlurmExecutor::ReplicaMetricTags(const ReplicaKey& key) {
+  auto text = ReadMetricFile(Join(WorkDirFor(key), kMetricFile));
+  if (!text) return {};
+  return MetricTagsInFile(*text);
 }
 
 void SlurmExecutor::Shutdown() {

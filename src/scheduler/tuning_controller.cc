@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <stdexcept>
 
 #include "scheduler_core.h"
@@ -91,6 +92,40 @@ std::string FormatMetric(double v) {
   return buf;
 }
 
+std::string ShortNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::string QuotedList(const std::set<std::string>& tags) {
+  std::string out;
+  for (const std::string& t : tags) out += (out.empty() ? "'" : ", '") + t + "'";
+  return out;
+}
+
+// What a trial that ended without a record of the job's metric tag reported instead (compat §7:
+// such a trial still completes, without finalMetric).
+std::string MissingTagMessage(const std::string& tag, const std::set<std::string>& tags) {
+  std::string out = "It reported no metric under the tag '" + tag + "' (hyperparameterMetricTag)";
+  if (tags.empty()) return out + " and no other metric either.";
+  return out + "; tags reported: " + QuotedList(tags) + ".";
+}
+
+// The same for the whole job, when no trial reported the tag.
+std::string NoTrialReportedMessage(const std::string& tag, const std::set<std::string>& tags) {
+  std::string out = "No trial reported the metric tag '" + tag + "' (hyperparameterMetricTag)";
+  if (tags.empty()) return out + "; no trial reported any metric.";
+  return out + "; tags reported: " + QuotedList(tags) + ".";
+}
+
+std::string StopMessage(const std::string& tag, const tuning::StopVerdict& v) {
+  return "Stopped early at step " + std::to_string(v.step) + ": its best " + tag + " so far, " +
+         ShortNumber(v.best) + ", was worse than the median of " +
+         std::to_string(v.reference_trials) + " completed trials at that step, " +
+         ShortNumber(v.reference) + ".";
+}
+
 }  // namespace
 
 std::string SchedulerCore::TrialOwner(const Job& job, int64_t trial_id) const {
@@ -134,7 +169,11 @@ bool SchedulerCore::FeedTrialMetricsLocked(TuningState& ts, TrialRun& t,
   for (const executor::MetricRecord& r : records) {
     if (r.timestamp <= t.fed_until) continue;
     t.fed_until = r.timestamp;
-    if (ts.study->Report(t.id, r.step, r.value)) stop = true;
+    tuning::StopVerdict verdict;
+    if (ts.study->Report(t.id, r.step, r.value, &verdict)) {
+      if (!stop && !t.stop_verdict) t.stop_verdict = verdict;  // the first reason counts
+      stop = true;
+    }
   }
   return stop;
 }
@@ -187,6 +226,7 @@ void SchedulerCore::ReplayTrialsLocked(ActiveJob& aj, TuningState& ts, const Job
   for (const json& tj : out["trials"]) {
     TrialRun t;
     std::optional<MetricRecord> stored_metric;
+    std::optional<tuning::StopVerdict> stored_verdict;
     bool stopped = false;
     try {
       t.id = std::stoll(tj.at("trialId").get<std::string>());
@@ -210,6 +250,16 @@ void SchedulerCore::ReplayTrialsLocked(ActiveJob& aj, TuningState& ts, const Job
         stored_metric = m;
       }
       stopped = tj.value("isTrialStoppedEarly", false);
+      t.message = tj.value("message", "");
+      if (tj.contains("earlyStopping")) {
+        const json& es = tj["earlyStopping"];
+        tuning::StopVerdict v;
+        v.step = std::stoll(es.value("trainingStep", "0"));
+        v.best = es.at("bestObjectiveValue").get<double>();
+        v.reference = es.at("medianObjectiveValue").get<double>();
+        v.reference_trials = std::stoi(es.value("referenceTrialCount", "0"));
+        stored_verdict = v;
+      }
     } catch (const std::exception& e) {
       TY_LOG_WARN(kLog, "job {}: a stored trial of job {} is unreadable ({}); skipped", job.job_id,
                   owner.job_id, e.what());
@@ -250,9 +300,19 @@ void SchedulerCore::ReplayTrialsLocked(ActiveJob& aj, TuningState& ts, const Job
       if (records.empty()) records = r.metrics;
     }
     if (FeedTrialMetricsLocked(ts, t, records) && t.live) t.stop_early = true;
+    if (t.live && t.stop_early && t.stop_verdict)
+      t.message = StopMessage(ts.metric_tag, *t.stop_verdict);
     if (!t.live) {
       t.final_metric = stored_metric;
       t.stop_early = stopped;
+      t.stop_verdict = stored_verdict;
+      if (own && t.state == "SUCCEEDED" && !t.final_metric) {
+        for (const Replica& r : plan) {
+          for (std::string& tag : executor_.ReplicaMetricTags(r.key)) {
+            ts.other_tags.insert(std::move(tag));
+          }
+        }
+      }
       std::optional<double> value;
       if (t.state == "SUCCEEDED" && t.final_metric) value = t.final_metric->value;
       // A trial cancelled without a result says nothing about its point: it stays pending for
@@ -477,6 +537,16 @@ void SchedulerCore::MaybeFinishTuningLocked(ActiveJob& aj) {
     t.live = false;
     t.end_time = Now();
     FeedTrialMetricsLocked(ts, t, TrialRecordsLocked(aj, id));
+    if (t.state == "SUCCEEDED" && !t.final_metric) {
+      // Say what it reported instead: a wrong tag is the usual cause (compat §7).
+      std::set<std::string> tags;
+      for (const Replica& r : aj.replicas) {
+        if (r.key.trial_id != trial_id) continue;
+        for (std::string& tag : executor_.ReplicaMetricTags(r.key)) tags.insert(std::move(tag));
+      }
+      t.message = MissingTagMessage(ts.metric_tag, tags);
+      ts.other_tags.insert(tags.begin(), tags.end());
+    }
     std::optional<double> value;
     if (t.state == "SUCCEEDED" && t.final_metric) value = t.final_metric->value;
     if (Status st = ts.study->Complete(id, value, t.stop_early); !st.ok()) {
@@ -488,10 +558,13 @@ void SchedulerCore::MaybeFinishTuningLocked(ActiveJob& aj) {
     model::Severity severity = model::Severity::kInfo;
     if (t.state == "SUCCEEDED") {
       line += t.stop_early ? "was stopped early" : "completed";
-      line += t.final_metric
-                  ? " with " + ts.metric_tag + " = " + FormatMetric(t.final_metric->value) +
-                        " at step " + std::to_string(t.final_metric->step) + "."
-                  : "; it reported no " + ts.metric_tag + " metric.";
+      if (t.final_metric) {
+        line += " with " + ts.metric_tag + " = " + FormatMetric(t.final_metric->value) +
+                " at step " + std::to_string(t.final_metric->step) + ".";
+      } else {
+        line += ". " + t.message;
+        severity = model::Severity::kWarning;
+      }
     } else if (t.state == "FAILED") {
       severity = model::Severity::kError;
       line += "failed: " + t.error;
@@ -503,9 +576,11 @@ void SchedulerCore::MaybeFinishTuningLocked(ActiveJob& aj) {
   }
 
   int live = 0, failed = 0, succeeded = 0;
+  bool any_metric = false;
   std::string last_error;
   for (const auto& [id, t] : ts.trials) {
     if (t.live) ++live;
+    if (t.final_metric) any_metric = true;
     if (t.state == "FAILED") {
       ++failed;
       last_error = t.error;
@@ -534,7 +609,13 @@ void SchedulerCore::MaybeFinishTuningLocked(ActiveJob& aj) {
       message = ts.failing;
     } else if (static_cast<int>(ts.trials.size()) >= ts.max_trials || ts.exhausted) {
       if (succeeded > 0) {
+        // Trials without the metric succeed, and so does the job (compat §7), but it says so:
+        // the optimiser had nothing to go by.
         end = JobState::kSucceeded;
+        if (!any_metric) {
+          message = NoTrialReportedMessage(ts.metric_tag, ts.other_tags);
+          ServiceLogLocked(aj.job, model::Severity::kWarning, message);
+        }
       } else {
         end = JobState::kFailed;
         message = "No trial succeeded. " +
@@ -569,9 +650,13 @@ void SchedulerCore::OnTrialMetricsLocked(ActiveJob& aj, int64_t id) {
     // verdict goes with the stop request, so a daemon restarted meanwhile still counts the
     // trial's end as a stop, not a failure.
     t.stop_early = true;
+    if (t.stop_verdict) t.message = StopMessage(ts.metric_tag, *t.stop_verdict);
     ServiceLogLocked(aj.job, model::Severity::kInfo,
-                     "Stopping trial " + std::to_string(id) + " early: its " + ts.metric_tag +
-                         " is worse than the median of the completed trials at the same step.");
+                     "Stopping trial " + std::to_string(id) + " early. " +
+                         (t.message.empty() ? "Its " + ts.metric_tag +
+                                                  " is worse than the median of the completed "
+                                                  "trials at the same step."
+                                            : t.message));
     const std::string trial_id = std::to_string(id);
     for (auto& r : aj.replicas) {
       if (r.key.trial_id == trial_id) {
@@ -606,12 +691,32 @@ void SchedulerCore::UpdateTuningOutputLocked(ActiveJob& aj, bool persist) {
     if (t.end_time > 0) tj["endTime"] = FormatRfc3339(t.end_time);
     tj["state"] = t.state;
     if (t.stop_early && t.state == "SUCCEEDED") tj["isTrialStoppedEarly"] = true;
+    // Trainyard extensions (docs/api.md): why it stopped early, what it reported instead.
+    if (t.stop_early && t.stop_verdict) {
+      const tuning::StopVerdict& v = *t.stop_verdict;
+      tj["earlyStopping"] = {{"trainingStep", std::to_string(v.step)},
+                             {"bestObjectiveValue", v.best},
+                             {"medianObjectiveValue", v.reference},
+                             {"referenceTrialCount", std::to_string(v.reference_trials)}};
+    }
+    if (!t.message.empty()) tj["message"] = t.message;
     trials.push_back(std::move(tj));
   }
   out["completedTrialCount"] = std::to_string(completed);
   if (!trials.empty()) out["trials"] = std::move(trials);
   out["isHyperparameterTuningJob"] = true;
   out["hyperparameterMetricTag"] = ts.metric_tag;
+  if (ts.study->config().early_stopping) {
+    // Trainyard extension (docs/api.md): whether the median rule can stop trials yet.
+    const int refs = ts.study->StoppingReferenceCount();
+    int stopped = 0;
+    for (const auto& [id, t] : ts.trials) stopped += t.stop_early ? 1 : 0;
+    out["earlyStopping"] = {
+        {"active", refs >= tuning::kMedianRuleMinReferenceTrials},
+        {"referenceTrialCount", std::to_string(refs)},
+        {"minReferenceTrialCount", std::to_string(tuning::kMedianRuleMinReferenceTrials)},
+        {"stoppedTrialCount", std::to_string(stopped)}};
+  }
   AddBuiltInOutputLocked(aj, false, &out);  // built-in algorithms (compat §4)
   aj.job.training_output_json = out.dump(-1, ' ', false, json::error_handler_t::replace);
   if (!persist) return;

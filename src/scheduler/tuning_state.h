@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,10 @@ struct TrialRun {
   std::optional<MetricRecord> final_metric;
   double fed_until = -1;  // timestamp of the newest record given to the study
   std::string error;      // why it failed
+  // Trainyard extensions of HyperparameterOutput (docs/api.md): what to know about how it ended
+  // (it reported no record of the metric tag, or the median rule stopped it, and why).
+  std::string message;
+  std::optional<tuning::StopVerdict> stop_verdict;
 };
 
 struct TuningState {
@@ -53,6 +58,8 @@ struct TuningState {
   std::map<int64_t, TrialRun> trials;  // this job's own trials, by id
   bool exhausted = false;              // the study has nothing more to suggest
   std::string failing;                 // errorMessage once too many trials failed
+  // The metric tags that trials which did not report metric_tag reported instead.
+  std::set<std::string> other_tags;
   // A suggestion computed outside the lock (PrepareSuggestions): Suggest(1)'s answer (empty =
   // the space is exhausted) for the study with fingerprint `prepared_for`.
   std::optional<std::vector<tuning::Trial>> prepared;

@@ -27,7 +27,11 @@ std::unique_ptr<Designer> MakeGridDesigner(const StudyConfig& config, const Spac
 
 // The median stopping rule (tuning.md §5.6): should `trial` (pending, measurements so far) stop,
 // given the other trials? Completed trials with measurements form the reference.
-bool MedianRuleSaysStop(const Trial& trial, const std::vector<Trial>& trials, Goal goal);
+// *verdict (when given) says why when it does.
+bool MedianRuleSaysStop(const Trial& trial, const std::vector<Trial>& trials, Goal goal,
+                        StopVerdict* verdict = nullptr);
+// Whether `t` can serve as a reference of the rule (completed, not stopped, with reports).
+bool IsStoppingReference(const Trial& t);
 
 // A 64-bit seed mixing the study seed with a salt (e.g. the next trial id); splitmix64.
 uint64_t MixSeed(uint64_t seed, uint64_t salt);

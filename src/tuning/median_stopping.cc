@@ -17,8 +17,8 @@ namespace trainyard::tuning {
 namespace {
 
 // Optuna's n_startup_trials and n_warmup_steps spirit: no verdict on thin evidence.
-constexpr size_t kMinCompletedTrials = 5;
-constexpr size_t kMinMeasurements = 5;
+constexpr size_t kMinCompletedTrials = kMedianRuleMinReferenceTrials;
+constexpr size_t kMinMeasurements = kMedianRuleMinReports;
 
 double Median(std::vector<double> v) {
   const size_t n = v.size();
@@ -31,7 +31,14 @@ double Median(std::vector<double> v) {
 
 }  // namespace
 
-bool MedianRuleSaysStop(const Trial& trial, const std::vector<Trial>& trials, Goal goal) {
+bool IsStoppingReference(const Trial& t) {
+  // Trials stopped early are not references: their curves end where they looked worst, and
+  // counting them would drag the median toward the trials it is meant to stop.
+  return t.state == TrialState::kCompleted && !t.stopped_early && !t.measurements.empty();
+}
+
+bool MedianRuleSaysStop(const Trial& trial, const std::vector<Trial>& trials, Goal goal,
+                        StopVerdict* verdict) {
   if (trial.measurements.size() < kMinMeasurements) return false;
   const bool maximize = goal == Goal::kMaximize;
   const int64_t step = trial.measurements.back().step;  // the newest report
@@ -43,12 +50,7 @@ bool MedianRuleSaysStop(const Trial& trial, const std::vector<Trial>& trials, Go
   size_t completed = 0;
   std::vector<double> values;  // each reference trial's latest report at or before `step`
   for (const Trial& t : trials) {
-    // Trials stopped early are not references: their curves end where they looked worst, and
-    // counting them would drag the median toward the trials it is meant to stop.
-    if (t.id == trial.id || t.state != TrialState::kCompleted || t.stopped_early ||
-        t.measurements.empty()) {
-      continue;
-    }
+    if (t.id == trial.id || !IsStoppingReference(t)) continue;
     ++completed;
     const Measurement* at = nullptr;
     for (const Measurement& m : t.measurements) {
@@ -57,8 +59,11 @@ bool MedianRuleSaysStop(const Trial& trial, const std::vector<Trial>& trials, Go
     if (at != nullptr) values.push_back(at->value);
   }
   if (completed < kMinCompletedTrials || values.empty()) return false;
+  const int references = static_cast<int>(values.size());
   const double median = Median(std::move(values));
-  return maximize ? best < median : best > median;
+  const bool stop = maximize ? best < median : best > median;
+  if (stop && verdict != nullptr) *verdict = {step, best, median, references};
+  return stop;
 }
 
 uint64_t MixSeed(uint64_t seed, uint64_t salt) {

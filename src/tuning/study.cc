@@ -141,12 +141,18 @@ Status Study::Complete(int64_t id, std::optional<double> value, bool stopped_ear
   return Status::Ok();
 }
 
-bool Study::Report(int64_t id, int64_t step, double value) {
+bool Study::Report(int64_t id, int64_t step, double value, StopVerdict* verdict) {
   Trial* t = impl_->Find(id);
   if (t == nullptr || t->state != TrialState::kPending || !std::isfinite(value)) return false;
   t->measurements.push_back({step, value});
   if (!impl_->config.early_stopping) return false;
-  return MedianRuleSaysStop(*t, impl_->trials, impl_->config.goal);
+  return MedianRuleSaysStop(*t, impl_->trials, impl_->config.goal, verdict);
+}
+
+int Study::StoppingReferenceCount() const {
+  int n = 0;
+  for (const Trial& t : impl_->trials) n += IsStoppingReference(t) ? 1 : 0;
+  return n;
 }
 
 }  // namespace trainyard::tuning

@@ -586,9 +586,36 @@ def test_trial_without_a_metric_completes_without_final_metric(tdaemon, tmp_path
     assert "finalMetric" not in by_x["2"], by_x["2"]  # reported under another tag only
     assert by_x["3"]["finalMetric"]["trainingStep"] == "3", by_x["3"]
     assert job["trainingOutput"]["completedTrialCount"] == "3"
+    # Each trial without the tag says what it reported instead; one trial had it: no job message.
+    assert by_x["1"]["message"] == ("It reported no metric under the tag 'wanted' "
+                                    "(hyperparameterMetricTag) and no other metric either."), by_x
+    assert by_x["2"]["message"] == ("It reported no metric under the tag 'wanted' "
+                                    "(hyperparameterMetricTag); tags reported: 'not/the/tag'."), by_x
+    assert "message" not in by_x["3"], by_x["3"]
+    assert "errorMessage" not in job, job
     order = summarized_trial_ids(tdaemon.cli("jobs", "describe", "hp_silent", "--summarize").stdout)
     silent_ids = sorted((by_x["1"]["trialId"], by_x["2"]["trialId"]), key=int)
     assert order == [by_x["3"]["trialId"]] + silent_ids, order  # no objective: last, by id
+
+
+def test_no_trial_with_the_tag_is_said_in_the_jobs_message(tdaemon, tmp_path):
+    submit(tdaemon, "hp_wrongtag", {
+        "algorithm": "GRID_SEARCH", "maxTrials": 2, "maxParallelTrials": 2,
+        "hyperparameterMetricTag": "accuracy",
+        "params": [{"parameterName": "x", "type": "INTEGER", "minValue": 1, "maxValue": 2}]},
+        args=["--record", str(tmp_path), "--wrongtag-on", "1,2"])
+    job = watch(tdaemon, "hp_wrongtag")
+    # Green as on AI Platform (compat §7), but it says why the optimiser had nothing to go by.
+    assert job["state"] == "SUCCEEDED", job
+    want = ("No trial reported the metric tag 'accuracy' (hyperparameterMetricTag); tags "
+            "reported: 'not/the/tag'.")
+    assert job["errorMessage"] == want, job
+    assert all("finalMetric" not in t and "tags reported: 'not/the/tag'" in t["message"]
+               for t in trials_of(job)), job
+    summary = tdaemon.cli("jobs", "describe", "hp_wrongtag", "--summarize").stdout
+    assert "Training Output Notes" in summary and want in summary, summary
+    lines = [e["jsonPayload"]["message"] for e in tdaemon.logs("hp_wrongtag")]
+    assert want in lines, lines
 
 
 # --- (g) bad specs --------------------------------------------------------------------------------

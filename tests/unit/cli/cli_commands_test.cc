@@ -446,6 +446,36 @@ TEST_F(CliCommandsTest, SummarizeShowsOverviewAndTrialsBestFirst) {
   EXPECT_LT(best, worse);
 }
 
+TEST_F(CliCommandsTest, SummarizeShowsTheJobsAndTrialsNotesBeforeTheTrials) {
+  daemon_.PutJob("p", {{"jobId", "hp"},
+                       {"state", "SUCCEEDED"},
+                       {"errorMessage", "No trial reported the metric tag 'accuracy'."},
+                       {"trainingInput", {{"region", "us-central1"}, {"pythonModule", "t.task"}}},
+                       {"trainingOutput",
+                        {{"completedTrialCount", "1"},
+                         {"earlyStopping",
+                          {{"active", false},
+                           {"referenceTrialCount", "1"},
+                           {"minReferenceTrialCount", "5"},
+                           {"stoppedTrialCount", "0"}}},
+                         {"trials",
+                          {{{"trialId", "1"},
+                            {"hyperparameters", {{"lr", "0.1"}}},
+                            {"message", "tags reported: 'acc'."}}}}}}});
+  CliResult r = Run({"jobs", "describe", "hp", "--summarize"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  const size_t notes = r.out.find("Training Output Notes");
+  ASSERT_NE(notes, std::string::npos) << r.out;
+  EXPECT_LT(notes, r.out.find("Training Output Trials"));
+  EXPECT_NE(r.out.find("No trial reported the metric tag 'accuracy'."), std::string::npos);
+  EXPECT_NE(r.out.find("waiting: the median rule needs 5 completed trials with intermediate "
+                       "reports, has 1"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("trial 1"), std::string::npos);
+  EXPECT_NE(r.out.find("tags reported: 'acc'."), std::string::npos);
+}
+
 TEST_F(CliCommandsTest, CopiesFilesToAndFromBuckets) {
   TempDir tmp;
   std::string local = tmp.path() + "/data.csv";

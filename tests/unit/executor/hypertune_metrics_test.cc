@@ -50,6 +50,34 @@ TEST(HpMetricsTest, TagsJsonEscapesAreFound) {
   EXPECT_DOUBLE_EQ(records[0].value, 0.5);
 }
 
+TEST(HpMetricsTest, MetricTagsAreTheNumericKeysBesideHypertunesOwn) {
+  const std::string text =
+      R"({"checkpoint_path": "", "global_step": "10", "loss": "0.5", "timestamp": 1.5, "trial": "1"})"
+      "\n"
+      R"({"acc": 0.9, "note": "not a number", "global_step": "11", "timestamp": 2})"
+      "\n"
+      "not json\n"
+      R"({"acc": "0.95", "loss": "nan", "timestamp": 3})"
+      "\n"
+      R"({"zeta": "1"})";
+  EXPECT_EQ(MetricTagsInFile(text), (std::vector<std::string>{"acc", "loss", "zeta"}));
+  EXPECT_TRUE(MetricTagsInFile("").empty());
+  EXPECT_TRUE(MetricTagsInFile(R"({"timestamp": 1, "global_step": "3", "trial": "2"})").empty());
+}
+
+TEST(HpMetricsTest, MetricTagsAreBoundedInNumberAndLength) {
+  std::string text;
+  for (int i = 0; i < 50; ++i) text += "{\"t" + std::to_string(100 + i) + "\": 1}\n";
+  // A long tag with a two-byte character across the cut: cut before it, not inside it.
+  const std::string long_tag = std::string(kMaxMetricTagBytes - 1, 'a') + "\xc3\xa9tail";
+  const auto tags = MetricTagsInFile(text);
+  ASSERT_EQ(tags.size(), kMaxMetricTags);
+  EXPECT_EQ(tags.front(), "t100");
+  const auto cut = MetricTagsInFile("{\"" + long_tag + "\": 2}\n");
+  ASSERT_EQ(cut.size(), 1u);
+  EXPECT_EQ(cut[0], std::string(kMaxMetricTagBytes - 1, 'a') + "...");
+}
+
 TEST(HpMetricsTest, NonFiniteTimestampsAndHugeStepsAreHarmless) {
   const std::string text =
       "{\"m\": \"1\", \"timestamp\": \"nan\"}\n"

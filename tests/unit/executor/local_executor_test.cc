@@ -402,6 +402,7 @@ TEST_F(LocalExecutorTest, TrialMetricsArriveAsEventsBeforeTheExitAndSurviveResta
 with open(os.environ["CLOUD_ML_HP_METRIC_FILE"], "w") as f:
     f.write(json.dumps({"timestamp": 1.0, "acc": "0.5", "global_step": "10"}) + "\n")
     f.write(json.dumps({"timestamp": 2.0, "acc": "0.75", "global_step": "20"}) + "\n")
+    f.write(json.dumps({"timestamp": 3.0, "loss": "0.1", "global_step": "20"}) + "\n")
 )");
   ReplicaSpec spec = Spec("trainer_metrics");
   spec.key.trial_id = "3";
@@ -426,6 +427,7 @@ with open(os.environ["CLOUD_ML_HP_METRIC_FILE"], "w") as f:
             std::find(events.begin(), events.end(), "exit master-replica-0") - events.begin());
   EXPECT_EQ(executor_->ReplicaMetrics(spec.key, "acc").size(), 2u);
   EXPECT_TRUE(executor_->ReplicaMetrics(spec.key, "other").empty());
+  EXPECT_EQ(executor_->ReplicaMetricTags(spec.key), (std::vector<std::string>{"acc", "loss"}));
   // A restarted daemon finds the spec with its attempt and metric tag.
   Recorder second;
   LocalExecutorOptions options;
@@ -440,6 +442,7 @@ with open(os.environ["CLOUD_ML_HP_METRIC_FILE"], "w") as f:
             std::string::npos)
       << found[0].spec.work_dir;
   EXPECT_EQ(executor->ReplicaMetrics(spec.key, "acc").size(), 2u);
+  EXPECT_EQ(executor->ReplicaMetricTags(spec.key).size(), 2u);
   ASSERT_TRUE(second.WaitExit(spec.key).has_value());
   executor->Shutdown();
 }

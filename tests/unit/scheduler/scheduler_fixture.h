@@ -70,6 +70,11 @@ class FakeExecutor : public executor::Executor {
     auto it = metrics.find(key);
     return it != metrics.end() ? it->second : std::vector<executor::MetricRecord>{};
   }
+  std::vector<std::string> ReplicaMetricTags(const executor::ReplicaKey& key) override {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = metric_tags.find(key);
+    return it != metric_tags.end() ? it->second : std::vector<std::string>{};
+  }
   int RunningCount() const override { return 0; }
   void Shutdown() override {}
 
@@ -92,6 +97,7 @@ class FakeExecutor : public executor::Executor {
   // What a real executor keeps durably, by replica.
   std::map<executor::ReplicaKey, executor::RecoveredReplica> persisted;
   std::map<executor::ReplicaKey, std::vector<executor::MetricRecord>> metrics;
+  std::map<executor::ReplicaKey, std::vector<std::string>> metric_tags;  // in the metric file
   std::vector<executor::ReplicaKey> recover_keys;
   std::set<executor::ReplicaKey> reattach;  // still running at Recover
 };

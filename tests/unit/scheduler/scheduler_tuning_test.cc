@@ -262,9 +262,13 @@ TEST_F(TuningTest, EarlyStoppingStopsAHopelessTrialGracefully) {
   hp["enableTrialEarlyStopping"] = true;
   hp["params"][0]["maxValue"] = 100;
   ASSERT_TRUE(sched_->Submit(MakeTuningJob("e", hp)).ok());
-  // Five completed trials with good learning curves...
+  // Five completed trials with good learning curves (the rule waits for them: inactive)...
   for (int trial = 1; trial <= 5; ++trial) {
     ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == static_cast<size_t>(trial); }));
+    const json state = Output("e")["earlyStopping"];
+    EXPECT_EQ(state["active"], false) << trial;
+    EXPECT_EQ(state["referenceTrialCount"], std::to_string(trial - 1));
+    EXPECT_EQ(state["minReferenceTrialCount"], "5");
     Report(*LaunchedTrial(trial), {{1, 0.5}, {2, 0.6}, {3, 0.7}, {4, 0.8}, {5, 0.9}, {6, 0.95}});
     sched_->OnReplicaExit(TrialMaster("e", trial), CleanExit());
   }
@@ -284,6 +288,21 @@ TEST_F(TuningTest, EarlyStoppingStopsAHopelessTrialGracefully) {
   EXPECT_EQ(out["trials"][5]["state"], "SUCCEEDED");
   EXPECT_EQ(out["trials"][5]["isTrialStoppedEarly"], true);
   EXPECT_FALSE(out["trials"][0].contains("isTrialStoppedEarly"));
+  // Why (Trainyard extensions): at its 5th report, its best 0.1 against the median of the five
+  // completed trials at step 5, 0.9.
+  const json& why = out["trials"][5]["earlyStopping"];
+  EXPECT_EQ(why["trainingStep"], "5");
+  EXPECT_DOUBLE_EQ(why["bestObjectiveValue"].get<double>(), 0.1);
+  EXPECT_DOUBLE_EQ(why["medianObjectiveValue"].get<double>(), 0.9);
+  EXPECT_EQ(why["referenceTrialCount"], "5");
+  EXPECT_EQ(out["trials"][5]["message"],
+            "Stopped early at step 5: its best accuracy so far, 0.1, was worse than the median "
+            "of 5 completed trials at that step, 0.9.");
+  EXPECT_FALSE(out["trials"][0].contains("earlyStopping"));
+  EXPECT_FALSE(out["trials"][0].contains("message"));
+  EXPECT_EQ(out["earlyStopping"]["active"], true);
+  EXPECT_EQ(out["earlyStopping"]["referenceTrialCount"], "5");
+  EXPECT_EQ(out["earlyStopping"]["stoppedTrialCount"], "1");
   sched_->OnReplicaExit(TrialMaster("e", 7), CleanExit());
   ASSERT_TRUE(WaitFor([&] { return StateOf("e") == JobState::kSucceeded; }));
 }
@@ -364,6 +383,63 @@ TEST_F(TuningTest, ATrialThatReportsNothingSucceedsWithoutFinalMetric) {
   EXPECT_FALSE(Output("ff")["trials"][0].contains("finalMetric"));
 }
 
+TEST_F(TuningTest, ATrialWithoutTheTagSaysWhichTagsItReported) {
+  StartScheduler();
+  ASSERT_TRUE(sched_->Submit(MakeTuningJob("tag", GridSpec(2, 1))).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 1; }));
+  {
+    std::lock_guard<std::mutex> lock(exec_.mu);
+    exec_.metric_tags[TrialMaster("tag", 1)] = {"acc", "loss"};
+  }
+  sched_->OnReplicaExit(TrialMaster("tag", 1), CleanExit());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 2; }));
+  const std::string why =
+      "It reported no metric under the tag 'accuracy' (hyperparameterMetricTag); tags reported: "
+      "'acc', 'loss'.";
+  EXPECT_EQ(Output("tag")["trials"][0]["message"], why);
+  EXPECT_EQ(Output("tag")["trials"][0]["state"], "SUCCEEDED");
+  EXPECT_TRUE(sched_->GetJob("p", "tag")->error_message.empty()) << "the job is still running";
+  // The second trial wrote no metric at all; the job succeeds (compat §7) and says why the
+  // optimiser had nothing to go by, with every tag any trial reported.
+  {
+    std::lock_guard<std::mutex> lock(exec_.mu);
+    exec_.metric_tags[TrialMaster("tag", 2)] = {"acc", "val_acc"};
+  }
+  sched_->OnReplicaExit(TrialMaster("tag", 2), CleanExit());
+  ASSERT_TRUE(WaitFor([&] { return StateOf("tag") == JobState::kSucceeded; }));
+  EXPECT_EQ(sched_->GetJob("p", "tag")->error_message,
+            "No trial reported the metric tag 'accuracy' (hyperparameterMetricTag); tags "
+            "reported: 'acc', 'loss', 'val_acc'.");
+  EXPECT_FALSE(Output("tag")["trials"][1].contains("finalMetric"));
+  EXPECT_FALSE(Output("tag").contains("earlyStopping")) << "only with enableTrialEarlyStopping";
+}
+
+TEST_F(TuningTest, NoMetricAtAllIsSaidSoAndOneTrialWithTheTagKeepsTheJobQuiet) {
+  StartScheduler();
+  ASSERT_TRUE(sched_->Submit(MakeTuningJob("none", GridSpec(1, 1))).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 1; }));
+  sched_->OnReplicaExit(TrialMaster("none", 1), CleanExit());
+  ASSERT_TRUE(WaitFor([&] { return StateOf("none") == JobState::kSucceeded; }));
+  EXPECT_EQ(sched_->GetJob("p", "none")->error_message,
+            "No trial reported the metric tag 'accuracy' (hyperparameterMetricTag); no trial "
+            "reported any metric.");
+  EXPECT_EQ(Output("none")["trials"][0]["message"],
+            "It reported no metric under the tag 'accuracy' (hyperparameterMetricTag) and no "
+            "other metric either.");
+
+  ASSERT_TRUE(sched_->Submit(MakeTuningJob("some", GridSpec(2, 1))).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 2; }));
+  ASSERT_EQ(exec_.Launched()[1].key.job_id, "some");
+  Report(exec_.Launched()[1], {{3, 0.5}});
+  sched_->OnReplicaExit(TrialMaster("some", 1), CleanExit());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 3; }));
+  sched_->OnReplicaExit(TrialMaster("some", 2), CleanExit());
+  ASSERT_TRUE(WaitFor([&] { return StateOf("some") == JobState::kSucceeded; }));
+  EXPECT_TRUE(sched_->GetJob("p", "some")->error_message.empty());
+  EXPECT_FALSE(Output("some")["trials"][0].contains("message"));
+  EXPECT_TRUE(Output("some")["trials"][1].contains("message"));
+}
+
 TEST_F(TuningTest, ReplicasOtherThanTheMasterCountWhenTheMasterReportsNothing) {
   StartScheduler();
   Job job = MakeTuningJob("ev", GridSpec(1, 1));
@@ -420,8 +496,17 @@ TEST_F(TuningTest, AnEarlyStopSurvivesADaemonRestart) {
   json out = Output("es");
   EXPECT_EQ(out["trials"][5]["state"], "SUCCEEDED");
   EXPECT_EQ(out["trials"][5]["isTrialStoppedEarly"], true);
+  EXPECT_EQ(out["trials"][5]["earlyStopping"]["trainingStep"], "5");
   sched_->OnReplicaExit(TrialMaster("es", 7), CleanExit());
   ASSERT_TRUE(WaitFor([&] { return StateOf("es") == JobState::kSucceeded; }));
+
+  // After one more restart the ended trial's reason is read back from the stored output.
+  sched_->Stop();
+  sched_ = std::make_unique<Scheduler>(options_, *store_, exec_, *buckets_);
+  ASSERT_TRUE(sched_->Start().ok());
+  out = Output("es");
+  EXPECT_EQ(out["trials"][5]["earlyStopping"]["medianObjectiveValue"], 0.9);
+  EXPECT_EQ(out["trials"][5]["message"].get<std::string>().rfind("Stopped early at step 5", 0), 0u);
 }
 
 }  // namespace

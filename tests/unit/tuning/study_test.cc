@@ -224,9 +224,18 @@ TEST(StudyTest, ReportAdvisesStoppingOnlyWhenEnabled) {
       for (int step = 1; step <= 10; ++step) EXPECT_FALSE(study->Report(id, step, 1.0));
       ASSERT_TRUE(study->Complete(id, 1.0).ok());
     }
+    EXPECT_EQ(study->StoppingReferenceCount(), 5);
     bool stop = false;
-    for (int step = 1; step <= 10 && !stop; ++step) stop = study->Report(6, step, 5.0);
+    StopVerdict why;
+    for (int step = 1; step <= 10 && !stop; ++step) stop = study->Report(6, step, 5.0, &why);
     EXPECT_EQ(stop, enabled);
+    if (enabled) {
+      // At its 5th report (kMedianRuleMinReports), 5.0 against the references' median 1.0.
+      EXPECT_EQ(why.step, kMedianRuleMinReports);
+      EXPECT_EQ(why.best, 5.0);
+      EXPECT_EQ(why.reference, 1.0);
+      EXPECT_EQ(why.reference_trials, 5);
+    }
     EXPECT_FALSE(study->trials()[5].measurements.empty());
     // Unknown and finished trials: never.
     EXPECT_FALSE(study->Report(42, 1, 5.0));

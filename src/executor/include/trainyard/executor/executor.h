@@ -260,6 +260,13 @@ class Executor {
   // study rebuilt after a restart, or resumed by another job). Empty when there are none.
   virtual std::vector<MetricRecord> ReplicaMetrics(const ReplicaKey& key,
                                                    const std::string& tag) = 0;
+  // The metric tags in a replica's metric file, sorted (MetricTagsInFile): what its trainer
+  // reported under other tags when it reported none under the job's. Empty when there is no
+  // file or the backend cannot say.
+  virtual std::vector<std::string> ReplicaMetricTags(const ReplicaKey& key) {
+    (void)key;
+    return {};
+  }
   // What keeps the backend from working right now ("" = nothing), e.g. a cluster controller
   // that does not answer. Replicas are kept as they were meanwhile (for /readyz).
   virtual std::string Problem() const { return ""; }

@@ -96,6 +96,21 @@ struct Trial {
   std::vector<Measurement> measurements;  // intermediate reports, in arrival order
 };
 
+// The median stopping rule (enableTrialEarlyStopping, docs/tuning.md): it decides nothing before
+// this many completed trials with intermediate reports can serve as references, nor before a
+// trial's own kMedianRuleMinReports-th report.
+inline constexpr int kMedianRuleMinReferenceTrials = 5;
+inline constexpr int kMedianRuleMinReports = 5;
+
+// Why the rule stopped a trial: at its report of `step`, its best value so far (`best`) was worse
+// than `reference`, the median of the values of `reference_trials` completed trials at that step.
+struct StopVerdict {
+  int64_t step = 0;
+  double best = 0;
+  double reference = 0;
+  int reference_trials = 0;
+};
+
 class Study {
  public:
   // INVALID_ARGUMENT when ValidateStudyConfig refuses the config.
@@ -122,8 +137,12 @@ class Study {
   // the trial is not pending.
   Status Complete(int64_t id, std::optional<double> value, bool stopped_early = false);
   // An intermediate measurement of a pending trial. True when early stopping is on and the median
-  // stopping rule says the trial should stop now. False for unknown or finished trials.
-  bool Report(int64_t id, int64_t step, double value);
+  // stopping rule says the trial should stop now (then *verdict, when given, says why). False
+  // for unknown or finished trials.
+  bool Report(int64_t id, int64_t step, double value, StopVerdict* verdict = nullptr);
+  // How many completed trials the median rule can use as references now (not stopped early,
+  // with intermediate reports); it is active from kMedianRuleMinReferenceTrials on.
+  int StoppingReferenceCount() const;
 
  private:
   struct Impl;
