@@ -88,7 +88,14 @@ function ParallelCoordinates(props: {
 }) {
   const { rows, axes, inside, brushes, selected, best, minimize } = props;
   const svg = useRef<SVGSVGElement>(null);
-  const [drag, setDrag] = useState<{ key: string; from: number; to: number } | null>(null);
+  // The drag in progress: a ref for the event handlers (events can outrun renders), state for
+  // drawing it.
+  const [drag, setDragState] = useState<{ key: string; from: number; to: number } | null>(null);
+  const dragRef = useRef<{ key: string; from: number; to: number } | null>(null);
+  const setDrag = (d: { key: string; from: number; to: number } | null) => {
+    dragRef.current = d;
+    setDragState(d);
+  };
   const objective = axes[axes.length - 1];
   // The path of each trial, computed once per data change (brushing only changes classes).
   const paths = useMemo(
@@ -181,9 +188,11 @@ function ParallelCoordinates(props: {
                 setDrag({ key: a.key, from: t, to: t });
               }}
               onPointerMove={(e) => {
-                if (drag && drag.key === a.key) setDrag({ ...drag, to: posOf(e.clientY) });
+                const d = dragRef.current;
+                if (d && d.key === a.key) setDrag({ ...d, to: posOf(e.clientY) });
               }}
               onPointerUp={(e) => {
+                const drag = dragRef.current;
                 if (!drag || drag.key !== a.key) return;
                 const to = posOf(e.clientY);
                 setDrag(null);

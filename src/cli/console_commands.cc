@@ -64,7 +64,8 @@ int RunJobTrials(const Invocation& inv, const JobTrialsArgs& args) {
   // Columns: the trial, its state, objective and step, how many reports, the parameters.
   std::vector<std::string> names;
   for (const auto& t : trials) {
-    for (const auto& [k, v] : t.value("hyperparameters", json::object()).items()) {
+    const json hp = t.value("hyperparameters", json::object());
+    for (const auto& [k, v] : hp.items()) {
       if (std::find(names.begin(), names.end(), k) == names.end()) names.push_back(k);
     }
   }
