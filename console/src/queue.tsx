@@ -116,7 +116,7 @@ export function QueuePage(props: { project: string; url: URL }) {
               </span>
             )}
             {a.holdReason && <span> — {a.holdReason}</span>}
-            {a.maxRunningJobs ? <span class="muted"> · at most {a.maxRunningJobs} jobs run at once</span> : null}
+            {a.maxRunningJobs ? <span class="muted"> · max_running_jobs {a.maxRunningJobs}</span> : null}
           </p>
           {a.backendProblem && (
             <div class="error" id="queue-backend">

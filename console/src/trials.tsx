@@ -232,7 +232,7 @@ function Frame(props: { x: Axis | null; y: { lo: string; hi: string }; xLabel: s
       <text x={SC.left - 4} y={scY(1) + 8} class="tick end">
         {props.y.hi}
       </text>
-      <text x={4} y={SC.top + 2} class="axis-label start">
+      <text x={SC.left + 6} y={SC.top + 10} class="axis-label start">
         {props.yLabel}
       </text>
     </g>
