@@ -3,6 +3,7 @@
 // parameter-vs-objective scatter plot and each trial's metric curve (allMetrics, from
 // GET …/jobs/J/trials). Plain SVG, no chart library. Every view state is in the URL: sort,
 // brushes, the scatter's parameter and the selected trial.
+import { Component, ComponentChildren } from "preact";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { api, enc, Job, jobPath, TERMINAL } from "./api";
 import { duration, localTime } from "./format";
@@ -27,6 +28,20 @@ import {
 } from "./trialmodel";
 
 const METRICS_POLL_MS = 5000;
+const TABLE_ROWS = 100; // rows rendered before "Show all" (1,000 rows cost a frame budget)
+
+// Renders `render()` again only when one of `deps` changed (by identity): with 1,000 trials,
+// selecting one must not re-diff every line, point and row. Handlers inside read the URL, not
+// props, so they never go stale.
+class Memo extends Component<{ deps: unknown[]; render: () => ComponentChildren }> {
+  shouldComponentUpdate(next: { deps: unknown[] }) {
+    const d = this.props.deps;
+    return next.deps.length !== d.length || next.deps.some((x, i) => x !== d[i]);
+  }
+  render() {
+    return this.props.render();
+  }
+}
 
 interface TrialsPage {
   trials?: Trial[];
@@ -39,6 +54,7 @@ function useAllMetrics(project: string, id: string, running: boolean, tick: numb
   const [error, setError] = useState("");
   const last = useRef(0);
   useEffect(() => {
+    if (tick === 0) return;
     if (running && Date.now() - last.current < METRICS_POLL_MS && metrics.size > 0) return;
     last.current = Date.now();
     let live = true;
@@ -134,21 +150,28 @@ function ParallelCoordinates(props: {
       role="img"
       aria-label="Parallel coordinates: one line per trial across every parameter and the objective; drag on an axis to filter"
     >
-      <g class="lines">
-        {paths.map((p) => (
-          <path
-            data-trial={p.id}
-            d={p.d}
-            stroke={inside.has(p.id) ? p.color : undefined}
-            class={
-              (inside.has(p.id) ? "in" : "out") +
-              (p.id === selected ? " sel" : "") +
-              (p.id === best ? " best" : "")
-            }
-            onClick={() => props.onSelect(p.id)}
-          />
+      <Memo
+        deps={[paths, inside, best]}
+        render={() => (
+          <g class="lines">
+            {paths.map((p) => (
+              <path
+                key={p.id}
+                data-trial={p.id}
+                d={p.d}
+                stroke={inside.has(p.id) ? p.color : undefined}
+                class={(inside.has(p.id) ? "in" : "out") + (p.id === best ? " best" : "")}
+                onClick={() => props.onSelect(p.id)}
+              />
+            ))}
+          </g>
+        )}
+      />
+      {paths
+        .filter((p) => p.id === selected)
+        .map((p) => (
+          <path class="sel overlay" data-sel={p.id} d={p.d} />
         ))}
-      </g>
       {axes.map((a, i) => {
         const x = pcX(i, axes.length);
         const b = shown(a.key);
@@ -254,27 +277,41 @@ function Scatter(props: {
       aria-label={`${x.label} against the objective, one point per trial`}>
       <Frame x={x} y={{ lo: objective.valueAt(0), hi: objective.valueAt(1) }} xLabel={x.label}
         yLabel="objective" />
-      {rows.map((r) => {
-        const px = x.pos(r);
-        const py = objective.pos(r);
-        if (px === undefined || py === undefined) return null;
-        return (
-          <circle
-            data-trial={r.id}
-            cx={scX(px)}
-            cy={scY(py)}
-            r={r.id === selected ? 6 : 3.5}
-            fill={objectiveShade(objective, r, props.minimize)}
-            class={(r.id === selected ? "sel" : "") + (r.id === best ? " best" : "")}
-            onClick={() => props.onSelect(r.id)}
-          >
-            <title>
-              Trial {r.id}: {x.label} = {r.params[x.key.slice(2)] ?? ""}, objective ={" "}
-              {r.objective}
-            </title>
-          </circle>
-        );
-      })}
+      <Memo
+        deps={[rows, x, objective, best, props.minimize]}
+        render={() => (
+          <g>
+            {rows.map((r) => {
+              const px = x.pos(r);
+              const py = objective.pos(r);
+              if (px === undefined || py === undefined) return null;
+              return (
+                <circle
+                  key={r.id}
+                  data-trial={r.id}
+                  cx={scX(px)}
+                  cy={scY(py)}
+                  r={3.5}
+                  fill={objectiveShade(objective, r, props.minimize)}
+                  class={r.id === best ? "best" : ""}
+                  onClick={() => props.onSelect(r.id)}
+                >
+                  <title>
+                    Trial {r.id}: {x.label} = {r.params[x.key.slice(2)] ?? ""}, objective ={" "}
+                    {r.objective}
+                  </title>
+                </circle>
+              );
+            })}
+          </g>
+        )}
+      />
+      {rows
+        .filter((r) => r.id === selected && x.pos(r) !== undefined && objective.pos(r) !== undefined)
+        .map((r) => (
+          <circle class="sel overlay" data-sel={r.id} cx={scX(x.pos(r)!)} cy={scY(objective.pos(r)!)} r={6}
+            fill={objectiveShade(objective, r, props.minimize)} />
+        ))}
     </svg>
   );
 }
@@ -319,23 +356,34 @@ function Curves(props: {
   const fx = (s: number) => scX(s1 === s0 ? 0.5 : (s - s0) / (s1 - s0));
   const fy = (v: number) => scY(v1 === v0 ? 0.5 : (v - v0) / (v1 - v0));
   const fmt = (x: number) => String(Number(x.toPrecision(4)));
-  // The selected and the best trial are drawn last, on top.
-  const order = [...out].sort(
-    (a, b) => Number(a.id === selected || a.id === best) - Number(b.id === selected || b.id === best),
-  );
+  const d = (c: { pts: [number, number][] }) =>
+    c.pts.map((p, i) => `${i ? "L" : "M"}${fx(p[0]).toFixed(1)} ${fy(p[1]).toFixed(1)}`).join("");
+  const sel = out.find((c) => c.id === selected);
   return (
     <svg id="trials-curves" class="chart curves" viewBox={`0 0 ${SC.w} ${SC.h}`} role="img"
       aria-label="The objective reported at each training step, one line per trial">
       <Frame x={null} y={{ lo: fmt(v0), hi: fmt(v1) }} xLabel={`training step ${fmt(s0)} – ${fmt(s1)}`}
         yLabel="objective" />
-      {order.map((c) => (
-        <path
-          data-trial={c.id}
-          d={c.pts.map((p, i) => `${i ? "L" : "M"}${fx(p[0]).toFixed(1)} ${fy(p[1]).toFixed(1)}`).join("")}
-          class={"curve" + (c.id === selected ? " sel" : "") + (c.id === best ? " best" : "")}
-          onClick={() => props.onSelect(c.id)}
-        />
-      ))}
+      <Memo
+        deps={[series, best]}
+        render={() => (
+          <g>
+            {/* The best trial last, on top. */}
+            {[...out]
+              .sort((a, b) => Number(a.id === best) - Number(b.id === best))
+              .map((c) => (
+                <path
+                  key={c.id}
+                  data-trial={c.id}
+                  d={d(c)}
+                  class={"curve" + (c.id === best ? " best" : "")}
+                  onClick={() => props.onSelect(c.id)}
+                />
+              ))}
+          </g>
+        )}
+      />
+      {sel && <path class="curve sel overlay" data-sel={sel.id} d={d(sel)} />}
     </svg>
   );
 }
@@ -343,8 +391,13 @@ function Curves(props: {
 export function TrialsPanel(props: { project: string; job: Job; url: URL }) {
   const { project, job, url } = props;
   const running = !TERMINAL.has(job.state);
+  // The curves' data (megabytes for 1,000 trials) is asked for once the table and plots are on
+  // screen, so reading it (daemon) and parsing it (browser) does not delay them.
   const [tick, setTick] = useState(0);
-  useEffect(() => setTick((t) => t + 1), [job]);
+  useEffect(() => {
+    const t = window.setTimeout(() => setTick((x) => x + 1), 0);
+    return () => clearTimeout(t);
+  }, [job]);
   const { metrics, error } = useAllMetrics(project, job.jobId, running, tick);
   const specs = useMemo(() => paramSpecs(job), [job.trainingInput]);
   const trials = (job.trainingOutput?.trials ?? []) as Trial[];
@@ -354,7 +407,8 @@ export function TrialsPanel(props: { project: string; job: Job; url: URL }) {
   const best = useMemo(() => bestTrial(rows, goal), [rows, goal]);
   const axes = useMemo(() => axesOf(specs, rows), [specs, rows]);
   const sort = url.searchParams.get("sort") ?? (minimize ? "objective" : "-objective");
-  const brushes = useMemo(() => parseBrushes(url.searchParams.get("brush")), [url.search]);
+  const brushText = url.searchParams.get("brush");
+  const brushes = useMemo(() => parseBrushes(brushText), [brushText]);
   const selected = url.searchParams.get("trial") ?? "";
   const inside = useMemo(() => brushed(rows, axes, brushes), [rows, axes, brushes]);
   const insideIds = useMemo(() => new Set(inside.map((r) => r.id)), [inside]);
@@ -366,7 +420,9 @@ export function TrialsPanel(props: { project: string; job: Job; url: URL }) {
 
   const set = (changes: Record<string, string | null>) =>
     navigate(withParams(new URL(location.href), changes), true);
-  const select = (id: string) => set({ trial: id === selected ? null : id });
+  const select = (id: string) =>
+    set({ trial: id === new URL(location.href).searchParams.get("trial") ? null : id });
+  const [showAll, setShowAll] = useState(false);
   const onBrush = (key: string, range: [number, number] | null) => {
     const next = { ...parseBrushes(new URL(location.href).searchParams.get("brush")) };
     if (range) next[key] = range;
@@ -427,6 +483,13 @@ export function TrialsPanel(props: { project: string; job: Job; url: URL }) {
   const tag = (job.trainingOutput as { hyperparameterMetricTag?: string } | undefined)
     ?.hyperparameterMetricTag;
   const row = (r: TrialRow, pinned: boolean) => (
+    <Memo
+      key={r.id}
+      deps={[r, r.id === selected, pinned, specs, base]}
+      render={() => rowOf(r, pinned)}
+    />
+  );
+  const rowOf = (r: TrialRow, pinned: boolean) => (
     <tr
       data-trial={r.id}
       class={(r.id === selected ? "selected " : "") + (pinned ? "pinned" : "")}
@@ -555,8 +618,21 @@ export function TrialsPanel(props: { project: string; job: Job; url: URL }) {
           </tr>
         </thead>
         {best && <tbody id="trials-best">{row(best, true)}</tbody>}
-        <tbody id="trials-body">{sorted.filter((r) => r.id !== best?.id).map((r) => row(r, false))}</tbody>
+        <tbody id="trials-body">
+          {sorted
+            .filter((r) => r.id !== best?.id)
+            .slice(0, showAll ? undefined : TABLE_ROWS)
+            .map((r) => row(r, false))}
+        </tbody>
       </table>
+      {!showAll && sorted.length > TABLE_ROWS + 1 && (
+        <p>
+          <button type="button" id="trials-show-all" onClick={() => setShowAll(true)}>
+            Show all {sorted.length} trials
+          </button>{" "}
+          <span class="muted small">(the first {TABLE_ROWS} in this order are shown)</span>
+        </p>
+      )}
     </section>
   );
 }
