@@ -9,8 +9,14 @@ log (seeded by ty_console_seed):
   * Logs of the 1M-line job: time until the last line is on screen (opens at the tail), jumps
     to random lines (#line=N) until the line's text is shown, frame times while scrolling by
     ~100 lines per frame, JS heap after it all.
+  * Trials of a finished tuning job with 1,000 trials of 50 reports each (--trials): the job
+    GET and the trials route (sizes, p50/p95), the Trials tab until the table, the parallel
+    coordinates and the scatter plot are on screen (cold cache) and until every metric curve
+    is drawn, then sorting by a parameter, brushing an axis and selecting a trial (time from
+    the input to the next frame with the change on screen).
 
-  /usr/bin/python3 bench/bench_console.py [--jobs N] [--log-lines L] [--runs R]
+  /usr/bin/python3 bench/bench_console.py [--jobs N] [--log-lines L] [--runs R] [--trials T]
+                                          [--trials-only]
 """
 
 import argparse
@@ -39,6 +45,12 @@ window.__tyWatch = (name, cond) => {
 if (location.pathname.endsWith('/jobs')) {
   window.__tyWatch('rows', () => document.querySelectorAll('#jobs-table tbody tr').length === 50);
 }
+if (location.pathname.endsWith('/trials')) {
+  window.__tyWatch('trials', () => document.querySelectorAll('#trials-body tr').length === Math.min(100, window.__tyTrials - 1) &&
+    document.querySelectorAll('#trials-pc path[data-trial]').length === window.__tyTrials &&
+    document.querySelectorAll('#trials-scatter circle[data-trial]').length === window.__tyTrials);
+  window.__tyWatch('curves', () => document.querySelectorAll('#trials-curves path[data-trial]').length === window.__tyTrials);
+}
 if (location.pathname.endsWith('/logs')) {
   window.__tyWatch('tail', () => { const l = document.querySelector('.viewer .ln:last-child');
     return l && !l.classList.contains('loading') && l.dataset.line === String(window.__tyLines); });
@@ -56,22 +68,105 @@ def timed(client, path, n=40):
     return out
 
 
+# Time from an input to the first frame that shows its effect: `act` runs, then frames are
+# awaited until `done` holds.
+INTERACT = """(async () => {
+  const t = performance.now();
+  %s;
+  for (let i = 0; i < 600; i++) { await new Promise(r => requestAnimationFrame(r));
+    if (%s) return performance.now() - t; }
+  return -1; })()"""
+
+BRUSH = """(() => { const area = document.querySelector('[data-axis-area="p:lr"]');
+  const r = area.getBoundingClientRect(); const x = r.left + r.width / 2;
+  const ev = (type, y) => area.dispatchEvent(new PointerEvent(type, {bubbles: true, clientX: x,
+    clientY: y, pointerId: 1}));
+  ev('pointerdown', r.top + r.height * 0.2); ev('pointermove', r.top + r.height * 0.4);
+  ev('pointerup', r.top + r.height * 0.6); })()"""
+
+
+def bench_trials(d, c, base, args):
+    nt = args.trials
+    rows = []
+    job_path = base + "/tuned"
+    for name, path in [("job GET, %d trials" % nt, job_path),
+                       ("trials?pageSize=1000 (allMetrics)", job_path + "/trials?pageSize=1000"),
+                       ("trials?pageSize=100", job_path + "/trials?pageSize=100")]:
+        status, body = c.request("GET", path)
+        size = len(json.dumps(body))
+        lat = timed(c, path, n=10)
+        rows.append([name, "%.0f KB" % (size / 1024), ms(percentile(lat, 50)),
+                     ms(percentile(lat, 95))])
+    table("Trials API (ms; %d trials of 50 reports)" % nt, ["request", "body", "p50", "p95"], rows)
+    b = Browser()
+    b.send("Page.addScriptToEvaluateOnNewDocument",
+           {"source": "window.__tyTrials = %d;\n%s" % (nt, WATCH)})
+    b.send("Network.setCacheDisabled", {"cacheDisabled": True})
+    url = d.url + "/console/projects/bench/jobs/tuned/trials"
+    shown, curves, sort, brush, select = [], [], [], [], []
+    for _ in range(args.runs):
+        b.goto(url)
+        b.wait("window.__ty.trials && window.__ty.curves", timeout=60)
+        shown.append(b.eval("window.__ty.trials") / 1000)
+        curves.append(b.eval("window.__ty.curves") / 1000)
+        sort.append(b.eval(INTERACT % (
+            "document.querySelector('th a[data-sort=\"p:lr\"]').click()",
+            "document.querySelector('th a[data-sort=\"p:lr\"]').classList.contains('on')"))
+            / 1000)
+        brush.append(b.eval(INTERACT % (
+            BRUSH, "document.querySelectorAll('#trials-pc path.in').length < %d" % nt)) / 1000)
+        select.append(b.eval(INTERACT % (
+            "document.querySelector('#trials-body tr').click()",
+            "document.querySelector('#trial-detail')")) / 1000)
+    errors = b.take_errors()
+    heap = b.eval("performance.memory.usedJSHeapSize") / 1e6
+    b.close()
+    target = 1.0
+    rows = [
+        ["Trials tab: table (first 100 rows) + parallel coordinates + scatter", ms(percentile(shown, 50)),
+         ms(max(shown)), "1000", verdict(max(shown) <= target)],
+        ["Trials tab: every metric curve drawn (allMetrics)", ms(percentile(curves, 50)),
+         ms(max(curves)), "1000", verdict(max(curves) <= target)],
+        ["sort by a parameter: next frame", ms(percentile(sort, 50)), ms(max(sort)), "100",
+         verdict(max(sort) <= 0.1)],
+        ["brush an axis: next frame", ms(percentile(brush, 50)), ms(max(brush)), "100",
+         verdict(max(brush) <= 0.1)],
+        ["select a trial: next frame", ms(percentile(select, 50)), ms(max(select)), "100",
+         verdict(max(select) <= 0.1)],
+    ]
+    table("Trials tab, %d trials (ms; cold cache page loads; %d runs)" % (nt, args.runs),
+          ["measure", "p50", "max", "target", ""], rows)
+    print("\nJS heap on the Trials tab: %.1f MB" % heap)
+    if errors:
+        print("page errors: %s" % errors)
+    return errors
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", type=int, default=100000)
     ap.add_argument("--log-lines", type=int, default=1000000)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--trials", type=int, default=1000)
+    ap.add_argument("--trials-only", action="store_true",
+                    help="only the Trials measurements (seeds --jobs and --log-lines all the same)")
     args = ap.parse_args()
     print(machine_description())
     data = tempfile.mkdtemp(prefix="trainyard-console-bench-")
     t = time.time()
     subprocess.run([binary("ty_console_seed"), data, "--jobs", str(args.jobs), "--log-lines",
-                    str(args.log_lines)], check=True)
+                    str(args.log_lines), "--trials", str(args.trials)], check=True)
     print("seeded in %.0f s" % (time.time() - t))
     d = Daemon(data_dir=data).start()
     c = d.client()
     base = "/v1/projects/bench/jobs"
     n = args.log_lines
+    if args.trials:
+        errors = bench_trials(d, c, base, args)
+        if args.trials_only:
+            d.stop()
+            shutil.rmtree(data, ignore_errors=True)
+            return 1 if errors else 0
     rows = []
     for name, path, target in [
             ("list, 50 jobs", base + "?pageSize=50", 0.100),

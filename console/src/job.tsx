@@ -5,6 +5,7 @@ import { api, enc, Job, jobPath, ReplicaConfig, TERMINAL } from "./api";
 import { duration, localTime } from "./format";
 import { StateBadge, jobType } from "./jobs";
 import { LogsPanel } from "./logview";
+import { isTuningJob, TrialsPanel } from "./trials";
 
 const POLL_MS = 3000;
 
@@ -133,6 +134,11 @@ export function JobPage(props: { project: string; id: string; tab: string; url: 
             <a href={`${base}/logs`} class={tab === "logs" ? "on" : ""} id="tab-logs">
               Logs
             </a>
+            {isTuningJob(job) && (
+              <a href={`${base}/trials`} class={tab === "trials" ? "on" : ""} id="tab-trials">
+                Trials
+              </a>
+            )}
             <a href={`${base}/json`} class={tab === "json" ? "on" : ""} id="tab-json">
               JSON
             </a>
@@ -203,6 +209,7 @@ export function JobPage(props: { project: string; id: string; tab: string; url: 
             </div>
           )}
           {tab === "json" && <pre class="json" id="job-json">{JSON.stringify(job, null, 2)}</pre>}
+          {tab === "trials" && <TrialsPanel project={project} job={job} url={url} />}
           {tab === "logs" && (
             <LogsPanel project={project} job={id} url={url} running={!terminal} />
           )}

@@ -181,7 +181,10 @@ export function JobsPage(props: { project: string; url: URL }) {
   return (
     <section class="page">
       <h1>
-        Jobs <span class="muted small">project {project}</span>
+        Jobs <span class="muted small">project {project}</span>{" "}
+        <a class="small" id="nav-queue" href={`/console/projects/${encodeURIComponent(project)}/queue`}>
+          queue and capacity
+        </a>
       </h1>
       <div class="chips" id="state-chips">
         <a class={"chip" + (filter === "" ? " on" : "")} href={withParams(url, { filter: null, pageToken: null })}>

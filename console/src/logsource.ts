@@ -15,6 +15,7 @@ const MAX_INFLIGHT = 2;
 export interface LogFilters {
   task: string; // "" = every task
   severity: string; // "" = every line
+  trial?: string; // "" = every trial (and the job's own service lines)
 }
 
 function toLine(e: LogEntry, n: number): Line {
@@ -53,13 +54,15 @@ export class LogSource {
   }
 
   private streamParams(): string {
-    return this.filters.task ? `&taskName=${enc(this.filters.task)}` : "";
+    let q = this.filters.task ? `&taskName=${enc(this.filters.task)}` : "";
+    if (this.filters.trial) q += `&trialId=${enc(this.filters.trial)}`;
+    return q;
   }
 
   async open(): Promise<void> {
     try {
       if (this.mem === null) {
-        const q = this.filters.task ? `?taskName=${enc(this.filters.task)}` : "";
+        const q = this.streamParams().replace(/^&/, "?");
         const s = await api<LogsSummary>("GET", `${this.base}:summary${q}`);
         this.count = Number(s.lineCount);
         this.cursor = s.snapshotInsertId;

@@ -20,6 +20,7 @@ export function LogsPanel(props: { project: string; job: string; url: URL; runni
   const { project, job, url, running } = props;
   const task = url.searchParams.get("task") ?? "";
   const severity = url.searchParams.get("severity") ?? "";
+  const trial = url.searchParams.get("trial") ?? "";
   const [tasks, setTasks] = useState<LogsSummary["streams"]>([]);
   useEffect(() => {
     api<LogsSummary>("GET", `/v1/projects/${enc(project)}/jobs/${enc(job)}/logs:summary`)
@@ -28,6 +29,13 @@ export function LogsPanel(props: { project: string; job: string; url: URL; runni
   }, [project, job]);
   const taskNames = useMemo(
     () => Array.from(new Set(tasks.map((s) => s.taskName))).sort(),
+    [tasks],
+  );
+  const trialIds = useMemo(
+    () =>
+      Array.from(new Set(tasks.map((s) => s.trialId ?? "").filter(Boolean))).sort(
+        (a, b) => Number(a) - Number(b),
+      ),
     [tasks],
   );
   const set = (k: string, v: string) => navigate(withParams(url, { [k]: v }), true);
@@ -48,6 +56,22 @@ export function LogsPanel(props: { project: string; job: string; url: URL; runni
             {task && !taskNames.includes(task) && <option value={task}>{task}</option>}
           </select>
         </label>
+        {(trialIds.length > 0 || trial) && (
+          <label>
+            Trial{" "}
+            <select
+              id="log-trial"
+              value={trial}
+              onChange={(e) => set("trial", (e.target as HTMLSelectElement).value)}
+            >
+              <option value="">all trials</option>
+              {trialIds.map((t) => (
+                <option value={t}>{t}</option>
+              ))}
+              {trial && !trialIds.includes(trial) && <option value={trial}>{trial}</option>}
+            </select>
+          </label>
+        )}
         <label>
           Severity ≥{" "}
           <select
@@ -62,11 +86,12 @@ export function LogsPanel(props: { project: string; job: string; url: URL; runni
         </label>
       </div>
       <LogViewer
-        key={`${project}/${job}/${task}/${severity}`}
+        key={`${project}/${job}/${task}/${severity}/${trial}`}
         project={project}
         job={job}
         task={task}
         severity={severity}
+        trial={trial}
         running={running}
       />
     </section>
@@ -78,12 +103,14 @@ function LogViewer(props: {
   job: string;
   task: string;
   severity: string;
+  trial?: string;
   running: boolean;
 }) {
   const { project, job, task, severity, running } = props;
+  const trial = props.trial ?? "";
   const source = useMemo(
-    () => new LogSource(project, job, { task, severity }),
-    [project, job, task, severity],
+    () => new LogSource(project, job, { task, severity, trial }),
+    [project, job, task, severity, trial],
   );
   const [, setVersion] = useState(0);
   const scroller = useRef<HTMLDivElement>(null);

@@ -3,6 +3,7 @@ import { render } from "preact";
 import "./app.css";
 import { JobPage } from "./job";
 import { JobsPage } from "./jobs";
+import { QueuePage } from "./queue";
 import { useLocation } from "./router";
 import { SessionBar, SignIn, useSignInNeeded } from "./session";
 
@@ -16,10 +17,14 @@ function App() {
     if (parts.length === 4) return <JobsPage project={project} url={url} />;
     if (parts.length <= 6) {
       const tab = parts[5] ?? "overview";
-      if (["overview", "logs", "json"].includes(tab)) {
+      if (["overview", "logs", "json", "trials"].includes(tab)) {
         return <JobPage project={project} id={parts[4]} tab={tab} url={url} />;
       }
     }
+  }
+  // ["console", "projects", P, "queue"]
+  if (parts[0] === "console" && parts[1] === "projects" && parts[2] && parts[3] === "queue") {
+    if (parts.length === 4) return <QueuePage project={parts[2]} url={url} />;
   }
   return (
     <section class="page">

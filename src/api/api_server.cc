@@ -324,6 +324,16 @@ class Handlers {
     if (!body.ok()) return WriteError(res, body.status());
     WriteJson(res, *body);
   }
+  void JobTrials(const httplib::Request& req, httplib::Response& res) {
+    auto body = api::TrialsPage(scheduler_, req.matches[1], req.matches[2], req.params);
+    if (!body.ok()) return WriteError(res, body.status());
+    WriteJson(res, *body);
+  }
+  void JobsQueue(const httplib::Request& req, httplib::Response& res) {
+    auto body = api::QueuePage(scheduler_, req.matches[1], req.params);
+    if (!body.ok()) return WriteError(res, body.status());
+    WriteJson(res, *body);
+  }
 
   void ListLogEntries(const httplib::Request& req, httplib::Response& res) {
     // The audit log (docs/security.md): entries of the project's cloudaudit log.
@@ -1847,6 +1857,27 @@ const Route kRoutes[] = {
      kAnyPrincipal,
      Scope::kDaemon,
      "console.sessions.delete"},
+    // The console's Trials tab and Queue page (console_api.h, docs/api.md).
+    {"GET",
+     R"(/v1/projects/([^/]+)/jobs/([^/:]+)/trials)",
+     "a tuning job's trials with allMetrics, the intermediate reports (pageSize, pageToken, "
+     "trialId)",
+     false,
+     RouteKind::kMl,
+     &H::JobTrials,
+     {},
+     "ml.jobs.get",
+     Scope::kJob},
+    {"GET",
+     R"(/v1/projects/([^/]+)/jobs:queue)",
+     "queue and capacity: admission, the node's capacity and GPUs, the project's admitted jobs "
+     "with their replicas, its queued jobs in admission order (pageSize, pageToken)",
+     false,
+     RouteKind::kMl,
+     &H::JobsQueue,
+     {},
+     "ml.jobs.list",
+     Scope::kProject},
 };
 
 }  // namespace

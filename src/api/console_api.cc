@@ -5,10 +5,12 @@
 #include <nlohmann/json.hpp>
 
 #include "trainyard/model/job.h"
+#include "trainyard/model/job_json.h"
 
 namespace trainyard::api {
 
 using nlohmann::json;
+using ordered_json = nlohmann::ordered_json;
 
 namespace {
 
@@ -127,6 +129,219 @@ Result<std::string> LogLines(store::JobStore& store, const std::string& project,
   out += "],\"lineOffset\":\"" + std::to_string(offset) + "\",\"snapshotInsertId\":\"" +
          std::to_string(snapshot) + "\"}";
   return out;
+}
+
+namespace {
+
+constexpr int64_t kDefaultTrials = 100;
+constexpr int64_t kMaxTrials = 1000;
+constexpr int64_t kDefaultQueued = 50;
+constexpr int64_t kMaxQueued = 500;
+
+Result<int64_t> PageSize(const QueryParams& params, int64_t def, int64_t max) {
+  TRAINYARD_ASSIGN_OR_RETURN(int64_t n, IntQueryParam(params, "pageSize", def));
+  if (n == 0) return def;  // proto3's unset
+  if (n < 0 || n > max) {
+    return BadParam("pageSize", "pageSize must be between 0 and " + std::to_string(max) + ", got " +
+                                    std::to_string(n));
+  }
+  return n;
+}
+
+int64_t TrialNumber(const ordered_json& trial) {
+  const auto it = trial.find("trialId");
+  if (it == trial.end() || !it->is_string()) return 0;
+  try {
+    return std::stoll(it->get<std::string>());
+  } catch (...) {
+    return 0;
+  }
+}
+
+std::string FormatDouble(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+}  // namespace
+
+Result<std::string> TrialsPage(scheduler::JobService& jobs, const std::string& project,
+                               const std::string& job_id, const QueryParams& params) {
+  TRAINYARD_RETURN_IF_ERROR(CheckKnown(params, {"pageSize", "pageToken", "trialId"}));
+  TRAINYARD_ASSIGN_OR_RETURN(int64_t page_size, PageSize(params, kDefaultTrials, kMaxTrials));
+  int64_t after = 0;
+  if (const std::string* token = QueryParam(params, "pageToken"); token && !token->empty()) {
+    auto n = IntQueryParam(params, "pageToken", 0);
+    if (!n.ok() || *n < 0) {
+      return BadParam("pageToken",
+                      "Invalid pageToken \"" + *token + "\": use the nextPageToken of an answer");
+    }
+    after = *n;
+  }
+  const std::string* only = QueryParam(params, "trialId");
+  TRAINYARD_ASSIGN_OR_RETURN(model::Job job, jobs.GetJob(project, job_id));
+  const ordered_json out = ordered_json::parse(
+      job.training_output_json.empty() ? "{}" : job.training_output_json, nullptr, false);
+  if (!out.is_object() || !out.contains("trials") || !out["trials"].is_array()) {
+    return std::string("{}");
+  }
+  const std::string tag = out.value("hyperparameterMetricTag", "");
+  // The stored trials in id order, the page's ids, then their reports (files, no lock).
+  std::vector<const ordered_json*> all;
+  for (const ordered_json& t : out["trials"]) {
+    if (t.is_object() && TrialNumber(t) > after &&
+        (only == nullptr || t.value("trialId", "") == *only)) {
+      all.push_back(&t);
+    }
+  }
+  std::stable_sort(all.begin(), all.end(), [](const ordered_json* a, const ordered_json* b) {
+    return TrialNumber(*a) < TrialNumber(*b);
+  });
+  const bool more = static_cast<int64_t>(all.size()) > page_size;
+  if (more) all.resize(static_cast<size_t>(page_size));
+  std::vector<std::string> ids;
+  for (const ordered_json* t : all) ids.push_back((*t)["trialId"].get<std::string>());
+  const auto reports = jobs.TrialMeasurements(job, tag, ids);
+  // HyperparameterOutput in the service's field order (compat §4): allMetrics after finalMetric.
+  // Written as text: 1,000 trials of 100 reports are 100,000 small objects.
+  std::string body = "{\"trials\":[";
+  for (size_t i = 0; i < all.size(); ++i) {
+    std::string metrics;
+    if (auto it = reports.find(ids[i]); it != reports.end()) {
+      for (const auto& r : it->second) {
+        metrics += metrics.empty() ? "[" : ",";
+        metrics += "{\"trainingStep\":\"" + std::to_string(r.step) +
+                   "\",\"objectiveValue\":" + FormatDouble(r.value) + "}";
+      }
+      if (!metrics.empty()) metrics += "]";
+    }
+    if (i) body += ',';
+    body += '{';
+    bool first = true;
+    auto field = [&](const std::string& key, const std::string& value) {
+      if (!first) body += ',';
+      first = false;
+      body += json(key).dump() + ":" + value;
+    };
+    bool placed = metrics.empty();
+    for (const auto& [k, v] : all[i]->items()) {
+      if (k == "allMetrics") continue;
+      if (!placed && k == "startTime") {
+        field("allMetrics", metrics);
+        placed = true;
+      }
+      field(k, v.dump(-1, ' ', false, json::error_handler_t::replace));
+    }
+    if (!placed) field("allMetrics", metrics);
+    body += '}';
+  }
+  body += "]";
+  if (more) body += ",\"nextPageToken\":\"" + ids.back() + "\"";
+  body += ",\"hyperparameterMetricTag\":" + json(tag).dump() + "}";
+  return body;
+}
+
+namespace {
+
+// A job as a queue row: who it is, its state and times, its place and why it waits, what it
+// holds, and the training input's machines (not the whole resource: a tuning job's trials
+// would make every row large).
+ordered_json QueueJob(const model::Job& job) {
+  const ordered_json full = ordered_json::parse(model::JobToJson(job), nullptr, false);
+  ordered_json row = ordered_json::object();
+  if (!full.is_object()) return row;
+  for (const char* k : {"jobId", "state", "createTime", "startTime", "jobPosition", "waitReason",
+                        "allocation", "labels"}) {
+    if (full.contains(k)) row[k] = full[k];
+  }
+  ordered_json ti = ordered_json::object();
+  const ordered_json& in = full.contains("trainingInput") ? full["trainingInput"] : ti;
+  for (const char* k : {"scaleTier", "masterType", "masterConfig", "workerType", "workerCount",
+                        "workerConfig", "parameterServerType", "parameterServerCount",
+                        "evaluatorType", "evaluatorCount", "scheduling"}) {
+    if (in.contains(k)) ti[k] = in[k];
+  }
+  if (in.contains("hyperparameters") && in["hyperparameters"].contains("maxTrials")) {
+    ti["hyperparameters"] = {{"maxTrials", in["hyperparameters"]["maxTrials"]}};
+  }
+  row["trainingInput"] = std::move(ti);
+  if (full.contains("trainingOutput")) {
+    const ordered_json& to = full["trainingOutput"];
+    ordered_json o = ordered_json::object();
+    for (const char* k : {"completedTrialCount", "isHyperparameterTuningJob"}) {
+      if (to.contains(k)) o[k] = to[k];
+    }
+    if (!o.empty()) row["trainingOutput"] = std::move(o);
+  }
+  return row;
+}
+
+std::string Vcpus(int64_t millis) { return FormatDouble(static_cast<double>(millis) / 1000); }
+
+}  // namespace
+
+Result<std::string> QueuePage(scheduler::JobService& jobs, const std::string& project,
+                              const QueryParams& params) {
+  TRAINYARD_RETURN_IF_ERROR(CheckKnown(params, {"pageSize", "pageToken"}));
+  TRAINYARD_ASSIGN_OR_RETURN(int64_t page_size, PageSize(params, kDefaultQueued, kMaxQueued));
+  const std::string* token = QueryParam(params, "pageToken");
+  TRAINYARD_ASSIGN_OR_RETURN(scheduler::QueueView view,
+                             jobs.Queue(project, token ? *token : "", static_cast<int>(page_size)));
+  const scheduler::NodeCapacity& node = jobs.node();
+  const scheduler::SchedulerStats& st = view.stats;
+  ordered_json out = ordered_json::object();
+  ordered_json admission = {{"paused", view.paused}};
+  if (!st.admission_hold.empty()) admission["holdReason"] = st.admission_hold;
+  if (!st.backend_problem.empty()) admission["backendProblem"] = st.backend_problem;
+  if (view.max_running_jobs > 0) admission["maxRunningJobs"] = view.max_running_jobs;
+  out["admission"] = std::move(admission);
+  out["node"] = {{"vcpus", json::parse(Vcpus(node.cpu_millis))},
+                 {"memoryBytes", std::to_string(node.memory_bytes)},
+                 {"gpus", node.gpus.size()},
+                 {"freeVcpus", json::parse(Vcpus(st.free_cpu_millis))},
+                 {"freeMemoryBytes", std::to_string(st.free_memory_bytes)},
+                 {"freeGpus", st.free_gpus}};
+  out["jobCounts"] = {{"queued", st.queued},
+                      {"preparing", st.preparing},
+                      {"running", st.running},
+                      {"cancelling", st.cancelling},
+                      {"runningReplicas", st.running_replicas}};
+  ordered_json gpus = ordered_json::array();
+  for (const scheduler::QueueGpu& g : view.gpus) {
+    ordered_json row = {{"index", g.gpu.index}, {"type", g.gpu.type}};
+    if (!g.gpu.name.empty()) row["name"] = g.gpu.name;
+    row["inUse"] = g.held;
+    if (!g.job_id.empty()) row["jobId"] = g.job_id;
+    if (!g.trial_id.empty()) row["trialId"] = g.trial_id;
+    if (!g.task_name.empty()) row["taskName"] = g.task_name;
+    gpus.push_back(std::move(row));
+  }
+  out["gpus"] = std::move(gpus);
+  ordered_json admitted = ordered_json::array();
+  for (const scheduler::QueueAdmittedJob& a : view.admitted) {
+    ordered_json row = QueueJob(a.job);
+    ordered_json replicas = ordered_json::array();
+    for (const scheduler::QueueReplica& r : a.replicas) {
+      ordered_json rr = {{"taskName", r.task_name}};
+      if (!r.trial_id.empty()) rr["trialId"] = r.trial_id;
+      rr["state"] = r.stopping ? "STOPPING" : r.running ? "RUNNING" : "STARTING";
+      rr["vcpus"] = json::parse(Vcpus(r.demand.cpu_millis));
+      rr["memoryBytes"] = std::to_string(r.demand.memory_bytes);
+      rr["gpus"] = r.demand.gpus;
+      if (!r.demand.gpu_type.empty()) rr["gpuType"] = r.demand.gpu_type;
+      if (!r.gpus.empty()) rr["gpuIndices"] = r.gpus;
+      replicas.push_back(std::move(rr));
+    }
+    row["replicas"] = std::move(replicas);
+    admitted.push_back(std::move(row));
+  }
+  out["admitted"] = std::move(admitted);
+  ordered_json queued = ordered_json::array();
+  for (const model::Job& j : view.queued) queued.push_back(QueueJob(j));
+  out["queued"] = std::move(queued);
+  if (!view.next_page_token.empty()) out["nextPageToken"] = view.next_page_token;
+  return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 }  // namespace trainyard::api

@@ -7,6 +7,7 @@
 
 #include "logging_api.h"
 #include "trainyard/core/status.h"
+#include "trainyard/scheduler/job_service.h"
 #include "trainyard/store/job_store.h"
 
 namespace trainyard::api {
@@ -29,5 +30,22 @@ Result<std::string> LogsSummary(store::JobStore& store, const std::string& proje
 // lets a viewer jump to any line of a million-line log with one request.
 Result<std::string> LogLines(store::JobStore& store, const std::string& project,
                              const std::string& job_id, const QueryParams& params);
+
+// GET /v1/projects/P/jobs/J/trials: a tuning job's trials (HyperparameterOutput, compat §4) with
+// `allMetrics` filled from the intermediate reports (the job's GET leaves it empty, as AI
+// Platform does: 1,000 trials of 100 reports would make every GET megabytes). In trial id
+// order, pageSize (default 100, at most 1000) per page, pageToken = the previous page's
+// nextPageToken, trialId = that trial only: {"trials": [...], "nextPageToken",
+// "hyperparameterMetricTag"}; {} for a job without trials.
+Result<std::string> TrialsPage(scheduler::JobService& jobs, const std::string& project,
+                               const std::string& job_id, const QueryParams& params);
+
+// GET /v1/projects/P/jobs:queue: what runs and what waits (docs/api.md "Console additions"):
+// admission (paused, held and why), the node's capacity and what is free, every GPU and which
+// of the project's jobs holds it, the project's admitted jobs with their replicas, and a page
+// of its queued jobs in admission order with jobPosition and waitReason (pageSize default 50,
+// at most 500; pageToken).
+Result<std::string> QueuePage(scheduler::JobService& jobs, const std::string& project,
+                              const QueryParams& params);
 
 }  // namespace trainyard::api

@@ -151,6 +151,7 @@ class CommandTree {
     AddUpdate(jobs);
     AddStreamLogs(jobs);
     AddLogs(jobs);
+    AddTrialsAndQueue(jobs);
 
     CLI::App* local = parent->add_subcommand("local", "Run a trainer locally, without a daemon.");
     local->require_subcommand(1);
@@ -396,6 +397,27 @@ class CommandTree {
     c->add_flag("--allow-multiline-logs", a->allow_multiline_logs,
                 "Print multi-line messages as single records.");
     leaves_[c] = Leaf{[a](const Invocation& inv) { return RunJobLogs(inv, *a); }, false};
+  }
+
+  // Trainyard additions (the console's routes): a tuning job's trials with their intermediate
+  // reports, and the queue.
+  void AddTrialsAndQueue(CLI::App* jobs) {
+    CLI::App* c = jobs->add_subcommand(
+        "trials", "Show a tuning job's trials with their intermediate metric reports.");
+    auto* a = Keep<JobTrialsArgs>();
+    c->add_option("JOB", a->job, "Name of the job.")->required();
+    binder_.Add(c, "--trial", &a->trial, "Only this trial, e.g. 3.");
+    binder_.Add(c, "--format", &a->format, "table (default) or json (allMetrics included).");
+    c->add_flag("--show-metrics", a->show_metrics,
+                "Print each trial's reports (step:value) under its row.");
+    leaves_[c] = Leaf{[a](const Invocation& inv) { return RunJobTrials(inv, *a); }, false};
+    c = jobs->add_subcommand("queue",
+                             "Show what runs (with replicas and GPUs), what waits and why, and the "
+                             "node's capacity.");
+    auto* q = Keep<JobsQueueArgs>();
+    binder_.Add(c, "--page-size", &q->page_size, "Queued jobs to show (default 50, at most 500).");
+    binder_.Add(c, "--format", &q->format, "table (default) or json.");
+    leaves_[c] = Leaf{[q](const Invocation& inv) { return RunJobsQueue(inv, *q); }, false};
   }
 
   void AddLocalTrain(CLI::App* local) {

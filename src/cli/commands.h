@@ -202,4 +202,19 @@ struct AdminRestoreArgs {
 };
 int RunAdminRestore(const Invocation& inv, const AdminRestoreArgs& args);
 
+// trainyard jobs trials JOB / trainyard jobs queue (console_commands.cc, docs/cli.md).
+struct JobTrialsArgs {
+  std::string job;
+  std::optional<std::string> trial;
+  std::optional<std::string> format;  // table (default) or json
+  bool show_metrics = false;
+};
+int RunJobTrials(const Invocation& inv, const JobTrialsArgs& args);
+
+struct JobsQueueArgs {
+  std::optional<std::string> page_size;
+  std::optional<std::string> format;  // table (default) or json
+};
+int RunJobsQueue(const Invocation& inv, const JobsQueueArgs& args);
+
 }  // namespace trainyard::cli

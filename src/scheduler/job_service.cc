@@ -33,6 +33,15 @@ void JobService::SetAdmissionPaused(bool paused) { core_->SetAdmissionPaused(pau
 bool JobService::admission_paused() const { return core_->admission_paused(); }
 void JobService::SetAdmissionHold(const std::string& reason) { core_->SetAdmissionHold(reason); }
 SchedulerStats JobService::Stats() const { return core_->Stats(); }
+Result<QueueView> JobService::Queue(const std::string& project, const std::string& page_token,
+                                    int page_size) {
+  return core_->Queue(project, page_token, page_size);
+}
+std::map<std::string, std::vector<executor::MetricRecord>> JobService::TrialMeasurements(
+    const model::Job& job, const std::string& metric_tag,
+    const std::vector<std::string>& trial_ids) {
+  return core_->TrialMeasurements(job, metric_tag, trial_ids);
+}
 const NodeCapacity& JobService::node() const { return core_->node(); }
 int JobService::RunAdmissionPass() { return core_->RunAdmissionPass(); }
 bool JobService::Step() { return core_->Step(); }

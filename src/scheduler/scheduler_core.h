@@ -42,6 +42,7 @@
 #include "trainyard/scheduler/admission.h"
 #include "trainyard/scheduler/clock.h"
 #include "trainyard/scheduler/job_queue.h"
+#include "trainyard/scheduler/job_service.h"
 #include "trainyard/scheduler/options.h"
 #include "trainyard/scheduler/outcome.h"
 #include "trainyard/storage/bucket_store.h"
@@ -76,6 +77,11 @@ class SchedulerCore {
   bool admission_paused() const;
   void SetAdmissionHold(const std::string& reason);
   SchedulerStats Stats() const;
+  // The console's views (console_views.cc).
+  Result<QueueView> Queue(const std::string& project, const std::string& page_token, int page_size);
+  std::map<std::string, std::vector<executor::MetricRecord>> TrialMeasurements(
+      const model::Job& job, const std::string& metric_tag,
+      const std::vector<std::string>& trial_ids);
   bool Step();
 
   void OnReplicaRunning(const executor::ReplicaKey& key);

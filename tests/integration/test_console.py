@@ -16,7 +16,8 @@ import urllib.parse
 import pytest
 
 from cdp import Browser, find_chromium
-from conftest import PROJECT, REPO, Daemon, build_sdist, make_package, upload_package, wait_for
+from conftest import (PROJECT, REPO, Daemon, build_sdist, job_body, make_package, upload_package,
+                      wait_for)
 
 JOBS = "/v1/projects/%s/jobs" % PROJECT
 ARTIFACTS = os.environ.get("TRAINYARD_ARTIFACTS_DIR", os.path.join(REPO, "build", "e2e-artifacts"))
@@ -436,3 +437,295 @@ def test_logs_follow_a_running_job_then_cancel_it(env, browser):
     b.click("#confirm-yes")
     env.wait_state("long_job", "CANCELLED", timeout=60)
     b.wait("document.querySelector('h1 .badge').textContent === 'CANCELLED'", timeout=15)
+
+
+# --- the Trials tab and the Queue page (their own daemon: admission is not paused there) -----
+
+# A tuning trainer: reports 5 intermediate values (steps 1..5) of an objective of its
+# parameters, the last one the trial's result, and prints a line naming its trial.
+TUNER = r"""
+import math, os, sys
+import hypertune
+params = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--") and "=" in a)
+lr, layers, opt = float(params["lr"]), int(params["layers"]), params["opt"]
+final = abs(math.log10(lr) + 2.5) + 0.1 * layers + (0.3 if opt == "sgd" else 0.0)
+print("tuning trial %s starts" % os.environ["CLOUD_ML_TRIAL_ID"], flush=True)
+ht = hypertune.HyperTune()
+for step in range(1, 6):
+    ht.report_hyperparameter_tuning_metric(hyperparameter_metric_tag="loss",
+                                           metric_value=final * (1 + 1.0 / step) - final / 5,
+                                           global_step=step)
+"""
+
+# argv: SECONDS. Sleeps, for the queue page's running job.
+SLEEPER = r"""
+import sys, time
+print("sleeping", flush=True)
+time.sleep(float(sys.argv[1]))
+"""
+
+TRIALS = 6
+GPU_CUSTOM = {"scaleTier": "CUSTOM", "masterType": "n1-standard-4",
+              "masterConfig": {"acceleratorConfig": {"count": "1", "type": "NVIDIA_TESLA_T4"}}}
+
+
+@pytest.fixture(scope="module")
+def tenv(tmp_path_factory):
+    if find_chromium() is None:
+        pytest.fail("chromium is not installed (scripts/install-deps.sh installs it)")
+    root = tmp_path_factory.mktemp("console-trials")
+    data = root / "data"
+    data.mkdir()
+    cfg = root / "trainyardd.yaml"
+    cfg.write_text("gpus: 2xNVIDIA_TESLA_T4\nnode_cpus: 16\nnode_memory: 64GiB\n"
+                   "max_running_jobs: 1\n")
+    d = Daemon(str(data), extra_args=["--config", str(cfg)]).start()
+    tuner = upload_package(d, build_sdist(make_package(root / "tuner", TUNER, name="tuner")),
+                           bucket="console-trials")
+    d.sleeper = upload_package(
+        d, build_sdist(make_package(root / "sleeper", SLEEPER, name="sleeper")),
+        bucket="console-trials")
+    body = {"jobId": "tune_job", "trainingInput": {
+        "packageUris": [tuner], "pythonModule": "tuner.task", "region": "us-central1",
+        "hyperparameters": {
+            "goal": "MINIMIZE", "hyperparameterMetricTag": "loss", "maxTrials": TRIALS,
+            "maxParallelTrials": 2, "algorithm": "RANDOM_SEARCH",
+            "params": [
+                {"parameterName": "lr", "type": "DOUBLE", "minValue": 0.0001, "maxValue": 0.1,
+                 "scaleType": "UNIT_LOG_SCALE"},
+                {"parameterName": "layers", "type": "INTEGER", "minValue": 1, "maxValue": 8,
+                 "scaleType": "UNIT_LINEAR_SCALE"},
+                {"parameterName": "opt", "type": "CATEGORICAL",
+                 "categoricalValues": ["adam", "sgd"]}]}}}
+    status, out = d.request("POST", JOBS, body)
+    assert status == 200, out
+    d.wait_state("tune_job", "SUCCEEDED", timeout=300)
+    b = Browser()
+    d.browser = b
+    sign_in(b, d)
+    b.take_errors()
+    yield d
+    b.close()
+    d.stop()
+
+
+@pytest.fixture
+def tbrowser(tenv, request):
+    b = tenv.browser
+    b.take_errors()
+    yield b
+    b.screenshot(os.path.join(ARTIFACTS, request.node.name + ".png"))
+    # Both themes: the same page with the dark colour scheme.
+    b.send("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme",
+                                                         "value": "dark"}]})
+    b.screenshot(os.path.join(ARTIFACTS, request.node.name + "-dark.png"))
+    b.send("Emulation.setEmulatedMedia", {"features": []})
+    errors = b.take_errors()
+    assert not errors, "the page logged errors: %s" % errors
+
+
+def api_trials(env, job, **params):
+    q = urllib.parse.urlencode(params)
+    status, body = env.request("GET", "%s/%s/trials?%s" % (JOBS, job, q))
+    assert status == 200, body
+    return body
+
+
+def test_trials_api_fills_all_metrics_and_pages(tenv):
+    job = tenv.job("tune_job")
+    stored = job["trainingOutput"]["trials"]
+    assert len(stored) == TRIALS and not any("allMetrics" in t for t in stored)
+    page = api_trials(tenv, "tune_job", pageSize=4)
+    assert [t["trialId"] for t in page["trials"]] == ["1", "2", "3", "4"]
+    assert page["hyperparameterMetricTag"] == "loss"
+    rest = api_trials(tenv, "tune_job", pageSize=4, pageToken=page["nextPageToken"])
+    assert [t["trialId"] for t in rest["trials"]] == ["5", "6"] and "nextPageToken" not in rest
+    for t in page["trials"] + rest["trials"]:
+        same = next(s for s in stored if s["trialId"] == t["trialId"])
+        steps = [m["trainingStep"] for m in t["allMetrics"]]
+        assert steps == ["1", "2", "3", "4", "5"], t
+        # The last report is the finalMetric; the rest of the trial is the job's own.
+        assert t["allMetrics"][-1] == same["finalMetric"]
+        assert {k: v for k, v in t.items() if k != "allMetrics"} == same
+        assert list(t).index("allMetrics") == list(t).index("finalMetric") + 1
+    one = api_trials(tenv, "tune_job", trialId="3")
+    assert [t["trialId"] for t in one["trials"]] == ["3"]
+    # Bad input names its parameter.
+    for q, field in (("pageSize=-1", "pageSize"), ("pageToken=x", "pageToken"),
+                     ("nope=1", "nope")):
+        status, body = tenv.request("GET", "%s/tune_job/trials?%s" % (JOBS, q))
+        assert status == 400 and field in body["error"]["message"], body
+    status, _ = tenv.request("GET", "%s/no_such_job/trials" % JOBS)
+    assert status == 404
+    # The CLI reads it too.
+    out = tenv.cli("jobs", "trials", "tune_job").stdout
+    assert out.splitlines()[0].split()[:5] == ["TRIAL", "STATE", "OBJECTIVE", "STEP", "REPORTS"]
+    assert len(out.splitlines()) == TRIALS + 1
+    js = json.loads(tenv.cli("jobs", "trials", "tune_job", "--trial", "2",
+                             "--format", "json").stdout)
+    assert len(js["trials"]) == 1 and len(js["trials"][0]["allMetrics"]) == 5
+
+
+def trial_rows(b):
+    return b.eval("Array.from(document.querySelectorAll('#trials-body tr'))"
+                  ".map(r => r.dataset.trial)")
+
+
+def test_trials_tab_table_best_sort_plots(tenv, tbrowser):
+    b = tbrowser
+    trials = tenv.job("tune_job")["trainingOutput"]["trials"]
+    value = {t["trialId"]: t["finalMetric"]["objectiveValue"] for t in trials}
+    best = min(value, key=lambda k: (value[k], int(k)))  # goal MINIMIZE
+    b.goto(console(tenv, "jobs/tune_job"))
+    b.wait("document.querySelector('#tab-trials')")
+    b.click("#tab-trials")
+    b.wait("location.pathname.endsWith('/jobs/tune_job/trials') && "
+           "document.querySelectorAll('#trials-body tr').length === %d" % (TRIALS - 1))
+    assert b.eval("document.querySelector('#trials-best tr').dataset.trial") == best
+    assert b.eval("document.querySelector('#trials-best-id').textContent") == best
+    assert b.eval("document.querySelector('#trials-goal').textContent") == "MINIMIZE"
+    # Default order: best first for the goal (ascending loss), the best pinned above.
+    others = sorted((k for k in value if k != best), key=lambda k: (value[k], int(k)))
+    assert trial_rows(b) == others
+    # Sort by a parameter, both ways; the best stays pinned.
+    lr = {t["trialId"]: float(t["hyperparameters"]["lr"]) for t in trials}
+    b.click("th a[data-sort=\"p:lr\"]")
+    b.wait("new URL(location.href).searchParams.get('sort') === 'p:lr'")
+    assert trial_rows(b) == sorted(others, key=lambda k: (lr[k], int(k)))
+    b.click("th a[data-sort=\"p:lr\"]")
+    b.wait("new URL(location.href).searchParams.get('sort') === '-p:lr'")
+    assert trial_rows(b) == sorted(others, key=lambda k: (-lr[k], int(k)))
+    assert b.eval("document.querySelector('#trials-best tr').dataset.trial") == best
+    # Plots: a line per trial in the parallel coordinates, a point per trial in the scatter,
+    # a curve per trial from allMetrics.
+    assert b.eval("document.querySelectorAll('#trials-pc path[data-trial]').length") == TRIALS
+    assert b.eval("document.querySelectorAll('#trials-scatter circle[data-trial]').length") == \
+        TRIALS
+    b.wait("document.querySelectorAll('#trials-curves path[data-trial]').length === %d" % TRIALS)
+    assert b.eval("document.querySelector('#trials-pc path.best').dataset.trial") == best
+    # Another parameter for the scatter plot (in the URL).
+    b.eval("(() => { const s = document.querySelector('#scatter-param'); s.value = 'p:layers'; "
+           "s.dispatchEvent(new Event('change', {bubbles: true})); })()")
+    b.wait("new URL(location.href).searchParams.get('x') === 'p:layers'")
+    # Keyboard: j selects the first row (the best), j again the next.
+    b.eval("document.activeElement && document.activeElement.blur()")
+    b.eval("document.dispatchEvent(new KeyboardEvent('keydown', {key: 'j'}))")
+    b.wait("new URL(location.href).searchParams.get('trial') === %s" % json.dumps(best))
+    b.eval("document.dispatchEvent(new KeyboardEvent('keydown', {key: 'j'}))")
+    b.wait("new URL(location.href).searchParams.get('trial') === %s" % json.dumps(
+        sorted(others, key=lambda k: (-lr[k], int(k)))[0]))
+    assert b.eval("document.querySelector('#trials-curves path.sel') !== null")
+    assert b.eval("document.querySelector('#trial-detail') !== null")
+
+
+def brush(b, axis, lo, hi):
+    """Drags on an axis of the parallel coordinates from position lo to hi (0 = bottom)."""
+    b.eval("""((axis, lo, hi) => {
+      const area = document.querySelector('[data-axis-area="' + axis + '"]');
+      const r = area.getBoundingClientRect();
+      const y = (t) => r.top + 4 * r.height / (r.height + 8) + (1 - t) * (r.height - 8 * r.height / (r.height + 8));
+      const x = r.left + r.width / 2;
+      const ev = (type, t) => area.dispatchEvent(new PointerEvent(type, {bubbles: true,
+        clientX: x, clientY: y(t), pointerId: 1}));
+      ev('pointerdown', lo); ev('pointermove', (lo + hi) / 2); ev('pointermove', hi);
+      ev('pointerup', hi);
+    })(%s, %f, %f)""" % (json.dumps(axis), lo, hi))
+
+
+def test_trials_brushing_filters(tenv, tbrowser):
+    b = tbrowser
+    trials = tenv.job("tune_job")["trainingOutput"]["trials"]
+    b.goto(console(tenv, "jobs/tune_job/trials"))
+    b.wait("document.querySelectorAll('#trials-pc path.in').length === %d" % TRIALS)
+    # Brush the upper half of the categorical axis `opt`: only the sgd trials stay.
+    brush(b, "p:opt", 0.6, 1.0)
+    b.wait("new URL(location.href).searchParams.get('brush')")
+    sgd = sorted(t["trialId"] for t in trials if t["hyperparameters"]["opt"] == "sgd")
+    b.wait("document.querySelectorAll('#trials-pc path.in').length === %d" % len(sgd))
+    inside = sorted(b.eval("Array.from(document.querySelectorAll('#trials-pc path.in'))"
+                           ".map(p => p.dataset.trial)"))
+    assert inside == sgd
+    shown = b.eval("Array.from(document.querySelectorAll('#trials-scatter circle'))"
+                   ".map(c => c.dataset.trial)")
+    assert sorted(shown) == sgd
+    body = set(trial_rows(b))
+    assert body <= set(sgd) and len(body) >= len(sgd) - 1  # the best may be pinned above
+    # The view is in the URL: a reload keeps the brush.
+    b.goto(b.eval("location.href"))
+    b.wait("document.querySelectorAll('#trials-pc path.in').length === %d" % len(sgd))
+    b.wait("document.querySelector('#trials-pc rect.brush[data-brush=\"p:opt\"]')")
+    b.click("#trials-clear")
+    b.wait("document.querySelectorAll('#trials-pc path.in').length === %d" % TRIALS)
+
+
+def test_trial_logs_link_filters_by_trial(tenv, tbrowser):
+    b = tbrowser
+    b.goto(console(tenv, "jobs/tune_job/trials"))
+    b.wait("document.querySelector('#trials-body tr[data-trial=\"3\"] a.trial-logs')")
+    b.click("#trials-body tr[data-trial=\"3\"] a.trial-logs, "
+            "#trials-best tr[data-trial=\"3\"] a.trial-logs")
+    b.wait("location.pathname.endsWith('/jobs/tune_job/logs') && "
+           "new URL(location.href).searchParams.get('trial') === '3'")
+    summary = tenv.request("GET", "%s/tune_job/logs:summary?trialId=3" % JOBS)[1]
+    n = int(summary["lineCount"])
+    assert n > 0
+    b.wait("document.querySelector('#log-count').textContent === '%s lines'" % format(n, ","))
+    b.wait("document.querySelector('#log-trial') && "
+           "document.querySelector('#log-trial').value === '3'")
+    texts = b.wait("(() => { const r = Array.from(document.querySelectorAll('.viewer .ln'));"
+                   " return r.length && r.every(x => !x.classList.contains('loading')) && "
+                   "r.map(x => x.querySelector('.tk').textContent + '|' + "
+                   "x.querySelector('.msg').textContent); })()")
+    assert any("tuning trial 3 starts" in t for t in texts), texts
+    assert not any("tuning trial 2 starts" in t for t in texts)
+    assert all(t.split("|")[0].endswith(" t3") for t in texts), texts
+
+
+def test_queue_page_shows_running_and_waiting(tenv, tbrowser):
+    b = tbrowser
+    for job_id in ("gpu_runner", "gpu_waiter"):
+        body = job_body(job_id, tenv.sleeper, args=["120"], module="sleeper.task", **GPU_CUSTOM)
+        status, out = tenv.request("POST", JOBS, body)
+        assert status == 200, out
+    tenv.wait_state("gpu_runner", "RUNNING", timeout=120)
+    api = tenv.request("GET", JOBS + ":queue")[1]
+    assert api["admission"] == {"paused": False, "maxRunningJobs": 1}
+    assert [j["jobId"] for j in api["admitted"]] == ["gpu_runner"]
+    runner = api["admitted"][0]
+    assert runner["replicas"][0]["taskName"] == MASTER and runner["replicas"][0]["gpus"] == 1
+    held = runner["replicas"][0]["gpuIndices"][0]
+    gpu = next(g for g in api["gpus"] if g["index"] == held)
+    assert gpu["inUse"] and gpu["jobId"] == "gpu_runner" and gpu["taskName"] == MASTER
+    assert api["node"]["gpus"] == 2 and api["node"]["freeGpus"] == 1
+    waiter = api["queued"][0]
+    assert waiter["jobId"] == "gpu_waiter" and waiter["jobPosition"] == "1"
+    assert "running-jobs limit" in waiter["waitReason"]
+    assert waiter["waitReason"] == tenv.job("gpu_waiter")["waitReason"]
+
+    b.goto(console(tenv, "jobs"))
+    b.wait("document.querySelector('#nav-queue')")
+    b.click("#nav-queue")
+    b.wait("location.pathname.endsWith('/queue') && "
+           "document.querySelector('#queue-running tr[data-job=\"gpu_runner\"]')")
+    row = b.eval("document.querySelector('#queue-running tr[data-job=\"gpu_runner\"]')"
+                 ".textContent")
+    assert "RUNNING" in row and MASTER in row and "on GPU %d" % held in row
+    assert b.eval("document.querySelector('#queue-gpus tr[data-gpu=\"%d\"]').textContent"
+                  % held).find("gpu_runner") >= 0
+    reason = b.wait("document.querySelector('#queue-waiting tr[data-job=\"gpu_waiter\"] "
+                    ".reason') && document.querySelector('#queue-waiting "
+                    "tr[data-job=\"gpu_waiter\"] .reason').textContent")
+    assert reason == waiter["waitReason"]
+    assert b.eval("document.querySelector('#queue-admission-state').textContent") == "admitting"
+    assert "1 of 2 in use" in b.eval("document.querySelector('#cap-gpu').textContent")
+    # The CLI shows the same.
+    out = tenv.cli("jobs", "queue").stdout
+    assert "Admission: admitting" in out and "gpu_runner" in out and "gpu_waiter" in out
+    assert "running-jobs limit" in out
+    # Paused admission shows on the page at the next refresh.
+    tenv.request("PUT", "/v1/admin/admission", {"paused": True})
+    b.wait("document.querySelector('#queue-admission-state').textContent === 'paused'",
+           timeout=10)
+    tenv.request("PUT", "/v1/admin/admission", {"paused": False})
+    for job_id in ("gpu_runner", "gpu_waiter"):
+        tenv.request("POST", "%s/%s:cancel" % (JOBS, job_id), {})

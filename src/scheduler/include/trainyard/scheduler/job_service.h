@@ -33,6 +33,38 @@ namespace trainyard::scheduler {
 
 class SchedulerCore;
 
+// What the web console's Queue page shows (GET /v1/projects/P/jobs:queue, docs/api.md): one
+// project's admitted jobs with their replicas, a page of its queued jobs in admission order, and
+// the node's capacity, what is free and who holds each GPU.
+struct QueueReplica {
+  std::string task_name;  // "master-replica-0"
+  std::string trial_id;   // "" outside tuning
+  bool running = false;   // the trainer runs (else its environment is being prepared)
+  bool stopping = false;  // a stop was sent
+  ReplicaDemand demand;
+  std::vector<int> gpus;  // device indices on this node
+};
+struct QueueAdmittedJob {
+  model::Job job;  // live fields filled
+  std::vector<QueueReplica> replicas;
+};
+struct QueueGpu {
+  Gpu gpu;
+  bool held = false;
+  // The holder, only when it is a job of the project asked about (other projects' jobs are not
+  // named): job id, trial id, task name.
+  std::string job_id, trial_id, task_name;
+};
+struct QueueView {
+  bool paused = false;
+  int max_running_jobs = 0;
+  SchedulerStats stats;  // daemon-wide counts, free resources, hold reason, backend problem
+  std::vector<QueueGpu> gpus;
+  std::vector<QueueAdmittedJob> admitted;  // the project's, by job id
+  std::vector<model::Job> queued;          // the project's, admission order, live fields filled
+  std::string next_page_token;             // "" = no more of the project's queued jobs
+};
+
 class JobService final : public executor::ExecutorListener {
  public:
   JobService(SchedulerOptions options, store::JobStore& store, executor::Executor& executor,
@@ -68,6 +100,16 @@ class JobService final : public executor::ExecutorListener {
   Result<model::Job> UpdateLabels(const std::string& project, const std::string& job_id,
                                   const std::map<std::string, std::string>& labels,
                                   const std::string& etag, bool check_etag);
+
+  // The console's Queue page (QueueView above): `page_size` queued jobs of `project` after
+  // `page_token` (a previous answer's next_page_token). INVALID_ARGUMENT for a bad token.
+  Result<QueueView> Queue(const std::string& project, const std::string& page_token, int page_size);
+  // The intermediate reports of a tuning job's trials under `metric_tag` (compat §4 allMetrics),
+  // as the executor keeps them (the last 100 of each trial's hypertune file), in report order:
+  // trial id -> records (trials with none are absent). Reads files; takes no lock while it does.
+  std::map<std::string, std::vector<executor::MetricRecord>> TrialMeasurements(
+      const model::Job& job, const std::string& metric_tag,
+      const std::vector<std::string>& trial_ids);
 
   // Admin.
   void SetAdmissionPaused(bool paused);
