@@ -228,6 +228,7 @@ Result<std::string> SearchLogs(store::JobStore& store, const std::string& projec
   out += "]";
   if (search.count)
     out += ",\"totalMatches\":\"" + std::to_string(std::max<int64_t>(found.total, 0)) + "\"";
+  if (found.index >= 0) out += ",\"matchIndex\":\"" + std::to_string(found.index) + "\"";
   out += ",\"snapshotInsertId\":\"" + std::to_string(snapshot) + "\"}";
   return out;
 }

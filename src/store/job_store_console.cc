@@ -71,12 +71,11 @@ Result<LogSearchResult> JobStore::SearchLogLines(const LogQuery& query, const Lo
   internal::LogTextMatcher matcher(search.text, search.match_case);
   internal::LogMatchCollector kept(search);
   int64_t ordinal = 0;
-  int64_t total = 0;
   while (!kept.Full()) {
     TRAINYARD_ASSIGN_OR_RETURN(std::vector<model::LogEntry> page, ReadLogs(q));
     for (auto& e : page) {
       if (matcher.Matches(e.message)) {
-        ++total;
+        kept.Saw(ordinal);
         if (kept.Wants(ordinal)) kept.Add(ordinal, std::move(e));
       }
       ++ordinal;
@@ -85,7 +84,7 @@ Result<LogSearchResult> JobStore::SearchLogLines(const LogQuery& query, const Lo
     if (page.size() < 1000) break;
     q.after_insert_id = page.back().insert_id;
   }
-  return kept.Finish(total, ordinal);
+  return kept.Finish(ordinal);
 }
 
 Result<std::vector<FinishedJob>> JobStore::ListFinishedJobs(Timestamp) {

@@ -635,7 +635,6 @@ class SqliteJobStore final : public JobStore {
     internal::LogMatchCollector kept(search);
     std::vector<LogMatch> found;  // descending: the matches, nearest first
     std::vector<LogMatch> chunk_matches;
-    int64_t total = 0;
     int64_t lines_read = 0;
     const auto max = static_cast<size_t>(search.max_matches);
     while (descending ? found.size() < max : !kept.Full()) {
@@ -665,8 +664,8 @@ class SqliteJobStore final : public JobStore {
         if (!*next) break;
         ++lines_read;
         if (!matcher.Matches(line.message)) continue;
-        ++total;
         const int64_t ordinal = chunk_base + (id - first_id);
+        kept.Saw(ordinal);
         const bool wanted = descending ? ordinal < search.from : kept.Wants(ordinal);
         if (!wanted) continue;
         LogEntry entry;
@@ -691,7 +690,7 @@ class SqliteJobStore final : public JobStore {
         found.push_back(std::move(*it));
       }
     }
-    if (!descending) return kept.Finish(total, lines_read);
+    if (!descending) return kept.Finish(lines_read);
     LogSearchResult out;
     out.matches = std::move(found);
     out.lines_read = lines_read;

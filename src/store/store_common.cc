@@ -97,11 +97,17 @@ bool LogMatchCollector::Full() const {
          kept_.size() >= static_cast<size_t>(search_.max_matches);
 }
 
-LogSearchResult LogMatchCollector::Finish(int64_t total, int64_t lines_read) {
+void LogMatchCollector::Saw(int64_t ordinal) {
+  ++total_;
+  if (search_.backward ? ordinal < search_.from : ordinal <= search_.from) ++upto_;
+}
+
+LogSearchResult LogMatchCollector::Finish(int64_t lines_read) {
   LogSearchResult out;
   out.matches.assign(std::make_move_iterator(kept_.begin()), std::make_move_iterator(kept_.end()));
   if (search_.backward) std::reverse(out.matches.begin(), out.matches.end());
-  out.total = search_.count ? total : -1;
+  out.total = search_.count ? total_ : -1;
+  if (search_.count && !out.matches.empty()) out.index = search_.backward ? upto_ - 1 : upto_;
   out.lines_read = lines_read;
   return out;
 }

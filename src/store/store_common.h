@@ -50,16 +50,20 @@ class LogTextMatcher {
 class LogMatchCollector {
  public:
   explicit LogMatchCollector(const LogSearch& search) : search_(search) {}
+  // Counts a matching line (every one, kept or not).
+  void Saw(int64_t ordinal);
   // Whether a line at `ordinal` would be kept (so the caller builds its entry only then).
   bool Wants(int64_t ordinal) const;
   void Add(int64_t ordinal, model::LogEntry entry);
   // Forward without counting: nothing later can be kept.
   bool Full() const;
-  LogSearchResult Finish(int64_t total, int64_t lines_read);
+  LogSearchResult Finish(int64_t lines_read);
 
  private:
   const LogSearch& search_;
   std::deque<LogMatch> kept_;
+  int64_t total_ = 0;
+  int64_t upto_ = 0;  // matches at or before `from` (forward) or before it (backward)
 };
 
 // Whether `a` comes before `b` in `order` ((timestamp, insert id) for the timestamp orders).

@@ -202,7 +202,14 @@ TEST_P(ConsoleApiTest, LogSearchFindsLinesByPositionBothWays) {
   json counted = search({{"beforeLineOffset", "300"}, {"pageSize", "2"}, {"countMatches", "true"}});
   EXPECT_EQ(Offsets(counted), (std::vector<int64_t>{159, 158}));
   EXPECT_EQ(counted["totalMatches"], "12");  // 15, 150..159, worker 15
+  EXPECT_EQ(counted["matchIndex"], "10");    // 159 is the 11th match
   EXPECT_EQ(search({{"countMatches", "true"}})["totalMatches"], "12");
+  EXPECT_EQ(search({{"countMatches", "true"}})["matchIndex"], "0");
+  EXPECT_EQ(search({{"countMatches", "true"}, {"afterLineOffset", "15"}})["matchIndex"], "1");
+  EXPECT_EQ(search({{"countMatches", "true"}, {"beforeLineOffset", "151"}})["matchIndex"], "1");
+  json none = search({{"countMatches", "true"}, {"afterLineOffset", "315"}});
+  EXPECT_EQ(none["totalMatches"], "12");
+  EXPECT_FALSE(none.contains("matchIndex"));
   // Case, one task's own positions, and a text starting with a digit.
   json exact = Get(SearchLogs(*store_, "p", "j", {{"text", "REPLICA"}, {"matchCase", "true"}}));
   EXPECT_TRUE(exact["matches"].empty());

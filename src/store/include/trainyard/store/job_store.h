@@ -97,6 +97,7 @@ struct LogMatch {
 struct LogSearchResult {
   std::vector<LogMatch> matches;  // nearest to `from` first
   int64_t total = -1;             // every match of the selection (LogSearch::count), else -1
+  int64_t index = -1;             // with count and a match: how many matches precede matches[0]
   int64_t lines_read = 0;         // lines decoded and compared (for measurements)
 };
 
