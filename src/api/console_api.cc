@@ -226,9 +226,10 @@ Result<std::string> SearchLogs(store::JobStore& store, const std::string& projec
            "\",\"entry\":" + JobLogEntryToJson(found.matches[i].entry) + "}";
   }
   out += "]";
-  if (search.count)
+  if (search.count) {
     out += ",\"totalMatches\":\"" + std::to_string(std::max<int64_t>(found.total, 0)) + "\"";
-  if (found.index >= 0) out += ",\"matchIndex\":\"" + std::to_string(found.index) + "\"";
+    if (found.index >= 0) out += ",\"matchIndex\":\"" + std::to_string(found.index) + "\"";
+  }
   out += ",\"snapshotInsertId\":\"" + std::to_string(snapshot) + "\"}";
   return out;
 }
