@@ -36,8 +36,9 @@ Result<std::string> LogLines(store::JobStore& store, const std::string& project,
 // from the first line) or, with beforeLineOffset, before it (backward). At most pageSize
 // (default 1, at most 1000). countMatches=true adds totalMatches (every match of the
 // selection; reads the whole log) and matchIndex (how many matches precede the first one
-// returned: a viewer shows "matchIndex + 1 of totalMatches"). {"matches": [{"lineOffset": "K", "entry": {...}}],
-// "totalMatches": "N", "snapshotInsertId": "S"}: what a viewer's find next / previous asks.
+// returned: a viewer shows "matchIndex + 1 of totalMatches"). {"matches": [{"lineOffset": "K",
+// "entry": {...}}], "totalMatches": "N", "snapshotInsertId": "S"}: what a viewer's find next /
+// previous asks.
 Result<std::string> SearchLogs(store::JobStore& store, const std::string& project,
                                const std::string& job_id, const QueryParams& params);
 
