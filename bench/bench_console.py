@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
                                 "integration"))
@@ -142,6 +143,78 @@ def bench_trials(d, c, base, args):
     return errors
 
 
+def conditional_get(d, path, headers=None):
+    """(status, body bytes, headers, seconds) of one GET on a fresh keep-alive connection."""
+    import http.client
+    host, port = d.url.split("//")[1].split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=120)
+    h = dict(headers or {})
+    if getattr(d, "token", None):
+        h["Authorization"] = "Bearer " + d.token
+    t = time.perf_counter()
+    conn.request("GET", path, headers=h)
+    r = conn.getresponse()
+    body = r.read()
+    took = time.perf_counter() - t
+    conn.close()
+    return r.status, body, {k.lower(): v for k, v in r.getheaders()}, took
+
+
+def bench_search_download_etag(d, c, base, n):
+    """logs:search over the big log, logs:download's rate, and what fields= and 304 save."""
+    rows = []
+    log = base + "/big_log/logs"
+    mid = n // 2
+    for name, path in [
+            ("search: next match 5 lines ahead",
+             lambda: log + ":search?text=line%%20%d%%20&afterLineOffset=%d" % (
+                 (lambda k: (k + 5, k))(random.randrange(n - 10)))),
+            ("search: no match (a full pass over %d lines)" % n, log + ":search?text=nowhere"),
+            ("search: next + count (k of n, full pass)",
+             log + ":search?text=line%%20%d%%20&afterLineOffset=0&countMatches=true" % mid),
+            ("search: previous, %d lines back" % (n - 10),
+             log + ":search?text=line%%205%%20&beforeLineOffset=%d" % (n - 1))]:
+        lat = timed(c, path, n=10)
+        rows.append([name, ms(percentile(lat, 50)), ms(max(lat))])
+    table("logs:search on the %d-line log (ms, 10 requests)" % n, ["request", "p50", "max"], rows)
+
+    rows = []
+    for name, q in [("text (time, severity, task, message)", ""), ("format=message", "?format=message")]:
+        runs = []
+        for _ in range(3):
+            status, body, h, took = conditional_get(d, log + ":download" + q)
+            assert status == 200 and body.count(b"\n") == n, (status, body[:200])
+            runs.append((took, len(body)))
+        took, size = sorted(runs)[1]
+        rows.append([name, "%.0f" % (size / 1e6), "%.2f" % took, "%.0f" % (size / 1e6 / took),
+                     "%.2f" % (n / took / 1e6)])
+    table("logs:download of %d lines (median of 3, streamed, identity)" % n,
+          ["format", "MB", "s", "MB/s", "M lines/s"], rows)
+
+    rows = []
+    list_path = base + "?pageSize=50"
+    masked = list_path + "&fields=" + urllib.parse.quote(
+        "jobs(jobId,state,jobPosition,createTime,startTime,endTime,labels,trainingInput("
+        "scaleTier,masterType,workerType,workerCount,parameterServerType,parameterServerCount,"
+        "hyperparameters/maxTrials),trainingOutput/completedTrialCount),nextPageToken")
+    for name, path in [("list, 50 jobs", list_path), ("list, 50 jobs, console's fields=", masked),
+                       ("jobs:summary", base + ":summary"), ("job GET", base + "/big_log")]:
+        full, fresh = [], []
+        size = 0
+        etag = ""
+        for _ in range(20):
+            status, body, h, took = conditional_get(d, path)
+            assert status == 200
+            size, etag = len(body), h["etag"]
+            full.append(took)
+            status, body, h, took = conditional_get(d, path, {"If-None-Match": etag})
+            assert status == 304 and body == b""
+            fresh.append(took)
+        rows.append([name, str(size), "0", ms(percentile(full, 50)), ms(percentile(fresh, 50))])
+    table("Polling: 200 against 304 (If-None-Match), body bytes and p50 ms of 20",
+          ["request", "200 bytes", "304 bytes", "200 ms", "304 ms"], rows)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", type=int, default=100000)
@@ -182,6 +255,7 @@ def main():
                      verdict(percentile(lat, 95) <= target)])
     table("API (ms, %d jobs, one job with %d log lines)" % (args.jobs, n),
           ["request", "p50", "p95", "target p95", ""], rows)
+    bench_search_download_etag(d, c, base, n)
 
     b = Browser()
     b.send("Page.addScriptToEvaluateOnNewDocument",

@@ -9,6 +9,8 @@ export class ApiError extends Error {
   constructor(
     public status: number,
     message: string,
+    // The google.rpc.BadRequest field violations of the answer: which fields were refused.
+    public fields: { field: string; description: string }[] = [],
   ) {
     super(message);
   }
@@ -51,7 +53,8 @@ export async function api<T>(
   if (res.status === 401 && !opts.quiet) window.dispatchEvent(new Event(SIGN_IN_EVENT));
   if (!res.ok) {
     const msg = data?.error?.message ?? `HTTP ${res.status}`;
-    throw new ApiError(res.status, `${method} ${path}: ${msg}`);
+    const fields = (data?.error?.details ?? []).flatMap((d: any) => d?.fieldViolations ?? []);
+    throw new ApiError(res.status, `${method} ${path}: ${msg}`, fields);
   }
   return data as T;
 }

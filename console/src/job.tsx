@@ -6,6 +6,9 @@ import { duration, localTime } from "./format";
 import { StateBadge, jobType } from "./jobs";
 import { LogsPanel } from "./logview";
 import { isTuningJob, TrialsPanel } from "./trials";
+import { LabelsPanel } from "./labels";
+import { gsLink } from "./storage";
+import { navigate } from "./router";
 
 const POLL_MS = 3000;
 
@@ -43,6 +46,24 @@ function replicas(j: Job) {
 function accel(cfg?: ReplicaConfig): string {
   const a = cfg?.acceleratorConfig;
   return a && a.count && a.count !== "0" ? `${a.count}× ${a.type ?? "GPU"}` : "";
+}
+
+// gs:// URIs as links to the storage browser (one per line).
+function GsLinks(props: { uris: string[]; text?: string[]; project: string }) {
+  return (
+    <>
+      {props.uris.map((u, i) => {
+        const href = gsLink(u, props.project);
+        const label = props.text?.[i] ?? u;
+        return (
+          <>
+            {i > 0 && "\n"}
+            {href ? <a href={href}>{label}</a> : label}
+          </>
+        );
+      })}
+    </>
+  );
 }
 
 export function JobPage(props: { project: string; id: string; tab: string; url: URL }) {
@@ -112,6 +133,14 @@ export function JobPage(props: { project: string; id: string; tab: string; url: 
             >
               Cancel job
             </button>
+            <button
+              type="button"
+              id="job-clone"
+              title="A new job from this one's spec, edited first"
+              onClick={() => navigate(`/console/projects/${enc(project)}/jobs:new?from=${enc(id)}`)}
+            >
+              Clone
+            </button>
             {confirming && (
               <span class="confirm" id="confirm-cancel">
                 Cancel {id}?{" "}
@@ -164,11 +193,11 @@ export function JobPage(props: { project: string; id: string; tab: string; url: 
                   <Row k="Region" v={ti.region} />
                   <Row k="Scale tier" v={ti.scaleTier ?? "BASIC"} />
                   <Row k="Runtime" v={ti.runtimeVersion && `${ti.runtimeVersion} (Python ${ti.pythonVersion ?? "default"})`} />
-                  <Row k="Packages" v={ti.packageUris?.join("\n")} />
+                  <Row k="Packages" v={ti.packageUris && <GsLinks uris={ti.packageUris} project={project} />} />
                   <Row k="Module" v={ti.pythonModule} />
                   <Row k="Image" v={ti.masterConfig?.imageUri} />
                   <Row k="Arguments" v={ti.args?.join(" ")} />
-                  <Row k="Job dir" v={ti.jobDir} />
+                  <Row k="Job dir" v={ti.jobDir && <GsLinks uris={[ti.jobDir.replace(/\/?$/, "/")]} text={[ti.jobDir]} project={project} />} id="ov-jobdir" />
                 </tbody>
               </table>
               <h2>Replicas</h2>
@@ -194,18 +223,11 @@ export function JobPage(props: { project: string; id: string; tab: string; url: 
                   ))}
                 </tbody>
               </table>
-              <h2>Labels</h2>
-              <p id="job-labels">
-                {Object.keys(job.labels ?? {}).length === 0 ? (
-                  <span class="muted">none</span>
-                ) : (
-                  Object.entries(job.labels ?? {}).map(([k, v]) => (
-                    <span class="label">
-                      {k}={v}
-                    </span>
-                  ))
-                )}
-              </p>
+              <LabelsPanel
+                project={project}
+                job={job}
+                onChanged={(j) => (j ? setJob(j) : setTick((x) => x + 1))}
+              />
             </div>
           )}
           {tab === "json" && <pre class="json" id="job-json">{JSON.stringify(job, null, 2)}</pre>}

@@ -7,6 +7,13 @@ import { duration, fmtCount, localTime } from "./format";
 import { navigate, withParams } from "./router";
 
 const PAGE_SIZE = 50;
+// What the rows read (a partial response, docs/api.md "Partial responses"): a page then carries
+// no tuning job's trials, arguments or package lists. A new column adds its fields here.
+export const LIST_FIELDS =
+  "jobs(jobId,state,jobPosition,createTime,startTime,endTime,labels," +
+  "trainingInput(scaleTier,masterType,workerType,workerCount,parameterServerType," +
+  "parameterServerCount,hyperparameters/maxTrials),trainingOutput/completedTrialCount)," +
+  "nextPageToken";
 const POLL_MS = 5000;
 
 type SortKey = "jobId" | "state" | "createTime" | "duration";
@@ -85,7 +92,7 @@ export function JobsPage(props: { project: string; url: URL }) {
 
   useEffect(() => {
     let live = true;
-    const q = new URLSearchParams({ pageSize: String(PAGE_SIZE) });
+    const q = new URLSearchParams({ pageSize: String(PAGE_SIZE), fields: LIST_FIELDS });
     if (filter) q.set("filter", filter);
     if (pageToken) q.set("pageToken", pageToken);
     api<ListJobsResponse>("GET", `${jobPath(project)}?${q}`)
@@ -184,6 +191,9 @@ export function JobsPage(props: { project: string; url: URL }) {
         Jobs <span class="muted small">project {project}</span>{" "}
         <a class="small" id="nav-queue" href={`/console/projects/${encodeURIComponent(project)}/queue`}>
           queue and capacity
+        </a>{" "}
+        <a class="small" id="storage-link" href={`/console/projects/${enc(project)}/storage`}>
+          Storage
         </a>
       </h1>
       <div class="chips" id="state-chips">

@@ -30,6 +30,12 @@ function toLine(e: LogEntry, n: number): Line {
   };
 }
 
+export interface FindResult {
+  line: number | null; // 0-based; null: no match in that direction
+  index: number; // of that match among all matches (0-based), -1 when none
+  total: number; // every match
+}
+
 export class LogSource {
   count = 0;
   cursor = "0"; // the highest insert id every counted line is at or below
@@ -133,6 +139,52 @@ export class LogSource {
           }
         });
     }
+  }
+
+  // Find next / previous (logsearch.tsx): the nearest line containing `text` (any case) after
+  // line `from` (or, backward, before it) among the lines this view counts, with the match's
+  // index among all matches and their count. Positional views ask the server
+  // (logs:search, the whole log up to the view's snapshot); severity-filtered views search
+  // the lines they hold.
+  async find(text: string, from: number, backward: boolean): Promise<FindResult> {
+    if (this.mem !== null) {
+      const needle = text.toLowerCase();
+      const hits: number[] = [];
+      this.mem.forEach((l, i) => l.text.toLowerCase().includes(needle) && hits.push(i));
+      let k = -1;
+      if (backward) {
+        for (let j = hits.length - 1; j >= 0 && k < 0; j--) if (hits[j] < from) k = j;
+      } else {
+        k = hits.findIndex((i) => i > from);
+      }
+      return { line: k < 0 ? null : hits[k], index: k, total: hits.length };
+    }
+    const q = new URLSearchParams({
+      text,
+      countMatches: "true",
+      snapshotInsertId: this.cursor,
+    });
+    q.set(backward ? "beforeLineOffset" : "afterLineOffset", String(from));
+    if (this.filters.task) q.set("taskName", this.filters.task);
+    const r = await api<{ matches: { lineOffset: string }[]; totalMatches?: string; matchIndex?: string }>(
+      "GET",
+      `${this.base}:search?${q}`,
+    );
+    const m = r.matches[0];
+    return {
+      line: m ? Number(m.lineOffset) : null,
+      index: m ? Number(r.matchIndex ?? -1) : -1,
+      total: Number(r.totalMatches ?? 0),
+    };
+  }
+
+  // logs:download of what this view shows (task and severity), as a link's href.
+  downloadUrl(): string {
+    const q = new URLSearchParams();
+    if (this.filters.task) q.set("taskName", this.filters.task);
+    if (this.filters.severity) q.set("minSeverity", this.filters.severity);
+    const s = q.toString();
+    return `${this.base}:download${s ? "?" + s : ""}`;
   }
 
   // Reads the lines stored after the cursor (at most `max`), appends them; returns how many.

@@ -6,6 +6,7 @@ import { api, enc, LogsSummary } from "./api";
 import { clockTime, fmtCount } from "./format";
 import { LINE_HEIGHT, lineAt, scrollTopFor, spacerHeight } from "./logmodel";
 import { LogSource } from "./logsource";
+import { highlight, LogSearchBar } from "./logsearch";
 import { navigate, withParams } from "./router";
 
 const SEVERITIES = ["", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"];
@@ -21,6 +22,7 @@ export function LogsPanel(props: { project: string; job: string; url: URL; runni
   const task = url.searchParams.get("task") ?? "";
   const severity = url.searchParams.get("severity") ?? "";
   const trial = url.searchParams.get("trial") ?? "";
+  const query = url.searchParams.get("q") ?? "";
   const [tasks, setTasks] = useState<LogsSummary["streams"]>([]);
   useEffect(() => {
     api<LogsSummary>("GET", `/v1/projects/${enc(project)}/jobs/${enc(job)}/logs:summary`)
@@ -93,6 +95,8 @@ export function LogsPanel(props: { project: string; job: string; url: URL; runni
         severity={severity}
         trial={trial}
         running={running}
+        query={query}
+        setQuery={(q) => set("q", q)}
       />
     </section>
   );
@@ -105,8 +109,10 @@ function LogViewer(props: {
   severity: string;
   trial?: string;
   running: boolean;
+  query: string;
+  setQuery: (q: string) => void;
 }) {
-  const { project, job, task, severity, running } = props;
+  const { project, job, task, severity, running, query, setQuery } = props;
   const trial = props.trial ?? "";
   const source = useMemo(
     () => new LogSource(project, job, { task, severity, trial }),
@@ -272,7 +278,7 @@ function LogViewer(props: {
             </span>
             <span class="sv">{l.severity}</span>
             <span class="tk">{l.trial ? `${l.task} t${l.trial}` : l.task}</span>
-            <span class="msg">{l.text}</span>
+            <span class="msg">{highlight(l.text, query)}</span>
           </>
         ) : (
           <span class="msg">…</span>
@@ -311,6 +317,21 @@ function LogViewer(props: {
           />
           <button type="submit">Go</button>
         </form>
+        <LogSearchBar
+          source={source}
+          query={query}
+          setQuery={setQuery}
+          position={() => ({ selected, first: view.first })}
+          jump={(line) => {
+            setFollow(false);
+            setSelected(line);
+            history.replaceState(null, "", `${location.pathname}${location.search}#line=${line + 1}`);
+            scrollToLine(Math.max(0, line - 3));
+          }}
+        />
+        <a id="log-download" href={source.downloadUrl()} download title="Every line of this view as text, streamed by the daemon">
+          Download
+        </a>
         {running && (
           <span id="log-follow" class={follow ? "following" : "muted"}>
             {follow ? "following" : "paused (End resumes)"}

@@ -6,6 +6,8 @@ import { JobsPage } from "./jobs";
 import { QueuePage } from "./queue";
 import { useLocation } from "./router";
 import { SessionBar, SignIn, useSignInNeeded } from "./session";
+import { ClonePage } from "./clone";
+import { BucketsPage, ObjectsPage } from "./storage";
 
 function App() {
   const url = useLocation();
@@ -25,6 +27,15 @@ function App() {
   // ["console", "projects", P, "queue"]
   if (parts[0] === "console" && parts[1] === "projects" && parts[2] && parts[3] === "queue") {
     if (parts.length === 4) return <QueuePage project={parts[2]} url={url} />;
+  }
+  // Clone, and the storage browser (storage.tsx).
+  if (parts[0] === "console" && parts[1] === "projects" && parts[2] && parts.length === 4) {
+    if (parts[3] === "jobs:new") return <ClonePage project={parts[2]} url={url} />;
+    if (parts[3] === "storage") return <BucketsPage project={parts[2]} />;
+  }
+  if (parts[0] === "console" && parts[1] === "storage") {
+    if (parts[2]) return <ObjectsPage url={url} />;
+    return <BucketsPage project={url.searchParams.get("project") ?? "default"} />;
   }
   return (
     <section class="page">

@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <tuple>
@@ -20,6 +21,8 @@
 #include "api_util.h"
 #include "console_api.h"
 #include "discovery.h"
+#include "field_mask.h"
+#include "http_cache.h"
 #include "http_server.h"
 #include "iam_api.h"
 #include "logging_api.h"
@@ -333,6 +336,40 @@ class Handlers {
     auto body = api::QueuePage(scheduler_, req.matches[1], req.params);
     if (!body.ok()) return WriteError(res, body.status());
     WriteJson(res, *body);
+  }
+
+  void SearchLogs(const httplib::Request& req, httplib::Response& res) {
+    auto body = api::SearchLogs(store_, req.matches[1], req.matches[2], req.params);
+    if (!body.ok()) return WriteError(res, body.status());
+    WriteJson(res, *body);
+  }
+  // Streams the text as the store yields it, batch by batch (console_api.h).
+  void DownloadLogs(const httplib::Request& req, httplib::Response& res) {
+    auto started = LogDownload::Start(store_, req.matches[1], req.matches[2], req.params);
+    if (!started.ok()) return WriteError(res, started.status());
+    auto download = std::make_shared<LogDownload>(std::move(started).value());
+    // Identity, never httplib's own compression: it would brotli-compress each chunk of text at
+    // the highest quality (docs/console.md "How it is served"). The Request is httplib's own
+    // non-const object.
+    const_cast<httplib::Request&>(req).headers.erase("Accept-Encoding");
+    res.set_header("Content-Disposition", "attachment; filename=\"" + download->file_name() + "\"");
+    res.set_header("Cache-Control", "no-store");
+    res.set_header("X-Content-Type-Options", "nosniff");
+    const std::string what = req.path;
+    res.set_chunked_content_provider(
+        "text/plain; charset=utf-8", [download, what](size_t, httplib::DataSink& sink) {
+          auto piece = download->Next();
+          if (!piece.ok()) {
+            // The answer is cut short (no final chunk): the client sees an incomplete body.
+            TY_LOG_ERROR(kLog, "{}: {}", what, piece.status().message());
+            return false;
+          }
+          if (piece->empty()) {
+            sink.done();
+            return true;
+          }
+          return sink.write(piece->data(), piece->size());
+        });
   }
 
   void ListLogEntries(const httplib::Request& req, httplib::Response& res) {
@@ -1163,6 +1200,43 @@ class Handlers {
 
   static bool IsValidProjectId(const std::string& project) { return ValidateProject(project).ok(); }
 
+  // The GET routes of the ml API (and its Trainyard additions) answer JSON that the `fields`
+  // system parameter can mask and that If-None-Match can revalidate (docs/api.md "Partial
+  // responses", "ETag and 304").
+  static bool IsPartialGet(const Route& route) {
+    return route.kind == RouteKind::kMl && std::string_view(route.method) == "GET";
+  }
+
+  // Runs a GET handler with `fields` taken out of the parameters (handlers refuse parameters
+  // they do not know), masks its JSON answer, and tags it: a client that sends the tag back in
+  // If-None-Match gets 304 and no body when nothing changed, so polling costs no transfer.
+  void RunPartialGet(const Route& route, const httplib::Request& req, httplib::Response& res) {
+    std::optional<FieldMask> mask;
+    if (req.has_param("fields")) {
+      auto parsed = ParseFieldMask(req.get_param_value("fields"));
+      if (!parsed.ok()) return WriteError(res, parsed.status());
+      mask = std::move(parsed).value();
+      // The Request is httplib's own non-const object (storage_http.cc does the same).
+      const_cast<httplib::Request&>(req).params.erase("fields");
+    }
+    (this->*route.handler)(req, res);
+    if ((res.status != 200 && res.status != -1) || res.content_provider_ || res.body.empty()) {
+      return;
+    }
+    if (mask) {
+      auto masked = ApplyFieldMaskToText(res.body, *mask);
+      if (!masked.ok()) return WriteError(res, masked.status());
+      res.set_content(std::move(masked).value(), "application/json; charset=UTF-8");
+    }
+    const std::string etag = BodyEtag(res.body);
+    res.set_header("ETag", etag);
+    if (!res.has_header("Cache-Control")) res.set_header("Cache-Control", "private, no-cache");
+    if (IfNoneMatchHits(req.get_header_value("If-None-Match"), etag)) {
+      res.status = 304;
+      res.body.clear();
+    }
+  }
+
   // Wraps a row's handler: admission checks, latency and code metrics, and no exception ever
   // escapes.
   httplib::Server::Handler Wrap(const Route& route) {
@@ -1177,7 +1251,11 @@ class Handlers {
               req, res, 413,
               "Request payload size exceeds the limit: " + std::to_string(kMaxApiBody) + " bytes.");
         } else if (Authorize(route, req, res, &target)) {
-          (this->*route.handler)(req, res);
+          if (IsPartialGet(route)) {
+            RunPartialGet(route, req, res);
+          } else {
+            (this->*route.handler)(req, res);
+          }
         }
         if (route.mutating) {
           Audit(route.discovery.id != nullptr ? route.discovery.id
@@ -1825,6 +1903,26 @@ const Route kRoutes[] = {
      false,
      RouteKind::kMl,
      &H::LogLines,
+     {},
+     "ml.jobs.get",
+     Scope::kJob},
+    {"GET",
+     R"(/v1/projects/([^/]+)/jobs/([^/:]+)/logs:search)",
+     "job log search: the positions of lines containing text, after afterLineOffset or before "
+     "beforeLineOffset (pageSize, matchCase, countMatches, taskName, trialId, snapshotInsertId)",
+     false,
+     RouteKind::kMl,
+     &H::SearchLogs,
+     {},
+     "ml.jobs.get",
+     Scope::kJob},
+    {"GET",
+     R"(/v1/projects/([^/]+)/jobs/([^/:]+)/logs:download)",
+     "job log download: every line as text/plain, streamed (taskName, trialId, minSeverity, "
+     "format=text|message, snapshotInsertId)",
+     false,
+     RouteKind::kMl,
+     &H::DownloadLogs,
      {},
      "ml.jobs.get",
      Scope::kJob},  // The console's session (docs/security.md "The console").

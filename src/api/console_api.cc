@@ -1,9 +1,11 @@
 #include "console_api.h"
 
 #include <algorithm>
+#include <cctype>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 
+#include "trainyard/core/time.h"
 #include "trainyard/model/job.h"
 #include "trainyard/model/job_json.h"
 
@@ -162,6 +164,36 @@ std::string FormatDouble(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.17g", v);
   return buf;
+}
+
+constexpr int kMaxSearchMatches = 1000;
+constexpr size_t kMaxSearchText = 1000;
+constexpr int kDownloadBatch = 5000;
+
+Result<bool> BoolParam(const QueryParams& params, const char* name) {
+  const std::string* v = QueryParam(params, name);
+  if (v == nullptr || v->empty() || *v == "false" || *v == "0") return false;
+  if (*v == "true" || *v == "1") return true;
+  return BadParam(name, std::string(name) + " must be true or false, got \"" + *v + "\"");
+}
+
+Result<int64_t> SnapshotParam(store::JobStore& store, const QueryParams& params) {
+  TRAINYARD_ASSIGN_OR_RETURN(int64_t snapshot, IntQueryParam(params, "snapshotInsertId", 0));
+  if (snapshot < 0) return BadParam("snapshotInsertId", "snapshotInsertId must not be negative");
+  if (QueryParam(params, "snapshotInsertId") == nullptr) {
+    TRAINYARD_ASSIGN_OR_RETURN(snapshot, store.LastLogInsertId());
+  }
+  return snapshot;
+}
+
+// A file name's part from an id: letters, digits, '-', '_' and '.' kept, anything else '_'.
+std::string FileNamePart(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    out.push_back(
+        std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ? c : '_');
+  }
+  return out;
 }
 
 }  // namespace
@@ -342,6 +374,143 @@ Result<std::string> QueuePage(scheduler::JobService& jobs, const std::string& pr
   out["queued"] = std::move(queued);
   if (!view.next_page_token.empty()) out["nextPageToken"] = view.next_page_token;
   return out.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+Result<std::string> SearchLogs(store::JobStore& store, const std::string& project,
+                               const std::string& job_id, const QueryParams& params) {
+  TRAINYARD_RETURN_IF_ERROR(
+      CheckKnown(params, {"text", "afterLineOffset", "beforeLineOffset", "pageSize", "matchCase",
+                          "countMatches", "taskName", "trialId", "snapshotInsertId"}));
+  const std::string* text = QueryParam(params, "text");
+  if (text == nullptr || text->empty()) {
+    return BadParam("text", "text is required: the string to find in the job's lines");
+  }
+  if (text->size() > kMaxSearchText) {
+    return BadParam("text", "text must be at most " + std::to_string(kMaxSearchText) + " bytes");
+  }
+  store::LogSearch search;
+  search.text = *text;
+  const bool after = QueryParam(params, "afterLineOffset") != nullptr;
+  const bool before = QueryParam(params, "beforeLineOffset") != nullptr;
+  if (after && before) {
+    return BadParam("beforeLineOffset",
+                    "give afterLineOffset (search forward) or beforeLineOffset (backward), not "
+                    "both");
+  }
+  if (after) {
+    TRAINYARD_ASSIGN_OR_RETURN(search.from, IntQueryParam(params, "afterLineOffset", -1));
+    if (search.from < -1) {
+      return BadParam("afterLineOffset", "afterLineOffset must be -1 or more");
+    }
+  }
+  if (before) {
+    search.backward = true;
+    TRAINYARD_ASSIGN_OR_RETURN(search.from, IntQueryParam(params, "beforeLineOffset", 0));
+    if (search.from < 0)
+      return BadParam("beforeLineOffset", "beforeLineOffset must not be negative");
+  }
+  TRAINYARD_ASSIGN_OR_RETURN(int64_t limit, IntQueryParam(params, "pageSize", 1));
+  if (limit == 0) limit = 1;
+  if (limit < 0 || limit > kMaxSearchMatches) {
+    return BadParam("pageSize", "pageSize must be between 0 and " +
+                                    std::to_string(kMaxSearchMatches) + ", got " +
+                                    std::to_string(limit));
+  }
+  search.max_matches = static_cast<int>(limit);
+  TRAINYARD_ASSIGN_OR_RETURN(search.match_case, BoolParam(params, "matchCase"));
+  TRAINYARD_ASSIGN_OR_RETURN(search.count, BoolParam(params, "countMatches"));
+  TRAINYARD_ASSIGN_OR_RETURN(int64_t snapshot, SnapshotParam(store, params));
+  TRAINYARD_RETURN_IF_ERROR(store.GetJob(project, job_id).status());
+  store::LogQuery q;
+  q.project = project;
+  q.job_id = job_id;
+  q.max_insert_id = std::max<int64_t>(snapshot, 1);
+  SelectStream(params, &q);
+  store::LogSearchResult found;
+  if (snapshot > 0) {
+    TRAINYARD_ASSIGN_OR_RETURN(found, store.SearchLogLines(q, search));
+  }
+  std::string out = "{\"matches\":[";
+  for (size_t i = 0; i < found.matches.size(); ++i) {
+    if (i) out += ',';
+    out += "{\"lineOffset\":\"" + std::to_string(found.matches[i].ordinal) +
+           "\",\"entry\":" + JobLogEntryToJson(found.matches[i].entry) + "}";
+  }
+  out += "]";
+  if (search.count) {
+    out += ",\"totalMatches\":\"" + std::to_string(std::max<int64_t>(found.total, 0)) + "\"";
+    if (found.index >= 0) out += ",\"matchIndex\":\"" + std::to_string(found.index) + "\"";
+  }
+  out += ",\"snapshotInsertId\":\"" + std::to_string(snapshot) + "\"}";
+  return out;
+}
+
+Result<LogDownload> LogDownload::Start(store::JobStore& store, const std::string& project,
+                                       const std::string& job_id, const QueryParams& params) {
+  TRAINYARD_RETURN_IF_ERROR(
+      CheckKnown(params, {"taskName", "trialId", "minSeverity", "format", "snapshotInsertId"}));
+  LogDownload d;
+  d.store_ = &store;
+  if (const std::string* f = QueryParam(params, "format"); f != nullptr && !f->empty()) {
+    if (*f != "text" && *f != "message") {
+      return BadParam("format",
+                      "format must be text (time, severity, task, message) or "
+                      "message (the message only), got \"" +
+                          *f + "\"");
+    }
+    d.message_only_ = *f == "message";
+  }
+  if (const std::string* s = QueryParam(params, "minSeverity"); s != nullptr && !s->empty()) {
+    std::string upper;
+    for (char c : *s)
+      upper.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+    auto sev = model::ParseSeverity(upper);
+    if (!sev) {
+      return BadParam("minSeverity", "Invalid value for minSeverity: \"" + *s +
+                                         "\" (DEFAULT, DEBUG, INFO, NOTICE, WARNING, ERROR, "
+                                         "CRITICAL, ALERT or EMERGENCY)");
+    }
+    d.query_.min_severity = *sev;
+  }
+  TRAINYARD_ASSIGN_OR_RETURN(int64_t snapshot, SnapshotParam(store, params));
+  TRAINYARD_RETURN_IF_ERROR(store.GetJob(project, job_id).status());
+  d.query_.project = project;
+  d.query_.job_id = job_id;
+  d.query_.order = store::LogOrder::kInsertId;
+  d.query_.max_insert_id = std::max<int64_t>(snapshot, 1);
+  d.query_.limit = kDownloadBatch;
+  SelectStream(params, &d.query_);
+  d.done_ = snapshot == 0;
+  d.file_name_ = FileNamePart(job_id);
+  if (!d.query_.task_name.empty()) d.file_name_ += "-" + FileNamePart(d.query_.task_name);
+  if (d.query_.trial_id && !d.query_.trial_id->empty()) {
+    d.file_name_ += "-trial-" + FileNamePart(*d.query_.trial_id);
+  }
+  d.file_name_ += ".log";
+  return d;
+}
+
+Result<std::string> LogDownload::Next() {
+  if (done_) return std::string();
+  TRAINYARD_ASSIGN_OR_RETURN(auto entries, store_->ReadLogs(query_));
+  if (entries.size() < static_cast<size_t>(kDownloadBatch)) done_ = true;
+  std::string out;
+  for (const auto& e : entries) {
+    if (!message_only_) {
+      out += FormatRfc3339Micros(e.timestamp);
+      out += '\t';
+      out += model::SeverityName(e.severity);
+      out += '\t';
+      out += e.task_name;
+      if (!e.trial_id.empty()) out += "/trial-" + e.trial_id;
+      out += '\t';
+    }
+    out += e.message;
+    out += '\n';
+  }
+  if (!entries.empty()) query_.after_insert_id = entries.back().insert_id;
+  if (entries.empty()) done_ = true;
+  return out;
 }
 
 }  // namespace trainyard::api

@@ -47,5 +47,39 @@ Result<std::string> TrialsPage(scheduler::JobService& jobs, const std::string& p
 // at most 500; pageToken).
 Result<std::string> QueuePage(scheduler::JobService& jobs, const std::string& project,
                               const QueryParams& params);
+// GET /v1/projects/P/jobs/J/logs:search?text=T: the lines whose message contains T (ASCII
+// case-insensitive unless matchCase=true) among the lines logs:lines counts (taskName,
+// trialId, snapshotInsertId as there), nearest first: after afterLineOffset (exclusive; absent:
+// from the first line) or, with beforeLineOffset, before it (backward). At most pageSize
+// (default 1, at most 1000). countMatches=true adds totalMatches (every match of the
+// selection; reads the whole log) and matchIndex (how many matches precede the first one
+// returned: a viewer shows "matchIndex + 1 of totalMatches"). {"matches": [{"lineOffset": "K",
+// "entry": {...}}], "totalMatches": "N", "snapshotInsertId": "S"}: what a viewer's find next /
+// previous asks.
+Result<std::string> SearchLogs(store::JobStore& store, const std::string& project,
+                               const std::string& job_id, const QueryParams& params);
+
+// GET /v1/projects/P/jobs/J/logs:download: the job's lines as text, in ingestion order, read
+// from the store batch by batch while the answer streams (no size limit). One line per entry:
+// "TIMESTAMP<TAB>SEVERITY<TAB>TASK<TAB>MESSAGE" (TASK "master-replica-0", or
+// "master-replica-0/trial-3" in a trial), or only the message with format=message. Filters:
+// taskName, trialId, minSeverity; snapshotInsertId (default: now) bounds it.
+class LogDownload {
+ public:
+  // Checks the parameters and the job (NOT_FOUND); the first batch is read by Next.
+  static Result<LogDownload> Start(store::JobStore& store, const std::string& project,
+                                   const std::string& job_id, const QueryParams& params);
+  // The next piece of text ("" once every line is out).
+  Result<std::string> Next();
+  // The file name a browser saves it as: JOB[-TASK][-trial-N].log.
+  const std::string& file_name() const { return file_name_; }
+
+ private:
+  store::JobStore* store_ = nullptr;
+  store::LogQuery query_;
+  bool message_only_ = false;
+  bool done_ = false;
+  std::string file_name_;
+};
 
 }  // namespace trainyard::api

@@ -393,9 +393,17 @@ class CommandTree {
     binder_.Add(c, "--task-name", &a->task_name, "Only this task, e.g. master-replica-0.");
     binder_.Add(c, "--trial", &a->trial, "Only this hyperparameter tuning trial, e.g. 3.");
     binder_.Add(c, "--format", &a->format,
-                "text (default: stream-logs' tab-separated lines) or json (the entries).");
+                "text (default: stream-logs' tab-separated lines) or json (the entries); with "
+                "--download, text (time, severity, task, message) or message.");
     c->add_flag("--allow-multiline-logs", a->allow_multiline_logs,
                 "Print multi-line messages as single records.");
+    c->add_flag("--download", a->download,
+                "Write the whole log (or --task-name, --trial, --severity) as the daemon's "
+                "text export, streamed: trainyard jobs logs JOB --download > JOB.log");
+    binder_.Add(c, "--search", &a->search,
+                "Only the lines containing this text (any case), each prefixed by its line "
+                "number.");
+    c->add_flag("--match-case", a->match_case, "With --search: letters' case must match.");
     leaves_[c] = Leaf{[a](const Invocation& inv) { return RunJobLogs(inv, *a); }, false};
   }
 

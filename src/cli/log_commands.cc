@@ -220,13 +220,32 @@ int RunStreamLogs(const Invocation& inv, const StreamLogsArgs& a) {
 
 int RunJobLogs(const Invocation& inv, const LogsArgs& a) {
   bool as_json = false;
+  bool message_only = false;
   if (a.format) {
     std::string f = *a.format;
     if (f == "json") {
       as_json = true;
+    } else if (f == "message" && a.download) {
+      message_only = true;
     } else if (f != "text" && !f.empty()) {
-      return inv.Fail("argument --format: expected json or text; received: " + f);
+      return inv.Fail(
+          "argument --format: expected json or text (or message with --download); "
+          "received: " +
+          f);
     }
+  }
+  if (a.download && (a.tail || a.since || a.search || as_json)) {
+    return inv.Fail(
+        "argument --download: cannot be combined with --tail, --since, --search or --format "
+        "json");
+  }
+  if (a.search && (a.tail || a.since || as_json || a.severity)) {
+    return inv.Fail(
+        "argument --search: cannot be combined with --tail, --since, --severity or --format "
+        "json");
+  }
+  if (a.search && a.search->empty()) {
+    return inv.Fail("argument --search: expected the text to find");
   }
   int64_t tail = 0;
   if (a.tail) {
@@ -251,6 +270,45 @@ int RunJobLogs(const Invocation& inv, const LogsArgs& a) {
     auto since = ParseSince(*a.since, NowMicros());
     if (!since.ok()) return inv.Fail(since.status().message());
     req.start_time = FormatRfc3339Micros(*since);
+  }
+  if (a.download) {
+    // The daemon formats and streams the text (logs:download): no size limit, constant memory.
+    auto c = inv.MakeClient();
+    Status st = c->DownloadJobLogs(a.job, req, message_only, [&](std::string_view piece) {
+      inv.Out().write(piece.data(), static_cast<std::streamsize>(piece.size()));
+      return inv.Out().good();
+    });
+    if (!st.ok()) return inv.Fail(st);
+    inv.Out().flush();
+    return kExitOk;
+  }
+  if (a.search) {
+    // Every match, in line order, a page of up to 1000 at a time (logs:search), all from the
+    // snapshot of the first page.
+    auto c = inv.MakeClient();
+    client::LogSearchRequest sr;
+    sr.text = *a.search;
+    sr.match_case = a.match_case;
+    sr.task_name = req.task_name;
+    sr.trial_id = req.trial_id;
+    sr.page_size = 1000;
+    while (true) {
+      auto page = c->SearchJobLogs(a.job, sr);
+      if (!page.ok()) return inv.Fail(page.status());
+      sr.snapshot_insert_id = page->snapshot_insert_id;
+      for (const auto& m : page->matches) {
+        bool first_line = true;
+        for (const auto& line : FormatLogEntry(m.entry, a.allow_multiline_logs)) {
+          if (first_line) inv.Out() << (m.line_offset + 1) << ':';
+          inv.Out() << line;
+          first_line = false;
+        }
+        sr.after_line_offset = m.line_offset;
+      }
+      if (page->matches.size() < static_cast<size_t>(sr.page_size)) break;
+    }
+    inv.Out().flush();
+    return kExitOk;
   }
   req.descending = tail > 0;
   req.page_size =

@@ -51,6 +51,11 @@ struct LogsArgs {
   std::optional<std::string> trial;
   std::optional<std::string> format;
   bool allow_multiline_logs = false;
+  // The whole (filtered) log as the daemon's text export (logs:download), streamed to stdout.
+  bool download = false;
+  // Only the lines containing this text (logs:search), each prefixed by its line number.
+  std::optional<std::string> search;
+  bool match_case = false;
 };
 int RunJobLogs(const Invocation& inv, const LogsArgs& args);
 

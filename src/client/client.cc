@@ -2,7 +2,9 @@
 
 #include <httplib.h>
 
+#include <charconv>
 #include <cstdlib>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -232,11 +234,52 @@ struct Client::Impl {
     return HttpAnswer{r->status, r->body};
   }
 
+  // A GET whose 2xx body goes to `sink` piece by piece as it arrives (a download of any
+  // size); error answers become a Status as in Call. `sink` returning false stops it
+  // (CANCELLED).
+  Status Stream(const std::string& path, const std::function<bool(std::string_view)>& sink) {
+    if (!http || !http->is_valid()) {
+      return Status(StatusCode::kInvalidArgument,
+                    "invalid endpoint '" + origin + "': expected http://HOST:PORT");
+    }
+    int status = 0;
+    std::string error_body;
+    bool stopped = false;
+    httplib::Result r = http->Get(
+        base_path + path, headers,
+        [&](const httplib::Response& res) {
+          status = res.status;
+          return true;
+        },
+        [&](const char* data, size_t size) {
+          if (status < 200 || status >= 300) {
+            if (error_body.size() < (1 << 20)) error_body.append(data, size);
+            return true;
+          }
+          if (!sink(std::string_view(data, size))) stopped = true;
+          return !stopped;
+        });
+    if (stopped) return Status(StatusCode::kCancelled, "the download was stopped");
+    if (!r) {
+      return Status(StatusCode::kUnavailable,
+                    std::string(kConnectionErrorMarker) + origin + ": " +
+                        DescribeTransportError(r.error()) +
+                        ". Is the daemon running? Start it with `trainyardd`, or point "
+                        "--endpoint or TRAINYARD_ENDPOINT at a running daemon.");
+    }
+    if (status >= 200 && status < 300) return Status::Ok();
+    return ErrorOf(HttpAnswer{status, std::move(error_body)}).status();
+  }
+
   // Send + error mapping: non-2xx answers become a Status from the Google error body.
   Result<std::string> Call(const std::string& method, const std::string& path,
                            const std::string* body = nullptr,
                            const std::string& content_type = "application/json") {
     TRAINYARD_ASSIGN_OR_RETURN(HttpAnswer a, Send(method, path, body, content_type));
+    return ErrorOf(std::move(a));
+  }
+
+  static Result<std::string> ErrorOf(HttpAnswer a) {
     if (a.status >= 200 && a.status < 300) return std::move(a.body);
     StatusCode code = StatusCodeFromHttp(a.status);
     std::string message;
@@ -385,6 +428,50 @@ Result<LogPage> Client::ListJobLogs(std::string_view job_id, const JobLogsReques
   if (j.contains("nextPageToken")) page.next_page_token = StringOf(j["nextPageToken"]);
   if (j.contains("snapshotInsertId")) page.snapshot_insert_id = StringOf(j["snapshotInsertId"]);
   return page;
+}
+
+Result<LogSearchPage> Client::SearchJobLogs(std::string_view job_id, const LogSearchRequest& r) {
+  std::string path = JobsPath(options_) + "/" + PercentEncode(job_id) +
+                     "/logs:search?text=" + PercentEncode(r.text) +
+                     "&afterLineOffset=" + std::to_string(r.after_line_offset);
+  if (r.page_size > 0) path += "&pageSize=" + std::to_string(r.page_size);
+  if (r.match_case) path += "&matchCase=true";
+  if (!r.task_name.empty()) path += "&taskName=" + PercentEncode(r.task_name);
+  if (r.trial_id) path += "&trialId=" + PercentEncode(*r.trial_id);
+  if (!r.snapshot_insert_id.empty()) {
+    path += "&snapshotInsertId=" + PercentEncode(r.snapshot_insert_id);
+  }
+  TRAINYARD_ASSIGN_OR_RETURN(std::string text, impl_->Call("GET", path));
+  TRAINYARD_ASSIGN_OR_RETURN(json j, ParseObject(text));
+  LogSearchPage page;
+  if (j.contains("matches") && j["matches"].is_array()) {
+    for (const auto& m : j["matches"]) {
+      if (!m.is_object() || !m.contains("entry") || !m["entry"].is_object()) continue;
+      LogMatch match;
+      const std::string offset = m.contains("lineOffset") ? StringOf(m["lineOffset"]) : "";
+      std::from_chars(offset.data(), offset.data() + offset.size(), match.line_offset);
+      match.entry = DecodeLogEntry(m["entry"]);
+      match.entry.json = m["entry"].dump(-1, ' ', false, json::error_handler_t::replace);
+      page.matches.push_back(std::move(match));
+    }
+  }
+  if (j.contains("snapshotInsertId")) page.snapshot_insert_id = StringOf(j["snapshotInsertId"]);
+  return page;
+}
+
+Status Client::DownloadJobLogs(std::string_view job_id, const JobLogsRequest& r, bool message_only,
+                               const std::function<bool(std::string_view)>& sink) {
+  std::string path = JobsPath(options_) + "/" + PercentEncode(job_id) + "/logs:download";
+  std::string sep = "?";
+  auto add = [&](const char* name, std::string_view value) {
+    path += sep + name + "=" + PercentEncode(value);
+    sep = "&";
+  };
+  if (!r.task_name.empty()) add("taskName", r.task_name);
+  if (r.trial_id) add("trialId", *r.trial_id);
+  if (!r.min_severity.empty()) add("minSeverity", r.min_severity);
+  if (message_only) add("format", "message");
+  return impl_->Stream(path, sink);
 }
 
 Status Client::CreateBucket(std::string_view bucket) {

@@ -824,6 +824,11 @@ void StorageService::GetObject(const httplib::Request& req, httplib::Response& r
                                       ",md5=" + internal::GcsMd5(meta->md5));
   }
   res.set_header("Accept-Ranges", "bytes");
+  // The bytes are the uploader's: a browser opening an HTML or SVG object from the daemon's
+  // origin (the console's link) must not run its scripts there, where the console's session
+  // cookie works (docs/security.md "The console").
+  res.set_header("Content-Security-Policy", "sandbox; default-src 'none'");
+  res.set_header("X-Content-Type-Options", "nosniff");
   if (RangeUnsatisfiable(req, size)) {
     // Not applied to the error body either (httplib slices every body by the request's ranges).
     const_cast<httplib::Request&>(req).ranges.clear();

@@ -1,6 +1,7 @@
 // The defaults of JobStore's console queries (job_store.h): built on ListJobs and ReadLogs.
 #include <map>
 
+#include "store_common.h"
 #include "trainyard/store/job_store.h"
 
 namespace trainyard::store {
@@ -57,6 +58,33 @@ Result<int64_t> JobStore::LocateLogLine(const LogQuery& query, int64_t ordinal) 
     if (page.size() < 1000) return int64_t{0};
     q.after_insert_id = page.back().insert_id;
   }
+}
+
+Result<LogSearchResult> JobStore::SearchLogLines(const LogQuery& query, const LogSearch& search) {
+  LogQuery q;
+  q.project = query.project;
+  q.job_id = query.job_id;
+  q.task_name = query.task_name;
+  q.trial_id = query.trial_id;
+  q.max_insert_id = query.max_insert_id;
+  q.limit = 1000;
+  internal::LogTextMatcher matcher(search.text, search.match_case);
+  internal::LogMatchCollector kept(search);
+  int64_t ordinal = 0;
+  while (!kept.Full()) {
+    TRAINYARD_ASSIGN_OR_RETURN(std::vector<model::LogEntry> page, ReadLogs(q));
+    for (auto& e : page) {
+      if (matcher.Matches(e.message)) {
+        kept.Saw(ordinal);
+        if (kept.Wants(ordinal)) kept.Add(ordinal, std::move(e));
+      }
+      ++ordinal;
+      if (kept.Full()) break;
+    }
+    if (page.size() < 1000) break;
+    q.after_insert_id = page.back().insert_id;
+  }
+  return kept.Finish(ordinal);
 }
 
 Result<std::vector<FinishedJob>> JobStore::ListFinishedJobs(Timestamp) {

@@ -689,6 +689,101 @@ class SqliteJobStore final : public JobStore {
     }
   }
 
+  Result<LogSearchResult> SearchLogLines(const LogQuery& query, const LogSearch& search) override {
+    // The job's chunks in id order (descending for a backward search that need not count),
+    // with ordinals from their line counts; a chunk's data is decoded only when it can hold a
+    // wanted line, so a search near the position it starts from reads little of a long log.
+    const bool descending = search.backward && !search.count;
+    std::string where =
+        " FROM log_chunks INDEXED BY log_chunks_job WHERE project = ?1 AND job_id = ?2";
+    if (!query.task_name.empty()) where += " AND task_name = ?4";
+    if (query.max_insert_id != 0) where += " AND last_id <= ?7";
+    if (query.trial_id) where += " AND trial_id = ?11";
+    TRAINYARD_ASSIGN_OR_RETURN(Reader reader, AcquireReader());
+    auto bind = [&](Stmt* stmt) {
+      stmt->Bind(1, query.project).Bind(2, query.job_id);
+      if (!query.task_name.empty()) stmt->Bind(4, query.task_name);
+      if (query.max_insert_id != 0) stmt->Bind(7, query.max_insert_id);
+      if (query.trial_id) stmt->Bind(11, *query.trial_id);
+    };
+    int64_t base = 0;  // the ordinal of the next chunk's first line (descending: of this one)
+    if (descending) {
+      TRAINYARD_ASSIGN_OR_RETURN(Stmt total,
+                                 reader->Prepare("SELECT sum(last_id - first_id + 1)" + where));
+      bind(&total);
+      TRAINYARD_ASSIGN_OR_RETURN(bool row, total.Step());
+      base = row ? total.Int(0) : 0;
+    }
+    TRAINYARD_ASSIGN_OR_RETURN(
+        Stmt stmt, reader->Prepare("SELECT first_id, last_id, task_name, trial_id, data" + where +
+                                   (descending ? " ORDER BY last_id DESC" : " ORDER BY last_id")));
+    bind(&stmt);
+    internal::LogTextMatcher matcher(search.text, search.match_case);
+    internal::LogMatchCollector kept(search);
+    std::vector<LogMatch> found;  // descending: the matches, nearest first
+    std::vector<LogMatch> chunk_matches;
+    int64_t lines_read = 0;
+    const auto max = static_cast<size_t>(search.max_matches);
+    while (descending ? found.size() < max : !kept.Full()) {
+      TRAINYARD_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      const int64_t first_id = stmt.Int(0);
+      const int64_t last_id = stmt.Int(1);
+      const int64_t lines = last_id - first_id + 1;
+      if (descending) base -= lines;
+      const int64_t chunk_base = base;
+      if (!descending) base += lines;
+      // Skip chunks that hold no wanted line (their data is never read).
+      if (!search.count) {
+        if (search.backward ? chunk_base >= search.from : chunk_base + lines - 1 <= search.from) {
+          continue;
+        }
+      }
+      sqlite::LogChunkReader reader_lines(stmt.BlobView(4));
+      sqlite::DecodedLogLine line;
+      chunk_matches.clear();
+      int64_t id = first_id;
+      for (;; ++id) {
+        auto next = reader_lines.Next(&line);
+        if (!next.ok()) {
+          return Internal("log chunk " + std::to_string(last_id) + ": " + next.status().message());
+        }
+        if (!*next) break;
+        ++lines_read;
+        if (!matcher.Matches(line.message)) continue;
+        const int64_t ordinal = chunk_base + (id - first_id);
+        kept.Saw(ordinal);
+        const bool wanted = descending ? ordinal < search.from : kept.Wants(ordinal);
+        if (!wanted) continue;
+        LogEntry entry;
+        entry.insert_id = id;
+        entry.project = query.project;
+        entry.job_id = query.job_id;
+        entry.timestamp = line.timestamp;
+        entry.severity = DecodeSeverity(line.severity);
+        entry.task_name.assign(stmt.TextView(2));
+        entry.trial_id.assign(stmt.TextView(3));
+        entry.message.assign(line.message);
+        if (descending) {
+          chunk_matches.push_back({ordinal, std::move(entry)});
+        } else {
+          kept.Add(ordinal, std::move(entry));
+          if (kept.Full()) break;
+        }
+      }
+      if (id != last_id + 1 && !kept.Full()) return CountMismatch(first_id, last_id, id);
+      for (auto it = chunk_matches.rbegin(); it != chunk_matches.rend() && found.size() < max;
+           ++it) {
+        found.push_back(std::move(*it));
+      }
+    }
+    if (!descending) return kept.Finish(lines_read);
+    LogSearchResult out;
+    out.matches = std::move(found);
+    out.lines_read = lines_read;
+    return out;
+  }
+
  private:
   // Binds the parameters the log queries use: ?1 project, ?2 job, ?3 after id, ?4 task,
   // ?5 min time, ?6 max time (exclusive), ?7 max id, ?11 trial. Unused ones are left unbound.

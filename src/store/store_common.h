@@ -4,9 +4,12 @@
 
 #include <compare>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <tuple>
+#include <string_view>
+#include <vector>
 
 #include "trainyard/core/status.h"
 #include "trainyard/model/job.h"
@@ -32,6 +35,38 @@ int EffectiveLogLimit(int limit);
 // Whether `e` passes every filter of `query` except project and job (task, id bounds, time
 // window, and the position for timestamp orders).
 bool LogQueryMatches(const LogQuery& query, const model::LogEntry& e);
+
+// The text test of SearchLogLines: a substring, ASCII case-insensitive unless match_case.
+class LogTextMatcher {
+ public:
+  LogTextMatcher(std::string text, bool match_case);
+  bool Matches(std::string_view message) const;
+
+ private:
+  std::string text_;  // lower-cased unless match_case
+  bool match_case_;
+};
+
+// Keeps the matches SearchLogLines returns while it reads lines in ascending ordinal order:
+// forward, the first `max` after `from`; backward, the last `max` before it (a ring).
+class LogMatchCollector {
+ public:
+  explicit LogMatchCollector(const LogSearch& search) : search_(search) {}
+  // Counts a matching line (every one, kept or not).
+  void Saw(int64_t ordinal);
+  // Whether a line at `ordinal` would be kept (so the caller builds its entry only then).
+  bool Wants(int64_t ordinal) const;
+  void Add(int64_t ordinal, model::LogEntry entry);
+  // Forward without counting: nothing later can be kept.
+  bool Full() const;
+  LogSearchResult Finish(int64_t lines_read);
+
+ private:
+  const LogSearch& search_;
+  std::deque<LogMatch> kept_;
+  int64_t total_ = 0;
+  int64_t upto_ = 0;  // matches at or before `from` (forward) or before it (backward)
+};
 
 // Whether `a` comes before `b` in `order` ((timestamp, insert id) for the timestamp orders).
 inline bool LogOrderLess(LogOrder order, const model::LogEntry& a, const model::LogEntry& b) {

@@ -729,3 +729,335 @@ def test_queue_page_shows_running_and_waiting(tenv, tbrowser):
     tenv.request("PUT", "/v1/admin/admission", {"paused": False})
     for job_id in ("gpu_runner", "gpu_waiter"):
         tenv.request("POST", "%s/%s:cancel" % (JOBS, job_id), {})
+
+
+# --- storage browser, clone, labels, log search and download, fields= and ETag/304 ---------
+
+def auth_get(env, path, headers=None):
+    h = {"Authorization": "Bearer " + env.token}
+    h.update(headers or {})
+    return raw_get(env, path, h)
+
+
+def allow_downloads(b, path):
+    """Saves the page's downloads into `path` (headless Chromium refuses them otherwise)."""
+    os.makedirs(path, exist_ok=True)
+    b.call("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(path),
+                                           "eventsEnabled": True})
+
+
+def downloaded(path, name, timeout=30):
+    """The bytes of a finished download named `name` in `path`."""
+    target = os.path.join(str(path), name)
+    wait_for(lambda: os.path.exists(target) and
+             not os.path.exists(target + ".crdownload"), timeout=timeout,
+             what="the download of %s" % name)
+    with open(target, "rb") as f:
+        return f.read()
+
+
+def put_object(env, bucket, name, data):
+    status, body = env.request("POST", "/upload/storage/v1/b/%s/o?uploadType=media&name=%s" % (
+        bucket, urllib.parse.quote(name, safe="")), raw=data)
+    assert status == 200, body
+
+
+def test_fields_masks_get_and_list_answers(env):
+    status, full = env.request("GET", JOBS + "?pageSize=5")
+    assert status == 200
+    status, masked = env.request(
+        "GET", JOBS + "?pageSize=5&fields=" + urllib.parse.quote("jobs(jobId,state),nextPageToken"))
+    assert status == 200, masked
+    assert masked == {"jobs": [{"jobId": j["jobId"], "state": j["state"]} for j in full["jobs"]],
+                      "nextPageToken": full["nextPageToken"]}
+    status, job = env.request("GET", JOBS + "/ok_job?fields=jobId,labels,trainingInput/args")
+    assert status == 200, job
+    assert job == {"jobId": "ok_job", "labels": env.job("ok_job")["labels"],
+                   "trainingInput": {"args": ["3000", "0", "0"]}}
+    # Routes that refuse unknown parameters take it too (it is a system parameter).
+    status, summary = env.request("GET", JOBS + "/ok_job/logs:summary?fields=lineCount")
+    assert status == 200 and list(summary) == ["lineCount"], summary
+    # A mask that does not parse: 400 INVALID_ARGUMENT naming `fields`.
+    for bad in ("jobs(jobId", "jobs//state", "a,,b", ""):
+        status, err = env.request("GET", JOBS + "?fields=" + urllib.parse.quote(bad))
+        assert status == 400, (bad, err)
+        assert err["error"]["status"] == "INVALID_ARGUMENT"
+        assert err["error"]["details"][0]["fieldViolations"][0]["field"] == "fields"
+        assert "fields" in err["error"]["message"]
+
+
+def test_etag_and_304_on_the_routes_the_console_polls(env):
+    for path in (JOBS + "/ok_job", JOBS + "?pageSize=50", JOBS + ":summary",
+                 JOBS + "?pageSize=50&fields=" + urllib.parse.quote("jobs(jobId,state)"),
+                 JOBS + "/ok_job/logs:summary"):
+        status, h, body = auth_get(env, path)
+        assert status == 200 and body, path
+        etag = h["etag"]
+        assert etag.startswith('"') and h["cache-control"] == "private, no-cache"
+        for sent in (etag, "W/" + etag, '"other", ' + etag):
+            status, h2, body2 = auth_get(env, path, {"If-None-Match": sent})
+            assert status == 304 and body2 == b"" and h2["etag"] == etag, (path, sent)
+        status, _, again = auth_get(env, path, {"If-None-Match": '"not-it"'})
+        assert status == 200 and again == body
+    # A change makes the old tag miss: the new answer comes with a new tag.
+    status, h, _ = auth_get(env, JOBS + "/ok_job")
+    job = env.job("ok_job")
+    status, _ = env.request("PATCH", JOBS + "/ok_job?updateMask=labels",
+                            {"labels": dict(job["labels"], etagtest="1"), "etag": job["etag"]})
+    assert status == 200
+    status, h2, body = auth_get(env, JOBS + "/ok_job", {"If-None-Match": h["etag"]})
+    assert status == 200 and h2["etag"] != h["etag"]
+    assert json.loads(body)["labels"]["etagtest"] == "1"
+    job = env.job("ok_job")
+    status, _ = env.request("PATCH", JOBS + "/ok_job?updateMask=labels",
+                            {"labels": {"team": "vision"}, "etag": job["etag"]})
+    assert status == 200
+    # Errors carry no tag.
+    status, h, _ = auth_get(env, JOBS + "/nope")
+    assert status == 404 and "etag" not in h
+
+
+def test_log_search_and_download_api(env):
+    n = int(env.request("GET", "%s/ok_job/logs:summary?taskName=%s" % (JOBS, MASTER))[1][
+        "lineCount"])
+    messages = [e["jsonPayload"]["message"] for e in env.logs("ok_job")
+                if e["resource"]["labels"]["task_name"] == MASTER]
+    assert len(messages) == n
+    want = [i for i, m in enumerate(messages) if "line 29" in m.lower()]
+    assert len(want) == 111  # line 29, 290..299, 2900..2999
+    q = "%s/ok_job/logs:search?taskName=%s&text=%s" % (JOBS, MASTER, urllib.parse.quote("LINE 29"))
+    status, first = env.request("GET", q + "&countMatches=true")
+    assert status == 200, first
+    assert [int(m["lineOffset"]) for m in first["matches"]] == want[:1]
+    assert first["totalMatches"] == "111" and first["matchIndex"] == "0"
+    assert first["matches"][0]["entry"]["jsonPayload"]["message"] == messages[want[0]]
+    status, page = env.request("GET", q + "&afterLineOffset=%d&pageSize=1000" % want[0])
+    assert [int(m["lineOffset"]) for m in page["matches"]] == want[1:]
+    status, back = env.request("GET", q + "&beforeLineOffset=%d&pageSize=3&countMatches=true"
+                               % want[50])
+    assert [int(m["lineOffset"]) for m in back["matches"]] == want[47:50][::-1]
+    assert back["matchIndex"] == "49"
+    status, err = env.request("GET", q + "&afterLineOffset=1&beforeLineOffset=5")
+    assert status == 400 and "beforeLineOffset" in err["error"]["message"]
+    # The download: every line of the task as text, streamed, never compressed by the server.
+    status, h, body = auth_get(env, "%s/ok_job/logs:download?taskName=%s&format=message" % (
+        JOBS, MASTER), {"Accept-Encoding": "gzip, deflate, br"})
+    assert status == 200
+    assert h["content-type"] == "text/plain; charset=utf-8" and "content-encoding" not in h
+    assert h["content-disposition"] == 'attachment; filename="ok_job-master-replica-0.log"'
+    assert h["transfer-encoding"] == "chunked"
+    assert body.decode().split("\n")[:-1] == messages
+    status, h, body = auth_get(env, "%s/ok_job/logs:download" % JOBS)
+    lines = body.decode().split("\n")[:-1]
+    assert len(lines) == int(env.request("GET", JOBS + "/ok_job/logs:summary")[1]["lineCount"])
+    assert any(line.split("\t")[1:] == ["INFO", MASTER, "line 2999"] for line in lines)
+    status, _, _ = auth_get(env, JOBS + "/nope/logs:download")
+    assert status == 404
+    # The CLI reads both.
+    out = env.cli("jobs", "logs", "ok_job", "--download", "--task-name", MASTER, "--format",
+                  "message").stdout
+    assert out.split("\n")[:-1] == messages
+    out = env.cli("jobs", "logs", "ok_job", "--task-name", MASTER, "--search", "line 299").stdout
+    found = [line.split(":", 1)[0] for line in out.splitlines()]
+    assert found == [str(i + 1) for i, m in enumerate(messages) if "line 299" in m]
+
+
+def test_storage_browser_and_download(env, browser, tmp_path):
+    b = browser
+    bucket = "console-itest"
+    put_object(env, bucket, "data/a.txt", b"hello from the storage browser\n" * 100)
+    put_object(env, bucket, "data/sub/b.bin", bytes(range(256)))
+    for i in range(120):
+        put_object(env, bucket, "many/obj_%03d.txt" % i, b"x" * i)
+    b.goto(console(env, "storage"))
+    b.wait("document.querySelector('#buckets-table tr[data-bucket=\"%s\"] a')" % bucket)
+    b.click("#buckets-table tr[data-bucket=\"%s\"] a" % bucket)
+    b.wait("document.querySelector('#objects-table tr[data-folder=\"data/\"]')")
+    folders = b.eval("Array.from(document.querySelectorAll('#objects-table tr[data-folder]'))"
+                     ".map(r => r.dataset.folder)")
+    assert folders == ["data/", "many/", "packages/"]
+    b.click("#objects-table tr[data-folder=\"data/\"] a")
+    b.wait("document.querySelector('#objects-table tr[data-object=\"data/a.txt\"]')")
+    assert b.eval("location.pathname") == "/console/storage/%s/data/" % bucket
+    assert b.eval("document.querySelector('#storage-location').textContent") == \
+        "gs://%s/data/" % bucket
+    assert b.eval("Array.from(document.querySelectorAll('#objects-table tr[data-folder]'))"
+                  ".map(r => r.dataset.folder)") == ["data/sub/"]
+    row = "#objects-table tr[data-object=\"data/a.txt\"]"
+    assert b.eval("document.querySelector('%s td:nth-child(2)').title" % row) == "3,100 bytes"
+    # The link streams the object; the session cookie authorizes the GET.
+    allow_downloads(b, tmp_path)
+    b.click(row + " a.download")
+    assert downloaded(tmp_path, "a.txt") == b"hello from the storage browser\n" * 100
+    status, h, _ = raw_get(env, "/storage/v1/b/%s/o/data%%2Fa.txt?alt=media" % bucket,
+                           {"Authorization": "Bearer " + env.token})
+    assert status == 200 and h["content-security-policy"].startswith("sandbox")
+    # Into a sub-folder and back through the crumbs.
+    b.click("#objects-table tr[data-folder=\"data/sub/\"] a")
+    b.wait("document.querySelector('#objects-table tr[data-object=\"data/sub/b.bin\"]')")
+    b.click("#storage-crumbs a[data-prefix=\"data/\"]")
+    b.wait("document.querySelector('#objects-table tr[data-object=\"data/a.txt\"]')")
+    # 120 objects: pages of 100.
+    b.goto(env.url + "/console/storage/%s/many/" % bucket)
+    b.wait("document.querySelectorAll('#objects-table tr[data-object]').length === 100")
+    first = b.eval("Array.from(document.querySelectorAll('#objects-table tr[data-object]'))"
+                   ".map(r => r.dataset.object)")
+    b.click("#objects-next")
+    b.wait("document.querySelectorAll('#objects-table tr[data-object]').length === 20")
+    second = b.eval("Array.from(document.querySelectorAll('#objects-table tr[data-object]'))"
+                    ".map(r => r.dataset.object)")
+    assert first + second == ["many/obj_%03d.txt" % i for i in range(120)]
+    b.click("#objects-prev")
+    b.wait("document.querySelectorAll('#objects-table tr[data-object]').length === 100")
+
+
+def test_clone_a_job_with_an_edited_argument(env, browser):
+    b = browser
+    source = env.job("ok_job")
+    b.goto(console(env, "jobs/ok_job"))
+    b.wait("document.querySelector('#job-clone')")
+    b.click("#job-clone")
+    spec = json.loads(b.wait("document.querySelector('#clone-spec') && "
+                             "document.querySelector('#clone-spec').value"))
+    assert spec["jobId"].startswith("ok_job_") and spec["jobId"] != "ok_job"
+    assert spec["trainingInput"] == source["trainingInput"]
+    assert spec["labels"] == source["labels"]
+    # A refused spec: the API's message and the field it names.
+    bad = dict(spec, jobId="ok_clone_bad", trainingInput=dict(spec["trainingInput"], args=[7]))
+    b.fill("#clone-spec", json.dumps(bad, indent=2))
+    b.submit("#clone-form")
+    field = b.wait("document.querySelector('#clone-fields li') && "
+                   "document.querySelector('#clone-fields li').dataset.field")
+    assert field == "job.training_input.args[0]"
+    assert "TYPE_STRING" in b.eval("document.querySelector('#clone-error').textContent")
+    b.take_errors()  # the expected 400
+    # An edited argument: the new job has it, and everything else of the source's spec.
+    good = dict(spec, jobId="ok_clone", trainingInput=dict(spec["trainingInput"],
+                                                           args=["5", "0", "0"]))
+    b.fill("#clone-spec", json.dumps(good, indent=2))
+    b.submit("#clone-form")
+    b.wait("location.pathname === '/console/projects/%s/jobs/ok_clone'" % PROJECT)
+    b.wait("document.querySelector('#job-id').textContent === 'ok_clone'")
+    clone = env.job("ok_clone")
+    assert clone["trainingInput"] == dict(source["trainingInput"], args=["5", "0", "0"])
+    assert clone["labels"] == source["labels"]
+    status, _ = env.request("POST", JOBS + "/ok_clone:cancel", {})  # admission is paused
+    assert status == 200
+
+
+def label_row(b, key):
+    """The selector of the label editor's row holding `key`."""
+    i = b.wait("(() => { const r = Array.from(document.querySelectorAll('#labels-form tr'))"
+               ".find(r => r.querySelector('.label-key').value === %s); "
+               "return r ? r.dataset.row : false; })()" % json.dumps(key))
+    return "#labels-form tr[data-row=\"%s\"]" % i
+
+
+def test_edit_labels_with_the_etag(env, browser):
+    b = browser
+    b.goto(console(env, "jobs/ok_job"))
+    b.wait("document.querySelector('#labels-edit')")
+    b.click("#labels-edit")
+    b.wait("document.querySelector('#labels-form tr[data-row=\"0\"] .label-key').value === 'team'")
+    b.fill("#labels-form tr[data-row=\"0\"] .label-value", "speech")
+    b.click("#label-add")
+    b.wait("document.querySelector('#labels-form tr[data-row=\"1\"]')")
+    b.fill("#labels-form tr[data-row=\"1\"] .label-key", "owner")
+    b.fill("#labels-form tr[data-row=\"1\"] .label-value", "alice")
+    b.submit("#labels-form")
+    b.wait("document.querySelector('#job-labels .label[data-key=\"owner\"]')")
+    assert env.job("ok_job")["labels"] == {"team": "speech", "owner": "alice"}
+    # Someone else changes the job while the editor is open: 409, a clear message, the job
+    # read again, the draft kept; saving again applies it.
+    b.click("#labels-edit")
+    b.wait("document.querySelector('#labels-form')")
+    job = env.job("ok_job")
+    status, _ = env.request("PATCH", JOBS + "/ok_job?updateMask=labels",
+                            {"labels": {"team": "other"}, "etag": job["etag"]})
+    assert status == 200
+    b.fill(label_row(b, "owner") + " .label-value", "bob")
+    b.submit("#labels-form")
+    msg = b.wait("document.querySelector('#labels-error') && "
+                 "document.querySelector('#labels-error').textContent")
+    assert "changed since you began editing" in msg and "team=other" in msg
+    assert env.job("ok_job")["labels"] == {"team": "other"}
+    b.take_errors()  # the expected 409
+    b.submit("#labels-form")
+    b.wait("document.querySelector('#job-labels .label[data-key=\"owner\"]') && "
+           "document.querySelector('#job-labels .label[data-key=\"owner\"]').textContent === "
+           "'owner=bob'")
+    assert env.job("ok_job")["labels"] == {"team": "speech", "owner": "bob"}
+    # Back to the fixture's labels (removing a row).
+    b.click("#labels-edit")
+    b.wait("document.querySelector('#labels-form')")
+    b.click(label_row(b, "owner") + " .label-remove")
+    b.fill(label_row(b, "team") + " .label-value", "vision")
+    b.submit("#labels-form")
+    b.wait("!document.querySelector('#job-labels .label[data-key=\"owner\"]') && "
+           "document.querySelector('#job-labels .label[data-key=\"team\"]')")
+    assert env.job("ok_job")["labels"] == {"team": "vision"}
+
+
+def selected_line(b):
+    return b.eval("(() => { const e = document.querySelector('.viewer .ln.sel'); "
+                  "return e ? Number(e.dataset.line) : null; })()")
+
+
+def test_log_search_next_and_previous(env, browser):
+    b = browser
+    q = "%s/ok_job/logs:search?taskName=%s&text=line%%2029&pageSize=1000" % (JOBS, MASTER)
+    want = [int(m["lineOffset"]) + 1 for m in env.request("GET", q)[1]["matches"]]
+    assert len(want) == 111
+    b.goto(console(env, "jobs/ok_job/logs?task=%s#line=1" % MASTER))
+    b.wait("document.querySelector('.viewer .ln.sel[data-line=\"1\"]')")
+    b.fill("#log-search", "LINE 29")
+    b.submit("#log-search-form")
+    b.wait("document.querySelector('#log-search-status').textContent === '1 of 111'")
+    assert selected_line(b) == want[0] and b.eval("location.hash") == "#line=%d" % want[0]
+    assert b.eval("new URL(location.href).searchParams.get('q')") == "LINE 29"
+    marked = b.eval("document.querySelector('.viewer .ln.sel mark').textContent")
+    assert marked == "line 29"
+    b.click("#log-search-next")
+    b.wait("document.querySelector('#log-search-status').textContent === '2 of 111'")
+    assert selected_line(b) == want[1]
+    # Far down the log (not loaded yet): the server finds it.
+    b.fill("#log-jump", "2950")
+    b.submit(".viewer form.inline")
+    b.wait("document.querySelector('.viewer .ln.sel[data-line=\"2950\"]')")
+    b.click("#log-search-next")
+    k = want.index(min(w for w in want if w > 2950))
+    b.wait("document.querySelector('#log-search-status').textContent === '%d of 111'" % (k + 1))
+    assert selected_line(b) == want[k]
+    b.click("#log-search-prev")
+    b.wait("document.querySelector('#log-search-status').textContent === '%d of 111'" % k)
+    assert selected_line(b) == want[k - 1]
+    # Before the first match, previous goes round to the last.
+    b.fill("#log-jump", "2")
+    b.submit(".viewer form.inline")
+    b.wait("document.querySelector('.viewer .ln.sel[data-line=\"2\"]')")
+    b.click("#log-search-prev")
+    b.wait("document.querySelector('#log-search-status').textContent === "
+           "'111 of 111 (from the bottom)'")
+    assert selected_line(b) == want[-1]
+    b.fill("#log-search", "no such text anywhere")
+    b.submit("#log-search-form")
+    b.wait("document.querySelector('#log-search-status').textContent === 'no match'")
+
+
+def test_log_download_from_the_viewer(env, browser, tmp_path):
+    b = browser
+    b.goto(console(env, "jobs/ok_job/logs?task=" + MASTER))
+    b.wait("document.querySelector('#log-count').textContent.endsWith(' lines')")
+    allow_downloads(b, tmp_path)
+    b.click("#log-download")
+    text = downloaded(tmp_path, "ok_job-master-replica-0.log").decode()
+    lines = text.split("\n")[:-1]
+    n = int(env.request("GET", "%s/ok_job/logs:summary?taskName=%s" % (JOBS, MASTER))[1][
+        "lineCount"])
+    assert len(lines) == n
+    first = api_logs(env, "ok_job", lineOffset=0, pageSize=1, taskName=MASTER)["entries"][0]
+    assert lines[0] == "\t".join([first["timestamp"], first["severity"], MASTER,
+                                  first["jsonPayload"]["message"]])
+    last = api_logs(env, "ok_job", lineOffset=n - 1, pageSize=1, taskName=MASTER)["entries"][0]
+    assert lines[-1].endswith("\t" + last["jsonPayload"]["message"])
+    assert any(line.endswith("\tline 2999") for line in lines)

@@ -168,6 +168,154 @@ TEST_P(ConsoleApiTest, LogLinesRefusesBadParameters) {
             StatusCode::kNotFound);
 }
 
+std::vector<int64_t> Offsets(const json& answer) {
+  std::vector<int64_t> out;
+  for (const auto& m : answer["matches"])
+    out.push_back(std::stoll(m["lineOffset"].get<std::string>()));
+  return out;
+}
+
+TEST_P(ConsoleApiTest, LogSearchFindsLinesByPositionBothWays) {
+  AddJob("p", "j", model::JobState::kRunning);
+  AddJob("p", "other", model::JobState::kRunning);
+  AddLines("j", "master-replica-0", 300, 37);  // ordinals 0..299: "master-replica-0 K"
+  AddLines("j", "worker-replica-0", 20, 6);    // ordinals 300..319
+  auto search = [&](QueryParams params) {
+    params.emplace("text", "REPLICA-0 15");  // ASCII case-insensitive by default
+    return Get(SearchLogs(*store_, "p", "j", params));
+  };
+  // Forward from the first line, nearest first; the matched line comes along.
+  json first = search({{"pageSize", "3"}});
+  EXPECT_EQ(Offsets(first), (std::vector<int64_t>{15, 150, 151}));
+  EXPECT_EQ(first["matches"][1]["entry"]["jsonPayload"]["message"], "master-replica-0 150");
+  EXPECT_FALSE(first.contains("totalMatches"));
+  EXPECT_EQ(Offsets(search({{"afterLineOffset", "151"}, {"pageSize", "100"}})),
+            (std::vector<int64_t>{152, 153, 154, 155, 156, 157, 158, 159, 315}));
+  EXPECT_EQ(Offsets(search({{"afterLineOffset", "15"}})), (std::vector<int64_t>{150}));
+  EXPECT_TRUE(Offsets(search({{"afterLineOffset", "315"}})).empty());
+  // Backward: before a position, nearest first, with or without counting.
+  EXPECT_EQ(Offsets(search({{"beforeLineOffset", "300"}, {"pageSize", "2"}})),
+            (std::vector<int64_t>{159, 158}));
+  EXPECT_EQ(Offsets(search({{"beforeLineOffset", "151"}, {"pageSize", "5"}})),
+            (std::vector<int64_t>{150, 15}));
+  EXPECT_TRUE(Offsets(search({{"beforeLineOffset", "15"}})).empty());
+  json counted = search({{"beforeLineOffset", "300"}, {"pageSize", "2"}, {"countMatches", "true"}});
+  EXPECT_EQ(Offsets(counted), (std::vector<int64_t>{159, 158}));
+  EXPECT_EQ(counted["totalMatches"], "12");  // 15, 150..159, worker 15
+  EXPECT_EQ(counted["matchIndex"], "10");    // 159 is the 11th match
+  EXPECT_EQ(search({{"countMatches", "true"}})["totalMatches"], "12");
+  EXPECT_EQ(search({{"countMatches", "true"}})["matchIndex"], "0");
+  EXPECT_EQ(search({{"countMatches", "true"}, {"afterLineOffset", "15"}})["matchIndex"], "1");
+  EXPECT_EQ(search({{"countMatches", "true"}, {"beforeLineOffset", "151"}})["matchIndex"], "1");
+  json none = search({{"countMatches", "true"}, {"afterLineOffset", "315"}});
+  EXPECT_EQ(none["totalMatches"], "12");
+  EXPECT_FALSE(none.contains("matchIndex"));
+  // Case, one task's own positions, and a text starting with a digit.
+  json exact = Get(SearchLogs(*store_, "p", "j", {{"text", "REPLICA"}, {"matchCase", "true"}}));
+  EXPECT_TRUE(exact["matches"].empty());
+  EXPECT_EQ(Offsets(Get(
+                SearchLogs(*store_, "p", "j", {{"text", "15"}, {"taskName", "worker-replica-0"}}))),
+            (std::vector<int64_t>{15}));
+  EXPECT_EQ(Offsets(Get(SearchLogs(*store_, "p", "j", {{"text", "9 2"}}))), std::vector<int64_t>{});
+  EXPECT_EQ(Offsets(Get(SearchLogs(*store_, "p", "j", {{"text", "a-0 29"}, {"pageSize", "20"}}))),
+            (std::vector<int64_t>{29, 290, 291, 292, 293, 294, 295, 296, 297, 298, 299}));
+  // A snapshot bounds the search.
+  std::string snapshot = first["snapshotInsertId"];
+  AddLines("j", "master-replica-0", 20, 20);  // ordinals 320..339, "master-replica-0 15" at 335
+  EXPECT_EQ(Offsets(search({{"afterLineOffset", "315"}, {"snapshotInsertId", snapshot}})),
+            std::vector<int64_t>{});
+  EXPECT_EQ(Offsets(search({{"afterLineOffset", "315"}})), (std::vector<int64_t>{335}));
+}
+
+TEST_P(ConsoleApiTest, LogSearchRefusesBadParameters) {
+  AddJob("p", "j", model::JobState::kRunning);
+  AddLines("j", "master-replica-0", 3, 3);
+  auto status = [&](const QueryParams& params) {
+    return SearchLogs(*store_, "p", "j", params).status();
+  };
+  auto field = [&](const QueryParams& params) {
+    Status st = status(params);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.message();
+    return st.violations().empty() ? std::string() : st.violations()[0].field;
+  };
+  EXPECT_EQ(field({}), "text");
+  EXPECT_EQ(field({{"text", ""}}), "text");
+  EXPECT_EQ(field({{"text", std::string(1001, 'x')}}), "text");
+  EXPECT_EQ(field({{"text", "x"}, {"afterLineOffset", "1"}, {"beforeLineOffset", "2"}}),
+            "beforeLineOffset");
+  EXPECT_EQ(field({{"text", "x"}, {"afterLineOffset", "-2"}}), "afterLineOffset");
+  EXPECT_EQ(field({{"text", "x"}, {"beforeLineOffset", "-1"}}), "beforeLineOffset");
+  EXPECT_EQ(field({{"text", "x"}, {"pageSize", "1001"}}), "pageSize");
+  EXPECT_EQ(field({{"text", "x"}, {"matchCase", "maybe"}}), "matchCase");
+  EXPECT_EQ(field({{"text", "x"}, {"minSeverity", "ERROR"}}), "minSeverity");
+  EXPECT_EQ(SearchLogs(*store_, "p", "nope", {{"text", "x"}}).status().code(),
+            StatusCode::kNotFound);
+}
+
+std::string DownloadAll(Result<LogDownload> started) {
+  EXPECT_TRUE(started.ok()) << started.status().message();
+  if (!started.ok()) return "";
+  std::string out;
+  for (int i = 0; i < 1000; ++i) {
+    auto piece = started->Next();
+    EXPECT_TRUE(piece.ok()) << piece.status().message();
+    if (!piece.ok() || piece->empty()) break;
+    out += *piece;
+  }
+  return out;
+}
+
+std::vector<std::string> SplitLines(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t nl = text.find('\n', start);
+    out.push_back(text.substr(start, nl - start));
+    start = nl + 1;
+  }
+  return out;
+}
+
+TEST_P(ConsoleApiTest, LogDownloadStreamsEveryLineAsText) {
+  AddJob("p", "j", model::JobState::kRunning);
+  AddJob("p", "other", model::JobState::kRunning);
+  AddLines("j", "master-replica-0", 12000, 1000);  // more than two batches of the download
+  AddLines("j", "worker-replica-0", 10, 10, "3");
+  auto all = SplitLines(DownloadAll(LogDownload::Start(*store_, "p", "j", {})));
+  ASSERT_EQ(all.size(), 12010u);
+  EXPECT_EQ(all[0], "1970-01-01T00:00:00.001000Z\tERROR\tmaster-replica-0\tmaster-replica-0 0");
+  EXPECT_EQ(all[1], "1970-01-01T00:00:00.001001Z\tINFO\tmaster-replica-0\tmaster-replica-0 1");
+  EXPECT_EQ(all[11999].substr(all[11999].rfind('\t') + 1), "master-replica-0 11999");
+  EXPECT_EQ(all[12000],
+            "1970-01-01T00:00:00.001000Z\tERROR\tworker-replica-0/trial-3\t"
+            "worker-replica-0 0");
+  auto started =
+      LogDownload::Start(*store_, "p", "j", {{"taskName", "worker-replica-0"}, {"trialId", "3"}});
+  ASSERT_TRUE(started.ok());
+  EXPECT_EQ(started->file_name(), "j-worker-replica-0-trial-3.log");
+  // Only the messages, of one task, at least ERROR.
+  auto errors = SplitLines(DownloadAll(LogDownload::Start(
+      *store_, "p", "j",
+      {{"format", "message"}, {"taskName", "master-replica-0"}, {"minSeverity", "error"}})));
+  ASSERT_EQ(errors.size(), 1715u);  // k % 7 == 0 for k < 12000
+  EXPECT_EQ(errors[1], "master-replica-0 7");
+  // A snapshot bounds it; a job without lines downloads nothing.
+  AddJob("p", "quiet", model::JobState::kQueued);
+  EXPECT_EQ(DownloadAll(LogDownload::Start(*store_, "p", "quiet", {})), "");
+  EXPECT_EQ(
+      SplitLines(DownloadAll(LogDownload::Start(*store_, "p", "j", {{"snapshotInsertId", "1"}})))
+          .size(),
+      1u);
+
+  auto code = [&](const QueryParams& params) {
+    return LogDownload::Start(*store_, "p", "j", params).status().code();
+  };
+  EXPECT_EQ(code({{"format", "xml"}}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code({{"minSeverity", "LOUD"}}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code({{"lineOffset", "0"}}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(LogDownload::Start(*store_, "p", "nope", {}).status().code(), StatusCode::kNotFound);
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, ConsoleApiTest, ::testing::Values(false, true),
                          [](const auto& p) { return p.param ? "Sqlite" : "InMemory"; });
 

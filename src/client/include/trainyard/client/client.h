@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -83,6 +84,27 @@ struct LogPage {
   std::string snapshot_insert_id;    // listing: follow from here once the listing is read
 };
 
+// GET /v1/projects/{p}/jobs/{id}/logs:search parameters (docs/api.md "Log search").
+struct LogSearchRequest {
+  std::string text;
+  int64_t after_line_offset = -1;  // matches after this 0-based line (-1: from the first)
+  int page_size = 0;               // 0 = the server's default (1)
+  bool match_case = false;
+  std::string task_name;
+  std::optional<std::string> trial_id;
+  std::string snapshot_insert_id;  // "" = the lines stored now
+};
+
+struct LogMatch {
+  int64_t line_offset = 0;  // 0-based, among the lines the request selects
+  LogEntry entry;
+};
+
+struct LogSearchPage {
+  std::vector<LogMatch> matches;  // in line order
+  std::string snapshot_insert_id;
+};
+
 class Client {
  public:
   explicit Client(ClientOptions options);
@@ -109,6 +131,12 @@ class Client {
   // --- job logs ----------------------------------------------------------------------------
   // GET /v1/projects/{p}/jobs/{id}/logs.
   Result<LogPage> ListJobLogs(std::string_view job_id, const JobLogsRequest& request);
+  // GET /v1/projects/{p}/jobs/{id}/logs:search.
+  Result<LogSearchPage> SearchJobLogs(std::string_view job_id, const LogSearchRequest& request);
+  // GET /v1/projects/{p}/jobs/{id}/logs:download (task_name, trial_id and min_severity of
+  // `request`; format=message when message_only): the text goes to `sink` as it arrives.
+  Status DownloadJobLogs(std::string_view job_id, const JobLogsRequest& request, bool message_only,
+                         const std::function<bool(std::string_view)>& sink);
 
   // --- storage (Cloud Storage JSON API subset) -------------------------------------------
   Status CreateBucket(std::string_view bucket);

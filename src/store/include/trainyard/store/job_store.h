@@ -78,6 +78,29 @@ struct LogStreamCount {
   int64_t lines = 0;
 };
 
+// A text search over a job's lines by position (SearchLogLines).
+struct LogSearch {
+  std::string text;         // what to find in each message (not empty)
+  bool match_case = false;  // false: ASCII letters compare case-insensitively
+  bool backward = false;    // false: matches after `from`, nearest first; true: before it
+  int64_t from = -1;        // a line ordinal, excluded (forward from -1 = from the first line)
+  int max_matches = 1;      // at most this many matches
+  bool count = false;       // also count every match of the selection (reads every line)
+};
+
+// A line SearchLogLines found: its ordinal among the selected lines and the line.
+struct LogMatch {
+  int64_t ordinal = 0;
+  model::LogEntry entry;
+};
+
+struct LogSearchResult {
+  std::vector<LogMatch> matches;  // nearest to `from` first
+  int64_t total = -1;             // every match of the selection (LogSearch::count), else -1
+  int64_t index = -1;             // with count and a match: how many matches precede matches[0]
+  int64_t lines_read = 0;         // lines decoded and compared (for measurements)
+};
+
 // A job in a terminal state, for retention (ListFinishedJobs).
 struct FinishedJob {
   std::string project;
@@ -128,6 +151,10 @@ class JobStore {
   // insert-id order that match `query.task_name`, `query.trial_id` and `query.max_insert_id`
   // (the other fields are ignored); 0 when there are no more than `ordinal` such lines.
   virtual Result<int64_t> LocateLogLine(const LogQuery& query, int64_t ordinal);
+  // The lines of `query.job_id` whose message contains `search.text`, with their ordinals in
+  // the order LocateLogLine counts (the lines that `query.task_name`, `query.trial_id` and
+  // `query.max_insert_id` select; the other fields are ignored).
+  virtual Result<LogSearchResult> SearchLogLines(const LogQuery& query, const LogSearch& search);
 
   // Retention (docs/operations.md). UNIMPLEMENTED by default.
   //
