@@ -17,6 +17,9 @@ export interface Trial {
   endTime?: string;
   state?: string;
   isTrialStoppedEarly?: boolean;
+  // Trainyard's words on the trial: why it stopped early, or which metric tags it reported when
+  // none under the job's tag (docs/api.md).
+  message?: string;
 }
 
 export interface ParameterSpec {
@@ -39,6 +42,7 @@ export interface TrialRow {
   start?: string;
   end?: string;
   stoppedEarly: boolean;
+  message?: string;
 }
 
 export type Goal = "MAXIMIZE" | "MINIMIZE";
@@ -67,6 +71,7 @@ export function rowsOf(trials: Trial[]): TrialRow[] {
       start: t.startTime,
       end: t.endTime,
       stoppedEarly: !!t.isTrialStoppedEarly,
+      message: t.message,
     };
   });
 }

@@ -504,7 +504,7 @@ export function TrialsPanel(props: { project: string; job: Job; url: URL }) {
       </td>
       <td>
         <StateBadge state={r.state} />
-        {r.stoppedEarly && <span class="muted small"> stopped early</span>}
+        {r.stoppedEarly && <span class="muted small" title={r.message}> stopped early</span>}
       </td>
       {specs.map((s) => (
         <td class="num">{r.params[s.parameterName] ?? ""}</td>
@@ -602,6 +602,7 @@ export function TrialsPanel(props: { project: string; job: Job; url: URL }) {
             <span title={sel.end}>{localTime(sel.end)}</span> · {metrics.get(sel.id)?.length ?? 0}{" "}
             reports · <a href={`${base}/logs?trial=${enc(sel.id)}`} id="trial-detail-logs">its logs</a>
           </p>
+          {sel.message && <p id="trial-detail-message">{sel.message}</p>}
         </div>
       )}
       <h2>Trials</h2>

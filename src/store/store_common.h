@@ -7,8 +7,8 @@
 #include <deque>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "trainyard/core/status.h"
