@@ -28,6 +28,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "cgroup_v1.h"
@@ -173,6 +174,8 @@ class LocalExecutor final : public Executor {
     std::string stop_reason;
   };
   void StarterLoop();
+  // The text of a replica's hypertune metric file (nullopt when there is none).
+  std::optional<std::string> MetricFileOf(const ReplicaKey& key);
   // The slow part of a launch: work dir, spec file, the launcher process. Returns the replica
   // to monitor, or the error that kept it from starting.
   Result<std::shared_ptr<Replica>> Start(ReplicaSpec spec);
@@ -499,29 +502,29 @@ std::vector<RecoveredReplica> LocalExecutor::Recover(const std::vector<ReplicaKe
   return found;
 }
 
-std::vector<MetricRecord> LocalExecutor::ReplicaMetrics(const ReplicaKey& key,
-                                                        const std::string& tag) {
+std::optional<std::string> LocalExecutor::MetricFileOf(const ReplicaKey& key) {
   std::string dir;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = replicas_.find(key);
-    if (it != replicas_.end()) dir = it->second->work_dir;
+    if (auto it = replicas_.find(key); it != replicas_.end()) {
+      dir = it->second->work_dir;
+    } else if (auto p = starting_.find(key); p != starting_.end()) {
+      dir = p->second.spec.work_dir;
+    }
   }
   if (dir.empty()) dir = WorkDirFor(key);
-  auto text = ReadMetricFile(Join(dir, kMetricFile));
+  return ReadMetricFile(Join(dir, kMetricFile));
+}
+
+std::vector<MetricRecord> LocalExecutor::ReplicaMetrics(const ReplicaKey& key,
+                                                        const std::string& tag) {
+  auto text = MetricFileOf(key);
   if (!text) return {};
   return ParseMetricFile(*text, tag);
 }
 
 std::vector<std::string> LocalExecutor::ReplicaMetricTags(const ReplicaKey& key) {
-  std::string dir;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = replicas_.find(key);
-    if (it != replicas_.end()) dir = it->second->work_dir;
-  }
-  if (dir.empty()) dir = WorkDirFor(key);
-  auto text = ReadMetricFile(Join(dir, kMetricFile));
+  auto text = MetricFileOf(key);
   if (!text) return {};
   return MetricTagsInFile(*text);
 }
