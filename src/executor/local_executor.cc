@@ -598,6 +598,12 @@ void LocalExecutor::MonitorLoop() {
 }
 
 bool LocalExecutor::Poll(Replica& r) {
+  // No launcher ever ran: nothing to tail (its work dir may hold an earlier attempt's files,
+  // already delivered).
+  if (!r.not_started.empty()) {
+    ReportExit(r);
+    return true;
+  }
   // Whether the launcher is gone is decided first: everything it wrote is then on disk.
   const bool gone = LauncherGone(r);
   if (!gone) EnforceKillDeadlines(r);
