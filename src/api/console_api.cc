@@ -460,18 +460,8 @@ Result<LogDownload> LogDownload::Start(store::JobStore& store, const std::string
     }
     d.message_only_ = *f == "message";
   }
-  if (const std::string* s = QueryParam(params, "minSeverity"); s != nullptr && !s->empty()) {
-    std::string upper;
-    for (char c : *s)
-      upper.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
-    auto sev = model::ParseSeverity(upper);
-    if (!sev) {
-      return BadParam("minSeverity", "Invalid value for minSeverity: \"" + *s +
-                                         "\" (DEFAULT, DEBUG, INFO, NOTICE, WARNING, ERROR, "
-                                         "CRITICAL, ALERT or EMERGENCY)");
-    }
-    d.query_.min_severity = *sev;
-  }
+  TRAINYARD_ASSIGN_OR_RETURN(auto min_severity, MinSeverityParam(params));
+  if (min_severity) d.query_.min_severity = *min_severity;
   TRAINYARD_ASSIGN_OR_RETURN(int64_t snapshot, SnapshotParam(store, params));
   TRAINYARD_RETURN_IF_ERROR(store.GetJob(project, job_id).status());
   d.query_.project = project;

@@ -370,18 +370,8 @@ Result<std::string> ListJobLogs(store::JobStore& store, const std::string& proje
   q.job_id = job_id;
   if (const std::string* t = QueryParam(params, "taskName")) q.task_name = *t;
   if (const std::string* t = QueryParam(params, "trialId")) q.trial_id = *t;
-  if (const std::string* s = QueryParam(params, "minSeverity"); s != nullptr && !s->empty()) {
-    std::string upper;
-    for (char c : *s)
-      upper.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
-    auto sev = model::ParseSeverity(upper);
-    if (!sev) {
-      return BadField("minSeverity", "Invalid value for minSeverity: \"" + *s +
-                                         "\" (DEFAULT, DEBUG, INFO, NOTICE, WARNING, ERROR, "
-                                         "CRITICAL, ALERT or EMERGENCY)");
-    }
-    q.min_severity = *sev;
-  }
+  TRAINYARD_ASSIGN_OR_RETURN(auto min_severity, MinSeverityParam(params));
+  if (min_severity) q.min_severity = *min_severity;
   TRAINYARD_ASSIGN_OR_RETURN(q.min_timestamp, TimeParam(params, "startTime"));
   TRAINYARD_ASSIGN_OR_RETURN(q.max_timestamp, TimeParam(params, "endTime"));
 
@@ -467,6 +457,20 @@ Result<int64_t> IntQueryParam(const QueryParams& params, const char* name, int64
         .AddViolation(name, "must be an integer");
   }
   return out;
+}
+
+Result<std::optional<model::Severity>> MinSeverityParam(const QueryParams& params) {
+  const std::string* s = QueryParam(params, "minSeverity");
+  if (s == nullptr || s->empty()) return std::optional<model::Severity>();
+  std::string upper;
+  for (char c : *s) upper.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  auto sev = model::ParseSeverity(upper);
+  if (!sev) {
+    return BadField("minSeverity", "Invalid value for minSeverity: \"" + *s +
+                                       "\" (DEFAULT, DEBUG, INFO, NOTICE, WARNING, ERROR, "
+                                       "CRITICAL, ALERT or EMERGENCY)");
+  }
+  return std::optional<model::Severity>(*sev);
 }
 
 }  // namespace trainyard::api

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -57,6 +58,9 @@ using QueryParams = std::multimap<std::string, std::string>;
 const std::string* QueryParam(const QueryParams& params, const char* name);
 // An integer query parameter, `def` when absent; INVALID_ARGUMENT naming it when not an integer.
 Result<int64_t> IntQueryParam(const QueryParams& params, const char* name, int64_t def);
+// The minSeverity query parameter, case-insensitive (nullopt when absent or empty);
+// INVALID_ARGUMENT naming it and the severities when it is none of them.
+Result<std::optional<model::Severity>> MinSeverityParam(const QueryParams& params);
 
 // Answers `GET /v1/projects/P/jobs/J/logs` (docs/api.md, "Job logs"). Two modes:
 //  * afterInsertId=N (followers): lines with insert ids above N in ingestion order, and
