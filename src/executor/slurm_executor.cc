@@ -230,7 +230,7 @@ struct Gang {
   std::vector<ReplicaKey> members;
   std::string note;            // a warning for the job's log once it is submitted ("" = none)
   std::string told;            // the waiting reason last written to the job's log
-  bool cancel_sent = false;    // scancel -s TERM (or a plain scancel while pending)
+  bool cancel_sent = false;    // scancel -s TERM (or a plain scancel while not running)
   int64_t hard_cancel_at = 0;  // monotonic; a plain scancel, 0 = none due
 };
 
@@ -632,7 +632,7 @@ void SlurmExecutor::Kill(const ReplicaKey& key, Duration grace, const std::strin
   std::shared_ptr<SReplica> r;
   std::shared_ptr<Gang> gang;
   bool whole_gang = false;
-  bool pending = false;
+  bool running = false;  // squeue last said RUNNING (its steps may be up)
   std::string slurm_id;  // "" while sbatch has not answered
   const int64_t now = MonotonicMicros();
   if (grace < 0) grace = 0;
@@ -650,7 +650,7 @@ void SlurmExecutor::Kill(const ReplicaKey& key, Duration grace, const std::strin
       auto m = replicas_.find(k);
       return m == replicas_.end() || m->second->kill_requested;
     });
-    pending = !gang->seen || gang->state == "PENDING" || gang->state == "CONFIGURING";
+    running = gang->seen && gang->state == "RUNNING";
     slurm_id = gang->slurm_id;
     if (whole_gang) {
       if (gang->hard_cancel_at == 0 || gang->hard_cancel_at > now + grace) {
@@ -669,15 +669,19 @@ void SlurmExecutor::Kill(const ReplicaKey& key, Duration grace, const std::strin
   if (!s.ok()) TY_LOG_WARN(kLog, "{}", s.ToString());
   // Not submitted yet: the poll that learns its id cancels it (hard_cancel_at is set).
   if (slurm_id.empty()) return;
+  TY_LOG_INFO(kLog, "stopping {} of job {} (Slurm job {}, grace {})", key.TaskName(), key.job_id,
+              slurm_id, FormatDuration(grace));
   if (whole_gang) {
-    // Never --full: that kills the driver, and Slurm then SIGKILLs every step at once.
-    if (pending) {
-      Scancel({slurm_id});
-    } else {
+    // Only a job squeue saw running gets its signal here. Any other may have started since
+    // the last poll (a plain scancel would then give its trainers KillWait, not the grace),
+    // and `scancel -s TERM` of a pending job retries until scancel's own timeout: the poll
+    // this Kill brings forward picks the signal from the job's state then.
+    if (running) {
+      // Never --full: that kills the driver, and Slurm then SIGKILLs every step at once.
       Scancel({"-s", "TERM", slurm_id});
+      std::lock_guard<std::mutex> lock(mu_);
+      gang->cancel_sent = true;
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    gang->cancel_sent = true;
   } else if (auto info = ReadFile(Join(r->work_dir, kSlurmReplicaFile)); info.ok()) {
     json j = json::parse(*info, nullptr, false);
     if (j.is_object() && j.contains("stepId")) {
@@ -686,8 +690,6 @@ void SlurmExecutor::Kill(const ReplicaKey& key, Duration grace, const std::strin
       r->term_sent = true;
     }
   }
-  TY_LOG_INFO(kLog, "stopping {} of job {} (Slurm job {}, grace {})", key.TaskName(), key.job_id,
-              slurm_id, FormatDuration(grace));
   Wake();
 }
 
@@ -904,9 +906,11 @@ void SlurmExecutor::PollSlurm() {
         gang->ended = true;
         gang->ended_at = now;
       }
-      // Kill requested for all of a gang still pending: cancel it now that its id is known.
+      // Kill requested for all of a gang not known to run when it came (sbatch had not
+      // answered, or squeue had not seen it start): a pending or configuring job has no
+      // steps to stop gracefully, a running one gets its grace.
       if (!gang->cancel_sent && gang->hard_cancel_at != 0 && !gang->ended) {
-        to_cancel.emplace_back(gang, s.state == "PENDING" ? "" : "TERM");
+        to_cancel.emplace_back(gang, s.state == "RUNNING" ? "TERM" : "");
         gang->cancel_sent = true;
       }
     } else if (!gang->submitting &&

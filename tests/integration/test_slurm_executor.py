@@ -196,9 +196,11 @@ def test_failing_worker_fails_the_job_and_stops_the_others(env):
 def test_cancel_lets_a_slow_term_handler_finish(env):
     d = env["daemon"]
     # The handler needs 7 s, more than the cluster's KillWait (5 s): only a graceful stop
-    # (scancel -s TERM, then the daemon's own grace) lets it finish.
+    # (scancel -s TERM, then the daemon's own grace) lets it finish. The cancel comes as soon
+    # as the trainer runs, often before squeue has seen the job start: the daemon must not
+    # take it for pending then (a plain scancel gives only KillWait).
     submit(env, "cancelrun", ["--sleep=300", "--term_seconds=7"])
-    wait_for(lambda: "line 2 of master-0" in messages(d, "cancelrun"), timeout=180,
+    wait_for(lambda: "line 0 of master-0" in messages(d, "cancelrun"), timeout=180,
              what="the trainer running")
     status, body = d.request("POST", "/v1/projects/%s/jobs/cancelrun:cancel" % PROJECT, {})
     assert status == 200, body
