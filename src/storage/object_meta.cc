@@ -621,6 +621,18 @@ Result<ObjectMeta> CommitFile(const BucketStore& store, std::string_view bucket,
   if (::utimensat(AT_FDCWD, temp_file.c_str(), times, 0) != 0) {
     return Internal("cannot set the time of " + temp_file + ": " + ErrnoText(errno));
   }
+  // Its bytes reach the disk before it becomes the object. UploadFile::Finish synced most
+  // callers' files already (then this costs nothing); a resumable session's data file was
+  // written by many requests and never synced.
+  {
+    const int fd = ::open(temp_file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || ::fdatasync(fd) != 0) {
+      const int err = errno;
+      if (fd >= 0) ::close(fd);
+      return Internal("cannot sync " + temp_file + ": " + ErrnoText(err));
+    }
+    ::close(fd);
+  }
   TY_FAILPOINT("storage.commit.before_rename");  // upload complete in the temp dir
   if (::rename(temp_file.c_str(), path->c_str()) != 0) {
     int err = errno;
