@@ -15,6 +15,7 @@
 #include "data_dir_lock.h"
 #include "job_builder.h"
 #include "trainyard/core/time.h"
+#include "trainyard/core/units.h"
 #include "trainyard/core/util.h"
 #include "trainyard/store/backup.h"
 
@@ -168,21 +169,6 @@ int RunAdminStop(const Invocation& inv, const AdminStopArgs& args) {
 
 namespace {
 
-std::string HumanBytes(int64_t b) {
-  char buf[32];
-  const double v = static_cast<double>(b);
-  if (b >= (1LL << 30)) {
-    std::snprintf(buf, sizeof buf, "%.1f GiB", v / (1LL << 30));
-  } else if (b >= (1LL << 20)) {
-    std::snprintf(buf, sizeof buf, "%.1f MiB", v / (1LL << 20));
-  } else if (b >= 1024) {
-    std::snprintf(buf, sizeof buf, "%.1f KiB", v / 1024);
-  } else {
-    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(b));
-  }
-  return buf;
-}
-
 // "90d", "720h", "30m", "3600s" -> microseconds; nullopt otherwise.
 std::optional<Duration> ParseAgeText(const std::string& text) {
   if (text.size() < 2) return std::nullopt;
@@ -224,12 +210,12 @@ int PrintGcReport(const Invocation& inv, const std::string& text, const AdminGcA
       what = "job " + item.value("project", "") + "/" + item.value("jobId", "");
     }
     const int64_t bytes = std::strtoll(item.value("bytes", "0").c_str(), nullptr, 10);
-    inv.Out() << (dry ? would : done) << " " << kind << " " << what << " (" << HumanBytes(bytes)
+    inv.Out() << (dry ? would : done) << " " << kind << " " << what << " (" << FormatBytes(bytes)
               << "): " << item.value("reason", "") << "\n";
     total += bytes;
     ++n;
   }
-  inv.Out() << (dry ? "Would free " : "Freed ") << HumanBytes(total) << " (" << n << " item"
+  inv.Out() << (dry ? "Would free " : "Freed ") << FormatBytes(total) << " (" << n << " item"
             << (n == 1 ? "" : "s") << ").\n";
   int rc = kExitOk;
   for (const auto& e : report.value("errors", nlohmann::json::array())) {

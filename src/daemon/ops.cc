@@ -8,6 +8,7 @@
 
 #include "config.h"
 #include "trainyard/core/log.h"
+#include "trainyard/core/units.h"
 #include "trainyard/core/util.h"
 #include "trainyard/executor/subprocess.h"
 
@@ -18,19 +19,6 @@ namespace {
 constexpr const char* kLog = "ops";
 constexpr Duration kCacheMeasureInterval = 60 * kMicrosPerSecond;
 constexpr Duration kGpuSampleInterval = 15 * kMicrosPerSecond;
-
-std::string Bytes(int64_t b) {
-  char buf[32];
-  const double v = static_cast<double>(b);
-  if (b >= (1LL << 30)) {
-    std::snprintf(buf, sizeof buf, "%.1f GiB", v / (1LL << 30));
-  } else if (b >= (1LL << 20)) {
-    std::snprintf(buf, sizeof buf, "%.1f MiB", v / (1LL << 20));
-  } else {
-    std::snprintf(buf, sizeof buf, "%lld bytes", static_cast<long long>(b));
-  }
-  return buf;
-}
 
 std::string Label(const std::string& v) {
   std::string out;
@@ -53,7 +41,7 @@ std::string DiskThreshold::Text() const {
     std::snprintf(buf, sizeof buf, "%g%%", ratio * 100);
     return buf;
   }
-  return Bytes(bytes);
+  return FormatBytes(bytes);
 }
 
 Result<DiskThreshold> ParseDiskThreshold(const std::string& text) {
@@ -88,9 +76,9 @@ std::string DiskHoldReason(const std::string& name, const std::string& path, con
   if (free.free_bytes < 0) return "";
   const int64_t min = threshold.For(free.total_bytes);
   if (min <= 0 || free.free_bytes >= min) return "";
-  return "Admission is paused: the " + name + " " + path + " has " + Bytes(free.free_bytes) +
+  return "Admission is paused: the " + name + " " + path + " has " + FormatBytes(free.free_bytes) +
          " free, less than disk_min_free (" + threshold.Text() +
-         (threshold.ratio > 0 ? " = " + Bytes(min) : "") +
+         (threshold.ratio > 0 ? " = " + FormatBytes(min) : "") +
          "). Queued jobs start by themselves once space is freed; `trainyard admin gc` removes "
          "what the retention policy allows.";
 }
@@ -216,7 +204,7 @@ GcReport OpsMonitor::RunGc(bool dry_run) {
   if (!dry_run) {
     TY_LOG_INFO(
         kLog, "garbage collection: removed {} item(s), {} freed{}", report.actions.size(),
-        Bytes(report.bytes),
+        FormatBytes(report.bytes),
         report.errors.empty() ? "" : ", " + std::to_string(report.errors.size()) + " error(s)");
     std::lock_guard<std::mutex> lock(mu_);
     ++gc_runs_;

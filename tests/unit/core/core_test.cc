@@ -2,6 +2,7 @@
 
 #include "trainyard/core/status.h"
 #include "trainyard/core/time.h"
+#include "trainyard/core/units.h"
 #include "trainyard/core/util.h"
 
 namespace trainyard {
@@ -57,6 +58,14 @@ TEST(ResultTest, CarriesValueOrStatus) {
   EXPECT_EQ(*ok, 3);
   EXPECT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kNotFound);
+}
+
+TEST(UnitsTest, FormatsBytesInBinaryUnits) {
+  EXPECT_EQ(FormatBytes(0), "0 B");
+  EXPECT_EQ(FormatBytes(1023), "1023 B");
+  EXPECT_EQ(FormatBytes(1536), "1.5 KiB");
+  EXPECT_EQ(FormatBytes(24LL << 20), "24.0 MiB");
+  EXPECT_EQ(FormatBytes((3LL << 30) + (1LL << 29)), "3.5 GiB");
 }
 
 TEST(UtilTest, Base64AndSha256) {
