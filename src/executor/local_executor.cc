@@ -28,6 +28,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 
@@ -48,6 +49,27 @@ namespace trainyard::executor {
 namespace {
 
 constexpr const char* kLog = "exec";
+// Beside the work dirs of a gang's members (LocalExecutor::GangRecord).
+constexpr const char* kGangSpecsFile = "gang-specs.json";
+
+std::string ParentDir(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
+}
+
+// The spec of `key` in a gang's record (NOT_FOUND when there is no record or no such member).
+Result<std::string> GangMemberSpec(const std::string& record_path, const ReplicaKey& key) {
+  auto text = ReadFile(record_path);
+  if (!text.ok()) return text.status();
+  const nlohmann::json all = nlohmann::json::parse(*text, nullptr, false);
+  if (!all.is_array()) return Internal(record_path + " is not a list of replica specs");
+  for (const nlohmann::json& member : all) {
+    std::string one = member.dump();
+    auto spec = SpecFromJson(one);
+    if (spec.ok() && spec->key == key) return one;
+  }
+  return NotFound("no " + key.TaskName() + " in " + record_path);
+}
 // After the grace period the executor SIGKILLs the trainer's processes itself and gives the
 // launcher this long to write exit.json before the launcher is SIGKILLed too.
 constexpr Duration kLauncherReportGrace = 5 * kMicrosPerSecond;
@@ -153,6 +175,8 @@ class LocalExecutor final : public Executor {
   }
 
   Status Launch(const ReplicaSpec& spec) override;
+  Status LaunchGang(std::span<const ReplicaSpec> specs, const GangSpec& gang,
+                    size_t* launched) override;
   void Kill(const ReplicaKey& key, Duration grace, const std::string& reason) override;
   std::vector<RecoveredReplica> Recover(const std::vector<ReplicaKey>& keys) override;
   std::vector<MetricRecord> ReplicaMetrics(const ReplicaKey& key, const std::string& tag) override;
@@ -167,12 +191,23 @@ class LocalExecutor final : public Executor {
  private:
   // A replica Launch accepted that the starter has not started yet (guarded by mu_). A Kill
   // meanwhile is recorded here and applied once the launcher exists (or the start is skipped).
+  // Every spec of a gang, written (durably, by the starter, before the gang's first launcher
+  // starts) beside the members' work dirs. A daemon that dies while it starts the gang finds
+  // the members it had not started in it, so a partly started gang is recovered whole (the
+  // missing members are lost replicas, restarted with the same identity) rather than failing.
+  struct GangRecord {
+    std::string path;
+    std::string text;
+    bool written = false;  // starter thread only
+  };
   struct PendingStart {
     ReplicaSpec spec;
+    std::shared_ptr<GangRecord> gang;  // null for a lone replica
     bool kill_requested = false;
     int64_t kill_deadline = 0;  // monotonic
     std::string stop_reason;
   };
+  Status Enqueue(ReplicaSpec spec, std::shared_ptr<GangRecord> gang);
   void StarterLoop();
   // The text of a replica's hypertune metric file (nullopt when there is none).
   std::optional<std::string> MetricFileOf(const ReplicaKey& key);
@@ -232,6 +267,42 @@ Status LocalExecutor::Launch(const ReplicaSpec& given) {
     if (options_.jobs_dir.empty()) return InvalidArgument("replica work_dir is empty");
     spec.work_dir = WorkDirFor(spec.key);
   }
+  return Enqueue(std::move(spec), nullptr);
+}
+
+Status LocalExecutor::LaunchGang(std::span<const ReplicaSpec> specs, const GangSpec& gang,
+                                 size_t* launched) {
+  if (specs.size() < 2 || options_.jobs_dir.empty()) {
+    return Executor::LaunchGang(specs, gang, launched);
+  }
+  // Serialised here (no I/O under the caller's lock); the starter writes it.
+  auto record = std::make_shared<GangRecord>();
+  nlohmann::json all = nlohmann::json::array();
+  for (const ReplicaSpec& spec : specs) {
+    ReplicaSpec s = spec;
+    if (s.work_dir.empty()) s.work_dir = WorkDirFor(s.key);
+    all.push_back(nlohmann::json::parse(SpecToJson(s)));
+  }
+  record->text = all.dump();
+  record->path = Join(ParentDir(specs.front().work_dir.empty() ? WorkDirFor(specs.front().key)
+                                                               : specs.front().work_dir),
+                      kGangSpecsFile);
+  size_t n = 0;
+  for (const ReplicaSpec& spec : specs) {
+    ReplicaSpec s = spec;
+    if (s.work_dir.empty()) s.work_dir = WorkDirFor(s.key);
+    Status st = Enqueue(std::move(s), record);
+    if (!st.ok()) {
+      if (launched != nullptr) *launched = n;
+      return st;
+    }
+    ++n;
+  }
+  if (launched != nullptr) *launched = n;
+  return Status::Ok();
+}
+
+Status LocalExecutor::Enqueue(ReplicaSpec spec, std::shared_ptr<GangRecord> gang) {
   if (options_.launcher_path.empty()) return FailedPrecondition("launcher_path is not set");
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -244,6 +315,7 @@ Status LocalExecutor::Launch(const ReplicaSpec& given) {
     start_queue_.push_back(key);
     PendingStart pending;
     pending.spec = std::move(spec);
+    pending.gang = std::move(gang);
     starting_.emplace(std::move(key), std::move(pending));
   }
   start_cv_.notify_one();
@@ -268,8 +340,16 @@ void LocalExecutor::StarterLoop() {
       r->not_started = "it was stopped before it started";
     } else {
       ReplicaSpec spec = pending.spec;
+      std::shared_ptr<GangRecord> gang = pending.gang;
       lock.unlock();
-      auto started = Start(std::move(spec));
+      Status recorded = Status::Ok();
+      if (gang && !gang->written) {
+        recorded = MakeDirs(ParentDir(gang->path));
+        if (recorded.ok()) recorded = WriteFileAtomic(gang->path, gang->text);
+        gang->written = recorded.ok();
+      }
+      auto started =
+          recorded.ok() ? Start(std::move(spec)) : Result<std::shared_ptr<Replica>>(recorded);
       lock.lock();
       if (started.ok()) {
         r = std::move(started).value();
@@ -426,6 +506,10 @@ std::vector<RecoveredReplica> LocalExecutor::Recover(const std::vector<ReplicaKe
   for (const ReplicaKey& key : keys) {
     const std::string dir = WorkDirFor(key);
     auto text = ReadFile(Join(dir, kSpecFile));
+    if (!text.ok() && text.status().code() == StatusCode::kNotFound) {
+      // A member of a gang the daemon stopped while starting it: launched, never started.
+      text = GangMemberSpec(Join(ParentDir(dir), kGangSpecsFile), key);
+    }
     if (!text.ok()) {
       if (text.status().code() != StatusCode::kNotFound) {
         TY_LOG_WARN(kLog, "cannot recover {}: {}", dir, text.status().ToString());
@@ -733,7 +817,9 @@ void LocalExecutor::ReportExit(Replica& r) {
     }
     exit.phase = "lost";
     exit.exit_code = -1;
-    exit.message = LostLauncherMessage(r.pid, r.wait_status);
+    exit.message = r.pid > 0 ? LostLauncherMessage(r.pid, r.wait_status)
+                             : "its launcher never started: the Trainyard daemon stopped while "
+                               "starting it";
     if (swept) exit.message += "; the trainer's processes left were killed";
     if (std::string err = LauncherErrorTail(r.work_dir); !err.empty()) exit.message += ": " + err;
     if (FilesystemFull(r.work_dir) || MentionsDiskFull(exit.message)) {

@@ -554,6 +554,28 @@ def test_kill_at_each_seam_between_store_and_executor(fd):
         assert history == ["Job completed successfully."], (point, history)
 
 
+def test_kill_while_a_gang_starts_recovers_it_whole(fd):
+    """The daemon dies right after the first launcher of a 3-replica job started, the other two
+    not yet started. After the restart the job is not failed for replicas it never started: the
+    two are restarted with their identity (the gang's specs were recorded before its first
+    launcher), each trainer runs once, and the job succeeds."""
+    fd.stop()
+    start_with(fd, "executor.launch.after_spawn=kill")
+    job_id = "gang_start"
+    status, body = create(fd, job_id, "sleep", 2, scaleTier="CUSTOM", masterType="n1-standard-4",
+                          workerType="n1-standard-4", workerCount=2)
+    assert status == 200, body
+    died_at_failpoint(fd)
+    start_with(fd)
+    job = finish(fd, job_id)
+    assert job["state"] == "SUCCEEDED", job
+    assert starts(fd, job_id) == 3, starts(fd, job_id)
+    messages = [e["jsonPayload"]["message"] for e in fd.logs(job_id)]
+    restarted = [m for m in messages if "restarting it with the same identity" in m]
+    assert len(restarted) == 2 and all("never started" in m for m in restarted), restarted
+    assert_nothing_left(fd, [job_id])
+
+
 # --- 5. a launcher killed with SIGKILL ------------------------------------------------------
 
 def launcher_pid(d, job_id):

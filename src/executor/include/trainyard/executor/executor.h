@@ -254,7 +254,9 @@ class Executor {
   // After a daemon restart: looks for the replicas with these keys (any the scheduler may have
   // launched). Those found are returned; the ones still running are re-attached (their events
   // flow as usual), and for the others OnReplicaExit follows once their remaining log lines are
-  // delivered (how they ended, else phase "lost"). Keys never launched are not returned.
+  // delivered (how they ended, else phase "lost"). Keys never launched are not returned; a
+  // member of a gang LaunchGang accepted counts as launched even if the daemon stopped before it
+  // started it (then it is reported lost, with a spec to restart it).
   virtual std::vector<RecoveredReplica> Recover(const std::vector<ReplicaKey>& keys) = 0;
   // The metric records of `tag` a replica's trainer reported, also long after it ended (a
   // study rebuilt after a restart, or resumed by another job). Empty when there are none.
