@@ -33,6 +33,19 @@ Held out (what the engine was not tuned on: other functions, curves and seeds, -
               noise 0.01-0.05: engine with and without early stopping (G8w: <= 70 % of the
               steps and <= 0.1 decades lost on every set)
 
+Final held out (added with issue 16's engine changes and run once after them, never while changing
+the engine: new functions, curve families and seeds 200..219, --final-first-seed; not in the
+default parts, run with --parts batch_final,es_final):
+
+  batch_final  12 rounds of 4 on powell4, colville4 and two new mixed training surfaces, hpo_xgb7
+               (two categoricals, log-scaled INTEGERs) and hpo_cnn5 (a five-valued categorical,
+               log- and linear-scaled DISCRETE lists): engine against TPE with constant_liar
+               (G7f, as G7w)
+  es_final     40 trials on 6 sets of learning curves: 3 new families (step: a step-decay
+               schedule; twoexp: fast start, long tail; overfit: too high a learning rate dips and
+               climbs back) on hpo_xgb7, hpo_cnn5, hpo_mixed5 and hpo_mixed6b, 30-60 steps, noise
+               0.01-0.03: engine with and without early stopping (G8f, as G8w)
+
 The engine is driven through its JSON-lines protocol, one `trainyard-tuner` process per study:
 
   -> {"op":"create","goal":"MINIMIZE","params":[ParameterSpec...],
@@ -96,6 +109,28 @@ WIDE_ES_TASKS = [("hpo_mixed5", "pow", 30, 0.01), ("hpo_mixed5", "crossing", 30,
                  ("hpo_mixed6b", "exp", 30, 0.01), ("hpo_mixed6b", "pow", 50, 0.02),
                  ("hpo_mixed6b", "crossing", 30, 0.01), ("hpo_mixed6b", "sigmoid", 50, 0.02)]
 WIDE_FIRST_SEED = 100
+# The final held-out set (batch_final, es_final): functions, curve families and seeds added with
+# the engine changes of issue 16 and run once after them, never while changing the engine.
+FINAL_BATCH_FUNCTIONS = list(tobj.FINAL)
+FINAL_ES_TASKS = [("hpo_xgb7", "step", 40, 0.01), ("hpo_xgb7", "twoexp", 30, 0.02),
+                  ("hpo_cnn5", "overfit", 30, 0.01), ("hpo_cnn5", "step", 60, 0.02),
+                  ("hpo_mixed5", "twoexp", 40, 0.03), ("hpo_mixed6b", "overfit", 40, 0.01)]
+FINAL_FIRST_SEED = 200
+# Held-out sets by part suffix: batch functions, es tasks, gate row ids, title.
+HELD = {
+    "wide": (WIDE_BATCH_FUNCTIONS, WIDE_ES_TASKS, ("G7w", "G8w"), "held out"),
+    "final": (FINAL_BATCH_FUNCTIONS, FINAL_ES_TASKS, ("G7f", "G8f"), "final held out"),
+}
+
+
+def part_kind(part):
+    """core, batch or es, whatever the held-out suffix."""
+    return part.split("_")[0]
+
+
+def held_of(part):
+    """The held-out set of a part (wide, final), or None."""
+    return part.split("_", 1)[1] if "_" in part else None
 QUICK_FUNCTIONS = ["branin2", "hartmann6_max", "hpo_mixed5"]
 BATCH_ROUNDS, BATCH_SIZE = 12, 4
 ES_TRIALS = 40
@@ -144,6 +179,8 @@ PART_ALGOS = {
     "es": ["engine_es", "engine", "tpe_prune", "tpe"],
     "batch_wide": ["engine", "tpe_cl"],
     "es_wide": ["engine_es", "engine"],
+    "batch_final": ["engine", "tpe_cl"],
+    "es_final": ["engine_es", "engine"],
 }
 FAMILY = {"engine": "engine", "engine_es": "engine", "tpe": "tpe", "tpe_cl": "tpe",
           "tpe_prune": "tpe", "random": "random", "gpref": "gpref"}
@@ -413,7 +450,7 @@ def make_tuner(algo, obj, seed, part, cfg):
     spec, goal = obj.spec, obj.goal
     if algo in ("engine", "engine_es"):
         return EngineTuner(cfg["engine_cmd"], spec, goal, seed, cfg["engine_algorithm"],
-                           BATCH_SIZE if part in ("batch", "batch_wide") else 1,
+                           BATCH_SIZE if part_kind(part) == "batch" else 1,
                            algo == "engine_es",
                            cfg["engine_timeout"])
     if algo == "random":
@@ -500,7 +537,7 @@ def run_task(task):
     """One study. Never raises: errors come back in the result."""
     part, fn, algo, seed, cfg = task
     res = {"part": part, "function": fn, "algo": algo, "seed": seed}
-    obj = tobj.OBJECTIVES[es_task(fn)[0] if part == "es_wide" else fn]
+    obj = tobj.OBJECTIVES[es_task(fn)[0] if part in ("es_wide", "es_final") else fn]
     inst = obj.instance(seed)
     lat = []
     tuner = None
@@ -511,9 +548,9 @@ def run_task(task):
             tuner = make_tuner(algo, obj, seed, part, cfg)
             if part == "core":
                 res.update(run_core(tuner, inst, cfg["trials"], lat))
-            elif part in ("batch", "batch_wide"):
+            elif part_kind(part) == "batch":
                 res.update(run_batch(tuner, inst, BATCH_ROUNDS, BATCH_SIZE, lat))
-            elif part == "es_wide":
+            elif part in ("es_wide", "es_final"):
                 res.update(run_es(tuner, inst, seed, ES_TRIALS, lat, es_task(fn)))
             else:
                 res.update(run_es(tuner, inst, seed, ES_TRIALS, lat))
@@ -732,51 +769,57 @@ def es_stats(runs):
             "stop_replies": sum(r.get("stop_replies", 0) for r in runs)}
 
 
-def wide_gate(wide_batch, wide_es, ran_batch, ran_es):
-    """G7 and G8 on the held-out functions, curves and seeds: G7w, batches of 4 below TPE with
-    the constant liar at 48 trials on every held-out function; G8w, on every held-out curve
-    family, stopping uses <= 70 % of the steps and loses <= 0.1 decades of median best final
-    regret."""
+def wide_gate(wide_batch, wide_es, ran_batch, ran_es, held="wide"):
+    """G7 and G8 on a held-out set's functions, curves and seeds: G7w (G7f for the final set),
+    batches of 4 below TPE with the constant liar at 48 trials on every held-out function; G8w
+    (G8f), on every held-out curve set, stopping uses <= 70 % of the steps and loses <= 0.1
+    decades of median best final regret."""
+    batch_fns, _, (g7, g8), title = HELD[held]
     rows = []
-    bf = [f for f in WIDE_BATCH_FUNCTIONS
+    bf = [f for f in batch_fns
           if wide_batch.get(f, {}).get("engine") and wide_batch[f].get("tpe_cl")]
     if bf:
         diff = {f: at(wide_batch[f]["engine"], 48) - at(wide_batch[f]["tpe_cl"], 48) for f in bf}
         wins = [f for f in bf if diff[f] < 0]
         worst = max(bf, key=lambda f: diff[f])
-        rows.append(("G7w", len(wins) == len(bf),
-                     "held out: batch median@48 below TPE+constant liar's on %d/%d functions "
+        rows.append((g7, len(wins) == len(bf),
+                     title + ": batch median@48 below TPE+constant liar's on %d/%d functions "
                      "(need all); closest %s %+.2f decades" % (len(wins), len(bf), worst,
                                                                diff[worst])))
     else:
-        rows.append(("G7w", None if not ran_batch else False, "batch_wide not run"))
+        rows.append((g7, None if not ran_batch else False, "batch_%s not run" % held))
     tasks = [n for n in wide_es if wide_es[n].get("engine_es") and wide_es[n].get("engine")]
     if tasks:
         frac = {n: wide_es[n]["engine_es"]["steps_fraction"] for n in tasks}
         loss = {n: wide_es[n]["engine_es"]["best_median"] - wide_es[n]["engine"]["best_median"]
                 for n in tasks}
         ok = [n for n in tasks if frac[n] <= 0.70 and loss[n] <= 0.1]
-        rows.append(("G8w", len(ok) == len(tasks),
-                     "held out: stopping within 70 %% of the steps and 0.1 decades on %d/%d curve "
+        rows.append((g8, len(ok) == len(tasks),
+                     title + ": stopping within 70 %% of the steps and 0.1 decades on %d/%d curve "
                      "sets (need all); most steps %.0f %% (%s), largest loss %+.2f (%s)" % (
                          len(ok), len(tasks), 100 * max(frac.values()),
                          max(tasks, key=lambda n: frac[n]), max(loss.values()),
                          max(tasks, key=lambda n: loss[n]))))
     else:
-        rows.append(("G8w", None if not ran_es else False, "es_wide not run"))
+        rows.append((g8, None if not ran_es else False, "es_%s not run" % held))
     return rows
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--parts", default="core,batch,es,batch_wide,es_wide",
-                    help="core,batch,es,batch_wide,es_wide (default all)")
+                    help="core,batch,es,batch_wide,es_wide,batch_final,es_final (default: all "
+                    "but the final held-out set, which is run on its own: --parts "
+                    "batch_final,es_final)")
     ap.add_argument("--algos", default="engine,tpe,random",
                     help="families to run: engine, tpe, random, gpref (default engine,tpe,random)")
     ap.add_argument("--seeds", type=int, default=20, help="seeds 0..N-1 (default 20)")
     ap.add_argument("--first-seed", type=int, default=0, help="the first seed (default 0)")
     ap.add_argument("--wide-first-seed", type=int, default=WIDE_FIRST_SEED,
                     help="the first seed of the held-out parts (default %d)" % WIDE_FIRST_SEED)
+    ap.add_argument("--final-first-seed", type=int, default=FINAL_FIRST_SEED,
+                    help="the first seed of the final held-out set (default %d)" %
+                    FINAL_FIRST_SEED)
     ap.add_argument("--wide-seeds", type=int, default=20,
                     help="seeds of the held-out parts (default 20)")
     ap.add_argument("--trials", type=int, default=50, help="core trials per study (default 50)")
@@ -837,21 +880,26 @@ def main():
            "engine_algorithm": args.engine_algorithm, "reference_path": ref}
 
     wide_seeds = list(range(args.wide_first_seed, args.wide_first_seed + args.wide_seeds))
+    final_seeds = list(range(args.final_first_seed, args.final_first_seed + args.wide_seeds))
     if args.quick:
-        wide_seeds = wide_seeds[:5]
+        wide_seeds, final_seeds = wide_seeds[:5], final_seeds[:5]
+    held_seeds = {"wide": wide_seeds, "final": final_seeds}
     tasks = []
     for part in parts:
         pfns = {"core": fns, "batch": batch_fns, "es": ["hpo_mixed5"],
                 "batch_wide": WIDE_BATCH_FUNCTIONS,
-                "es_wide": [es_task_name(t) for t in WIDE_ES_TASKS]}[part]
+                "es_wide": [es_task_name(t) for t in WIDE_ES_TASKS],
+                "batch_final": FINAL_BATCH_FUNCTIONS,
+                "es_final": [es_task_name(t) for t in FINAL_ES_TASKS]}[part]
         for fn in pfns:
             for algo in PART_ALGOS[part]:
                 if FAMILY[algo] not in families:
                     continue
-                for s in (wide_seeds if part.endswith("_wide") else seeds):
+                for s in (held_seeds[held_of(part)] if held_of(part) else seeds):
                     tasks.append((part, fn, algo, s, cfg))
     n_sugg = {"core": args.trials, "batch": BATCH_ROUNDS * BATCH_SIZE, "es": ES_TRIALS,
-              "batch_wide": BATCH_ROUNDS * BATCH_SIZE, "es_wide": ES_TRIALS}
+              "batch_wide": BATCH_ROUNDS * BATCH_SIZE, "es_wide": ES_TRIALS,
+              "batch_final": BATCH_ROUNDS * BATCH_SIZE, "es_final": ES_TRIALS}
     tasks.sort(key=lambda t: -COST[t[2]] * n_sugg[t[0]])
     X = args.gate_algo or ("engine" if "engine" in families else
                            "gpref" if "gpref" in families else "")
@@ -1042,52 +1090,60 @@ def main():
                   es["engine"]["stop_replies"])
     out["es"] = es
 
-    # --- held out: batch_wide and es_wide ------------------------------------------------------
-    wide_batch, wide_es = {}, {}
-    for fn in WIDE_BATCH_FUNCTIONS:
-        for algo, runs in by.get("batch_wide", {}).get(fn, {}).items():
-            wide_batch.setdefault(fn, {})[algo] = curve_stats(runs, BATCH_CHECKPOINTS)
-    if "batch_wide" in parts and wide_batch:
-        rows = []
-        for fn in WIDE_BATCH_FUNCTIONS:
-            d = wide_batch.get(fn, {})
-            if "engine" not in d or "tpe_cl" not in d:
-                continue
-            e = [c[47] for c in d["engine"]["curves"]]
-            t = [c[47] for c in d["tpe_cl"]["curves"]]
-            rows.append([fn, trio([at(d["engine"], c) for c in BATCH_CHECKPOINTS]),
-                         trio([at(d["tpe_cl"], c) for c in BATCH_CHECKPOINTS]),
-                         "%+.2f" % (at(d["engine"], 48) - at(d["tpe_cl"], 48)),
-                         "%.2f" % p_better(e, t)])
-        common.table("batch_wide (held out): median log10 regret at 12 / 24 / 48 trials, %d per "
-                     "round, seeds %d..%d" % (BATCH_SIZE, wide_seeds[0], wide_seeds[-1]),
-                     ["function", "engine", "TPE + const. liar", "diff@48", "P(engine < TPE+CL)"],
-                     rows)
-    for name in [es_task_name(t) for t in WIDE_ES_TASKS]:
-        for algo, runs in by.get("es_wide", {}).get(name, {}).items():
-            wide_es.setdefault(name, {})[algo] = es_stats(runs)
-    if "es_wide" in parts and wide_es:
-        rows = []
-        for name in [es_task_name(t) for t in WIDE_ES_TASKS]:
-            d = wide_es.get(name, {})
-            if "engine_es" not in d or "engine" not in d:
-                continue
-            s_, n0 = d["engine_es"], d["engine"]
-            rows.append([name, "%.0f %%" % (100 * s_["steps_fraction"]),
-                         "%.0f" % s_["stopped_median"], fmt(s_["best_median"]),
-                         fmt(n0["best_median"]), "%+.2f" % (s_["best_median"] - n0["best_median"])])
-        common.table("es_wide (held out): %d trials, surface/curve family/steps/noise, seeds %d..%d"
-                     % (ES_TRIALS, wide_seeds[0], wide_seeds[-1]),
-                     ["task", "steps used", "stopped (median)", "best final, stopping",
-                      "without", "loss (decades)"], rows)
-    out["batch_wide"] = wide_batch
-    out["es_wide"] = wide_es
+    # --- held out: batch_wide and es_wide, batch_final and es_final -------------------------
+    held_results = {}
+    for held, (hb_fns, hes_tasks, _, title) in HELD.items():
+        hseeds = held_seeds[held]
+        bpart, epart = "batch_" + held, "es_" + held
+        wide_batch, wide_es = {}, {}
+        for fn in hb_fns:
+            for algo, runs in by.get(bpart, {}).get(fn, {}).items():
+                wide_batch.setdefault(fn, {})[algo] = curve_stats(runs, BATCH_CHECKPOINTS)
+        if bpart in parts and wide_batch:
+            rows = []
+            for fn in hb_fns:
+                d = wide_batch.get(fn, {})
+                if "engine" not in d or "tpe_cl" not in d:
+                    continue
+                e = [c[47] for c in d["engine"]["curves"]]
+                t = [c[47] for c in d["tpe_cl"]["curves"]]
+                rows.append([fn, trio([at(d["engine"], c) for c in BATCH_CHECKPOINTS]),
+                             trio([at(d["tpe_cl"], c) for c in BATCH_CHECKPOINTS]),
+                             "%+.2f" % (at(d["engine"], 48) - at(d["tpe_cl"], 48)),
+                             "%.2f" % p_better(e, t)])
+            common.table("%s (%s): median log10 regret at 12 / 24 / 48 trials, %d per round, "
+                         "seeds %d..%d" % (bpart, title, BATCH_SIZE, hseeds[0], hseeds[-1]),
+                         ["function", "engine", "TPE + const. liar", "diff@48",
+                          "P(engine < TPE+CL)"], rows)
+        names = [es_task_name(t) for t in hes_tasks]
+        for name in names:
+            for algo, runs in by.get(epart, {}).get(name, {}).items():
+                wide_es.setdefault(name, {})[algo] = es_stats(runs)
+        if epart in parts and wide_es:
+            rows = []
+            for name in names:
+                d = wide_es.get(name, {})
+                if "engine_es" not in d or "engine" not in d:
+                    continue
+                s_, n0 = d["engine_es"], d["engine"]
+                rows.append([name, "%.0f %%" % (100 * s_["steps_fraction"]),
+                             "%.0f" % s_["stopped_median"], fmt(s_["best_median"]),
+                             fmt(n0["best_median"]),
+                             "%+.2f" % (s_["best_median"] - n0["best_median"])])
+            common.table("%s (%s): %d trials, surface/curve family/steps/noise, seeds %d..%d"
+                         % (epart, title, ES_TRIALS, hseeds[0], hseeds[-1]),
+                         ["task", "steps used", "stopped (median)", "best final, stopping",
+                          "without", "loss (decades)"], rows)
+        out[bpart] = wide_batch
+        out[epart] = wide_es
+        held_results[held] = (wide_batch, wide_es)
 
     # --- latency -------------------------------------------------------------------------------
     lat_raw, lat = summarize_latency([r for r in results if "error" not in r])
     rows = []
     for a in sorted(lat, key=lambda a: list(LABEL).index(a)):
-        for part in ("core", "batch", "es", "batch_wide", "es_wide"):
+        for part in ("core", "batch", "es", "batch_wide", "es_wide", "batch_final",
+                     "es_final"):
             if part in lat[a]:
                 s = lat[a][part]
                 rows.append([LABEL[a], part, s["calls"], "%.1f" % s["median_ms"],
@@ -1116,7 +1172,10 @@ def main():
     if X:
         rows = gate(X, core, pairs, batch, es, lat_raw, fns, args.trials)
         if X == "engine":
-            rows += wide_gate(wide_batch, wide_es, "batch_wide" in parts, "es_wide" in parts)
+            for held in HELD:
+                if held == "wide" or "batch_final" in parts or "es_final" in parts:
+                    rows += wide_gate(*held_results[held], "batch_" + held in parts,
+                                      "es_" + held in parts, held)
         print()
         print("gate (tuning.md §6.3) for %s%s:" % (
             LABEL[X], "" if enforced else " -- reported, not enforced (quick run, subset, fewer "

@@ -20,6 +20,15 @@ Held out (never used while tuning the engine; bench_tuning.py's batch_wide and e
   dixonprice4    Dixon-Price on [-10, 10]^4                    f* = 0
   hpo_mixed6b    a second training surface, six mixed parameters (below)
 
+Final held-out set (added with issue 16's engine changes and run once, after them; never looked at
+while changing the engine; bench_tuning.py's batch_final and es_final parts, seeds 200-219):
+
+  powell4        Powell on [-4, 5]^4                           f* = 0
+  colville4      Colville on [-10, 10]^4                       f* = 0
+  hpo_xgb7       a boosted-trees surface, seven mixed parameters, two categoricals (below)
+  hpo_cnn5       a network surface, five parameters: a five-valued categorical, two log-scaled
+                 DISCRETE lists (one of them linear), an INTEGER (below)
+
 Shifted functions: the optimum of Ackley (natively the centre of the box, which a designer that
 starts at the centre would hit with its first trial) and Levy (natively (1, ..., 1), near the
 centre) is moved to a point drawn per seed inside the central 80 % of the box. The draw depends
@@ -71,6 +80,44 @@ With a = log10(learning_rate), u = log2(hidden_units / 256):
 
 f* = 0 at gelu, learning rate 10^-2.7, weight decay 1e-4, dropout 0.2, 256 units, warm-up 500.
 
+hpo_xgb7 (final held-out set; the best step size falls as the number of trees grows, the best
+depth depends on the growth policy, a second basin at lossguide):
+
+  eta               DOUBLE 1e-3..0.5, UNIT_LOG_SCALE
+  max_depth         INTEGER 2..12, UNIT_LINEAR_SCALE
+  n_estimators      INTEGER 50..2000, UNIT_LOG_SCALE
+  subsample         DOUBLE 0.4..1, UNIT_LINEAR_SCALE
+  min_child_weight  DOUBLE 0.1..100, UNIT_LOG_SCALE
+  booster           CATEGORICAL gbtree, dart, gblinear
+  grow_policy       CATEGORICAL depthwise, lossguide
+
+With a = log10(eta), m = log10(n_estimators / 400):
+
+  a* = -1.3 - m + {gbtree: 0, dart: 0.2, gblinear: 0.5}[booster]
+  f = 0.5 (1 - exp(-((a - a*) / 0.45)^2 / 2)) + 0.012 (max_depth - {depthwise: 6, lossguide: 9})^2
+    + 0.05 m^2 + 0.3 (subsample - 0.8)^2 + 0.04 log10(min_child_weight)^2
+    + {gbtree: 0, dart: 0.01, gblinear: 0.12}[booster] + {depthwise: 0, lossguide: 0.015}[policy]
+
+f* = 0 at gbtree, depthwise, eta 10^-1.3, 400 trees, depth 6, subsample 0.8, min_child_weight 1.
+
+hpo_cnn5 (final held-out set; the best learning rate depends on the optimizer and grows with the
+batch size):
+
+  learning_rate    DOUBLE 1e-5..0.1, UNIT_LOG_SCALE
+  batch_size       DISCRETE 8, 16, ..., 1024 (eight powers of 2), UNIT_LOG_SCALE
+  num_layers       INTEGER 1..12, UNIT_LINEAR_SCALE
+  optimizer        CATEGORICAL sgd, momentum, adam, adamw, rmsprop
+  label_smoothing  DISCRETE 0, 0.05, 0.1, 0.2, UNIT_LINEAR_SCALE
+
+With a = log10(learning_rate), b = log2(batch_size / 128):
+
+  a* = {sgd: -1.2, momentum: -2, adam: -3.2, adamw: -3, rmsprop: -3.5}[optimizer] + 0.7 b log10(2)
+  f = 0.55 (1 - exp(-((a - a*) / 0.5)^2 / 2)) + 0.015 (num_layers - 7)^2 + 0.015 b^2
+    + {sgd: 0.08, momentum: 0.03, adam: 0.01, adamw: 0, rmsprop: 0.04}[optimizer]
+    + 2 (label_smoothing - 0.1)^2
+
+f* = 0 at adamw, learning rate 1e-3, batch 128, 7 layers, label smoothing 0.1.
+
 Learning curves (the early-stopping part): hpo_curve(params, rng) is a 30-step curve from f + 1
 towards f: value(t) = f + (e^(-r t) - e^(-r T)) / (1 - e^(-r T)) + N(0, 0.01^2), with the
 rate r = 0.3 * 10^(0.5 * min(0, a - a*)): a learning rate 100x below its best converges 10x slower
@@ -87,6 +134,17 @@ the "exp" family, the one the early-stopping rule was tuned on. The held-out fam
             too-aggressive ones (the short-horizon bias every median rule fears)
   sigmoid   a plateau, then a drop centred on step T (0.25 + 0.25 min(1, |g|)): nothing happens
             at first and slow configurations start late
+
+Families of the final held-out set (es_final), E(t) = the exp family's normalised shape with rate
+r = 0.3 * 10^(0.5 min(0, g)):
+
+  step      a step-decay schedule: 0.55 E(t) + 0.3 [t < T/2] + 0.15 [t < 3T/4]: plateaus, then
+            drops when the schedule lowers the learning rate
+  twoexp    0.6 of a fast exponential (rate 2r) and 0.4 of a slow one (rate r/6): a quick start
+            and a long tail that still moves the order of the trials
+  overfit   E'(t) - h 4 (t/T)(1 - t/T), E' with the crossing family's rate and h = 0.15 clip(1 + g,
+            0, 1): too high a learning rate dips below its final value in mid-run and climbs back
+            (validation loss rising late)
 """
 
 import math
@@ -271,9 +329,113 @@ def hpo6_lr_gap(p):
     return a - best
 
 
+# ------------------------------------------------------------------------------------------
+# The final held-out set
+
+
+def powell(x):
+    return float((x[0] + 10 * x[1]) ** 2 + 5 * (x[2] - x[3]) ** 2 + (x[1] - 2 * x[2]) ** 4
+                 + 10 * (x[0] - x[3]) ** 4)
+
+
+def colville(x):
+    x1, x2, x3, x4 = x
+    return float(100 * (x1 ** 2 - x2) ** 2 + (x1 - 1) ** 2 + (x3 - 1) ** 2
+                 + 90 * (x3 ** 2 - x4) ** 2 + 10.1 * ((x2 - 1) ** 2 + (x4 - 1) ** 2)
+                 + 19.8 * (x2 - 1) * (x4 - 1))
+
+
+XGB_SPEC = [
+    {"parameterName": "eta", "type": "DOUBLE", "minValue": 1e-3, "maxValue": 0.5,
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "max_depth", "type": "INTEGER", "minValue": 2, "maxValue": 12,
+     "scaleType": "UNIT_LINEAR_SCALE"},
+    {"parameterName": "n_estimators", "type": "INTEGER", "minValue": 50, "maxValue": 2000,
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "subsample", "type": "DOUBLE", "minValue": 0.4, "maxValue": 1.0,
+     "scaleType": "UNIT_LINEAR_SCALE"},
+    {"parameterName": "min_child_weight", "type": "DOUBLE", "minValue": 0.1, "maxValue": 100.0,
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "booster", "type": "CATEGORICAL",
+     "categoricalValues": ["gbtree", "dart", "gblinear"]},
+    {"parameterName": "grow_policy", "type": "CATEGORICAL",
+     "categoricalValues": ["depthwise", "lossguide"]},
+]
+XGB_LR_SHIFT = {"gbtree": 0.0, "dart": 0.2, "gblinear": 0.5}
+XGB_BOOSTER_PENALTY = {"gbtree": 0.0, "dart": 0.01, "gblinear": 0.12}
+XGB_DEPTH = {"depthwise": 6.0, "lossguide": 9.0}
+XGB_POLICY_PENALTY = {"depthwise": 0.0, "lossguide": 0.015}
+
+
+def _xgb_parts(p):
+    a = math.log10(float(p["eta"]))
+    m = math.log10(float(p["n_estimators"]) / 400.0)
+    return a, m, -1.3 - m + XGB_LR_SHIFT[p["booster"]]
+
+
+def xgb_surface(p):
+    a, m, best = _xgb_parts(p)
+    return (0.5 * (1.0 - math.exp(-0.5 * ((a - best) / 0.45) ** 2))
+            + 0.012 * (float(p["max_depth"]) - XGB_DEPTH[p["grow_policy"]]) ** 2
+            + 0.05 * m * m
+            + 0.3 * (float(p["subsample"]) - 0.8) ** 2
+            + 0.04 * math.log10(float(p["min_child_weight"])) ** 2
+            + XGB_BOOSTER_PENALTY[p["booster"]]
+            + XGB_POLICY_PENALTY[p["grow_policy"]])
+
+
+def xgb_lr_gap(p):
+    a, _, best = _xgb_parts(p)
+    return a - best
+
+
+CNN_SPEC = [
+    {"parameterName": "learning_rate", "type": "DOUBLE", "minValue": 1e-5, "maxValue": 0.1,
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "batch_size", "type": "DISCRETE",
+     "discreteValues": [8, 16, 32, 64, 128, 256, 512, 1024], "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "num_layers", "type": "INTEGER", "minValue": 1, "maxValue": 12,
+     "scaleType": "UNIT_LINEAR_SCALE"},
+    {"parameterName": "optimizer", "type": "CATEGORICAL",
+     "categoricalValues": ["sgd", "momentum", "adam", "adamw", "rmsprop"]},
+    {"parameterName": "label_smoothing", "type": "DISCRETE",
+     "discreteValues": [0.0, 0.05, 0.1, 0.2], "scaleType": "UNIT_LINEAR_SCALE"},
+]
+CNN_BASE_LOG_LR = {"sgd": -1.2, "momentum": -2.0, "adam": -3.2, "adamw": -3.0, "rmsprop": -3.5}
+CNN_OPTIMIZER_PENALTY = {"sgd": 0.08, "momentum": 0.03, "adam": 0.01, "adamw": 0.0,
+                         "rmsprop": 0.04}
+
+
+def _cnn_parts(p):
+    a = math.log10(float(p["learning_rate"]))
+    b = math.log2(float(p["batch_size"]) / 128.0)
+    return a, b, CNN_BASE_LOG_LR[p["optimizer"]] + 0.7 * b * math.log10(2.0)
+
+
+def cnn_surface(p):
+    a, b, best = _cnn_parts(p)
+    return (0.55 * (1.0 - math.exp(-0.5 * ((a - best) / 0.5) ** 2))
+            + 0.015 * (float(p["num_layers"]) - 7.0) ** 2
+            + 0.015 * b * b
+            + CNN_OPTIMIZER_PENALTY[p["optimizer"]]
+            + 2.0 * (float(p["label_smoothing"]) - 0.1) ** 2)
+
+
+def cnn_lr_gap(p):
+    a, _, best = _cnn_parts(p)
+    return a - best
+
+
 SURFACES = {"hpo_mixed5": (HPO_SPEC, hpo_surface, hpo_lr_gap),
-            "hpo_mixed6b": (HPO6_SPEC, hpo6_surface, hpo6_lr_gap)}
-CURVE_FAMILIES = ("exp", "pow", "crossing", "sigmoid")
+            "hpo_mixed6b": (HPO6_SPEC, hpo6_surface, hpo6_lr_gap),
+            "hpo_xgb7": (XGB_SPEC, xgb_surface, xgb_lr_gap),
+            "hpo_cnn5": (CNN_SPEC, cnn_surface, cnn_lr_gap)}
+CURVE_FAMILIES = ("exp", "pow", "crossing", "sigmoid", "step", "twoexp", "overfit")
+
+
+def _exp_shape(r, steps):
+    end = math.exp(-r * steps)
+    return [(math.exp(-r * t) - end) / (1.0 - end) for t in range(1, steps + 1)]
 
 
 def curve(surface, family, p, rng, steps=HPO_STEPS, noise=HPO_NOISE):
@@ -302,6 +464,18 @@ def curve(surface, family, p, rng, steps=HPO_STEPS, noise=HPO_NOISE):
             return 1.0 / (1.0 + math.exp((t - centre) / width))
         lo, hi = s(T), s(1)
         shape = [(s(t) - lo) / (hi - lo) for t in range(1, steps + 1)]
+    elif family == "step":
+        e = _exp_shape(0.3 * 10.0 ** (0.5 * min(0.0, g)), steps)
+        shape = [0.55 * e[t - 1] + 0.3 * (t < T / 2) + 0.15 * (t < 0.75 * T)
+                 for t in range(1, steps + 1)]
+    elif family == "twoexp":
+        r = 0.3 * 10.0 ** (0.5 * min(0.0, g))
+        fast, slow = _exp_shape(2.0 * r, steps), _exp_shape(r / 6.0, steps)
+        shape = [0.6 * u + 0.4 * v for u, v in zip(fast, slow)]
+    elif family == "overfit":
+        e = _exp_shape(min(max(0.15 * 10.0 ** (0.5 * g), 0.01), 1.5), steps)
+        h = 0.15 * min(max(1.0 + g, 0.0), 1.0)
+        shape = [e[t - 1] - h * 4.0 * (t / T) * (1.0 - t / T) for t in range(1, steps + 1)]
     else:
         raise ValueError("unknown curve family %r" % family)
     return [f + v + rng.normal(0.0, noise) for v in shape]
@@ -381,9 +555,16 @@ def _make():
         Objective("dixonprice4", _box(_xs(4), [-10.0] * 4, [10.0] * 4), dixonprice, 0.0),
         Objective("hpo_mixed6b", HPO6_SPEC, None, 0.0),
     ]
-    return {o.name: o for o in objs}, [o.name for o in held_out], {o.name: o for o in held_out}
+    final = [
+        Objective("powell4", _box(_xs(4), [-4.0] * 4, [5.0] * 4), powell, 0.0),
+        Objective("colville4", _box(_xs(4), [-10.0] * 4, [10.0] * 4), colville, 0.0),
+        Objective("hpo_xgb7", XGB_SPEC, None, 0.0),
+        Objective("hpo_cnn5", CNN_SPEC, None, 0.0),
+    ]
+    return ({o.name: o for o in objs}, [o.name for o in held_out], [o.name for o in final],
+            {o.name: o for o in held_out + final})
 
 
-OBJECTIVES, HELD_OUT, _HELD = _make()
+OBJECTIVES, HELD_OUT, FINAL, _HELD = _make()
 CORE = list(OBJECTIVES)
 OBJECTIVES.update(_HELD)

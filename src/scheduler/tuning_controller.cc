@@ -120,6 +120,12 @@ std::string NoTrialReportedMessage(const std::string& tag, const std::set<std::s
 }
 
 std::string StopMessage(const std::string& tag, const tuning::StopVerdict& v) {
+  if (v.rule == tuning::StopRule::kPredictedFinal) {
+    return "Stopped early at step " + std::to_string(v.step) + ": even an optimistic prediction " +
+           "of its final " + tag + ", " + ShortNumber(v.best) + ", was worse than the best of " +
+           std::to_string(v.reference_trials) + " completed trials, " + ShortNumber(v.reference) +
+           ".";
+  }
   return "Stopped early at step " + std::to_string(v.step) + ": its best " + tag + " so far, " +
          ShortNumber(v.best) + ", was worse than the median of " +
          std::to_string(v.reference_trials) + " completed trials at that step, " +
@@ -255,8 +261,14 @@ void SchedulerCore::ReplayTrialsLocked(ActiveJob& aj, TuningState& ts, const Job
         const json& es = tj["earlyStopping"];
         tuning::StopVerdict v;
         v.step = std::stoll(es.value("trainingStep", "0"));
-        v.best = es.at("bestObjectiveValue").get<double>();
-        v.reference = es.at("medianObjectiveValue").get<double>();
+        if (es.value("rule", "") == "PREDICTED_FINAL") {
+          v.rule = tuning::StopRule::kPredictedFinal;
+          v.best = es.at("predictedObjectiveValue").get<double>();
+          v.reference = es.at("bestFinalObjectiveValue").get<double>();
+        } else {
+          v.best = es.at("bestObjectiveValue").get<double>();
+          v.reference = es.at("medianObjectiveValue").get<double>();
+        }
         v.reference_trials = std::stoi(es.value("referenceTrialCount", "0"));
         stored_verdict = v;
       }
@@ -435,7 +447,8 @@ bool SchedulerCore::PrepareSuggestions() {
     auto study = tuning::Study::Create(w.config);
     if (!study.ok()) continue;
     for (const tuning::Trial& t : w.trials) {
-      if (!(*study)->AddTrial(t.id, t.params).ok()) continue;
+      // With the measurements: the designer reads the curves of trials stopped early.
+      if (!(*study)->AddTrial(t.id, t.params, t.measurements).ok()) continue;
       if (t.state == tuning::TrialState::kPending) continue;
       (void)(*study)->Complete(t.id,
                                t.state == tuning::TrialState::kCompleted ? t.value : std::nullopt,
@@ -472,6 +485,7 @@ uint64_t StudyFingerprint(const tuning::Study& study) {
     mix(static_cast<uint64_t>(t.id));
     mix(static_cast<uint64_t>(t.state));
     mix(t.stopped_early ? 1 : 0);
+    mix(t.measurements.size());
     mix(t.value ? std::hash<double>{}(*t.value) : 0x9e3779b97f4a7c15ULL);
   }
   mix(study.trials().size());
@@ -694,10 +708,19 @@ void SchedulerCore::UpdateTuningOutputLocked(ActiveJob& aj, bool persist) {
     // Trainyard extensions (docs/api.md): why it stopped early, what it reported instead.
     if (t.stop_early && t.stop_verdict) {
       const tuning::StopVerdict& v = *t.stop_verdict;
-      tj["earlyStopping"] = {{"trainingStep", std::to_string(v.step)},
-                             {"bestObjectiveValue", v.best},
-                             {"medianObjectiveValue", v.reference},
-                             {"referenceTrialCount", std::to_string(v.reference_trials)}};
+      if (v.rule == tuning::StopRule::kPredictedFinal) {
+        tj["earlyStopping"] = {{"rule", "PREDICTED_FINAL"},
+                               {"trainingStep", std::to_string(v.step)},
+                               {"predictedObjectiveValue", v.best},
+                               {"bestFinalObjectiveValue", v.reference},
+                               {"referenceTrialCount", std::to_string(v.reference_trials)}};
+      } else {
+        tj["earlyStopping"] = {{"rule", "MEDIAN"},
+                               {"trainingStep", std::to_string(v.step)},
+                               {"bestObjectiveValue", v.best},
+                               {"medianObjectiveValue", v.reference},
+                               {"referenceTrialCount", std::to_string(v.reference_trials)}};
+      }
     }
     if (!t.message.empty()) tj["message"] = t.message;
     trials.push_back(std::move(tj));

@@ -2,7 +2,9 @@
 // library; Study (study.cc) owns one and feeds it the trials it knows.
 #pragma once
 
+#include <cstddef>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "space.h"
@@ -32,6 +34,27 @@ bool MedianRuleSaysStop(const Trial& trial, const std::vector<Trial>& trials, Go
                         StopVerdict* verdict = nullptr);
 // Whether `t` can serve as a reference of the rule (completed, not stopped, with reports).
 bool IsStoppingReference(const Trial& t);
+// The predicted-final rule (tuning.md §5.6, Vizier's performance-curve rule in a simple form):
+// across the reference trials, regress the final value on the value at the trial's newest step
+// (each smoothed over its last three reports there) and stop the trial when even an optimistic
+// prediction of its final value (the prediction minus about a 95 % interval) is worse than the
+// best reference's final value: it cannot be the study's best. Needs the median rule's reference
+// and report counts; no verdict when the references all stood at the same value.
+bool PredictedFinalSaysStop(const Trial& trial, const std::vector<Trial>& trials, Goal goal,
+                            StopVerdict* verdict = nullptr);
+// What Study::Report applies: the median rule, else the predicted-final rule.
+bool StoppingRulesSayStop(const Trial& trial, const std::vector<Trial>& trials, Goal goal,
+                          StopVerdict* verdict = nullptr);
+
+// The final value a trial stopped early (or any trial with reports) would most likely have
+// reached: its standing among the reference trials at its last reported step (the share of them
+// whose value there was better, each side smoothed over its last three reports), mapped onto the
+// same quantile of their final values. A stopped trial's own value is an intermediate one,
+// worse than any final it would have reached, and the designers should not mistake it for one.
+// nullopt with fewer than kMinImputeReferences references reporting by that step.
+inline constexpr size_t kMinImputeReferences = 3;
+std::optional<double> ImputedFinalValue(const Trial& trial, const std::vector<Trial>& trials,
+                                        Goal goal);
 
 // A 64-bit seed mixing the study seed with a salt (e.g. the next trial id); splitmix64.
 uint64_t MixSeed(uint64_t seed, uint64_t salt);

@@ -378,7 +378,11 @@ std::vector<Assignment> GpUcbPeDesigner::Suggest(const std::vector<Trial>& trial
     max_completed_id = std::max(max_completed_id, t.id);
     double label = std::numeric_limits<double>::quiet_NaN();
     if (t.state == TrialState::kCompleted && t.value.has_value() && std::isfinite(*t.value)) {
-      label = maximize ? *t.value : -*t.value;
+      double value = *t.value;
+      // A trial stopped early reported an intermediate value: label it with the final value it
+      // would most likely have reached (its standing among the finished trials at its last step).
+      if (t.stopped_early) value = ImputedFinalValue(t, trials, config_.goal).value_or(value);
+      label = maximize ? value : -value;
     }
     labels.push_back(label);
   }

@@ -97,7 +97,7 @@ std::vector<Trial> Study::Suggest(int count) {
   return out;
 }
 
-Status Study::AddTrial(int64_t id, Assignment params) {
+Status Study::AddTrial(int64_t id, Assignment params, std::vector<Measurement> measurements) {
   if (id <= 0) return InvalidArgument("trial id must be positive, got " + std::to_string(id));
   if (impl_->Find(id) != nullptr) {
     return InvalidArgument("trial " + std::to_string(id) + " already exists");
@@ -117,6 +117,9 @@ Status Study::AddTrial(int64_t id, Assignment params) {
   Trial t;
   t.id = id;
   t.params = std::move(params);
+  for (const Measurement& m : measurements) {
+    if (std::isfinite(m.value)) t.measurements.push_back(m);
+  }
   auto it = std::lower_bound(impl_->trials.begin(), impl_->trials.end(), id,
                              [](const Trial& a, int64_t v) { return a.id < v; });
   impl_->trials.insert(it, std::move(t));
@@ -146,7 +149,7 @@ bool Study::Report(int64_t id, int64_t step, double value, StopVerdict* verdict)
   if (t == nullptr || t->state != TrialState::kPending || !std::isfinite(value)) return false;
   t->measurements.push_back({step, value});
   if (!impl_->config.early_stopping) return false;
-  return MedianRuleSaysStop(*t, impl_->trials, impl_->config.goal, verdict);
+  return StoppingRulesSayStop(*t, impl_->trials, impl_->config.goal, verdict);
 }
 
 int Study::StoppingReferenceCount() const {

@@ -291,6 +291,7 @@ TEST_F(TuningTest, EarlyStoppingStopsAHopelessTrialGracefully) {
   // Why (Trainyard extensions): at its 5th report, its best 0.1 against the median of the five
   // completed trials at step 5, 0.9.
   const json& why = out["trials"][5]["earlyStopping"];
+  EXPECT_EQ(why["rule"], "MEDIAN");
   EXPECT_EQ(why["trainingStep"], "5");
   EXPECT_DOUBLE_EQ(why["bestObjectiveValue"].get<double>(), 0.1);
   EXPECT_DOUBLE_EQ(why["medianObjectiveValue"].get<double>(), 0.9);
@@ -305,6 +306,50 @@ TEST_F(TuningTest, EarlyStoppingStopsAHopelessTrialGracefully) {
   EXPECT_EQ(out["earlyStopping"]["stoppedTrialCount"], "1");
   sched_->OnReplicaExit(TrialMaster("e", 7), CleanExit());
   ASSERT_TRUE(WaitFor([&] { return StateOf("e") == JobState::kSucceeded; }));
+}
+
+TEST_F(TuningTest, EarlyStoppingStopsATrialThatCannotBecomeTheBest) {
+  StartScheduler();
+  json hp = GridSpec(7, 1);
+  hp["algorithm"] = "RANDOM_SEARCH";
+  hp["enableTrialEarlyStopping"] = true;
+  hp["params"][0]["maxValue"] = 100;
+  ASSERT_TRUE(sched_->Submit(MakeTuningJob("p", hp)).ok());
+  // Five references climbing 0.01 a step from 0.1 k: at step 5 (the mean of steps 3-5) they stand
+  // at 0.1 k + 0.04 and they end at 0.1 k + 0.06, a perfectly predictable order.
+  for (int trial = 1; trial <= 5; ++trial) {
+    ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == static_cast<size_t>(trial); }));
+    std::vector<std::pair<int, double>> curve;
+    for (int step = 1; step <= 6; ++step) curve.emplace_back(step, 0.1 * trial + 0.01 * step);
+    Report(*LaunchedTrial(trial), curve);
+    sched_->OnReplicaExit(TrialMaster("p", trial), CleanExit());
+  }
+  // Above the median at step 5 (0.45 against 0.35), but bound to end near 0.46 < 0.56.
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 6; }));
+  Report(*LaunchedTrial(6), {{1, 0.41}, {2, 0.42}, {3, 0.43}, {4, 0.44}, {5, 0.45}});
+  ASSERT_TRUE(WaitFor([&] {
+    auto k = exec_.Killed();
+    return std::any_of(k.begin(), k.end(), [](const auto& key) { return key.trial_id == "6"; });
+  }));
+  executor::ReplicaExit stopped = CleanExit();
+  stopped.signal = SIGTERM;
+  stopped.killed_by_request = true;
+  sched_->OnReplicaExit(TrialMaster("p", 6), stopped);
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 7; }));
+  json out = Output("p");
+  EXPECT_EQ(out["trials"][5]["isTrialStoppedEarly"], true);
+  const json& why = out["trials"][5]["earlyStopping"];
+  EXPECT_EQ(why["rule"], "PREDICTED_FINAL");
+  EXPECT_EQ(why["trainingStep"], "5");
+  EXPECT_NEAR(why["predictedObjectiveValue"].get<double>(), 0.46, 1e-9);
+  EXPECT_NEAR(why["bestFinalObjectiveValue"].get<double>(), 0.56, 1e-9);
+  EXPECT_EQ(why["referenceTrialCount"], "5");
+  EXPECT_FALSE(why.contains("medianObjectiveValue"));
+  EXPECT_EQ(out["trials"][5]["message"],
+            "Stopped early at step 5: even an optimistic prediction of its final accuracy, 0.46, "
+            "was worse than the best of 5 completed trials, 0.56.");
+  sched_->OnReplicaExit(TrialMaster("p", 7), CleanExit());
+  ASSERT_TRUE(WaitFor([&] { return StateOf("p") == JobState::kSucceeded; }));
 }
 
 TEST_F(TuningTest, TheLastRecordsOfATrainerThatEndedNeverStopItsTrialEarly) {

@@ -446,6 +446,108 @@ TEST(MedianRuleTest, IgnoresTheTrialItself) {
   EXPECT_FALSE(MedianRuleSaysStop(self, trials, Goal::kMaximize));  // only four others
 }
 
+// ---- Predicted-final rule ----------------------------------------------------------------------
+
+// Six references (maximise) whose curves climb linearly from `start` to `start` + 9 over ten
+// steps, `start` = 0, 1, ..., 5 (perfectly predictable finals 9..14), plus `noise` on the finals.
+std::vector<Trial> ClimbingReferences(double noise = 0) {
+  std::vector<Trial> trials;
+  for (int i = 0; i < 6; ++i) {
+    std::vector<double> v;
+    for (int s = 0; s < 10; ++s) v.push_back(i + s);
+    v.back() += (i % 2 == 0 ? noise : -noise);
+    trials.push_back(Completed(i + 1, v));
+  }
+  return trials;
+}
+
+TEST(PredictedFinalRuleTest, StopsATrialThatCannotReachTheBestFinal) {
+  const std::vector<Trial> trials = ClimbingReferences();
+  // At step 5 the references stood at 4..9 and finished at 9..14. A trial at 8.5 (better than
+  // the median, 6.5) is predicted to finish at 13.5 < 14: stopped by this rule, not the median's.
+  const Trial good = Running(100, {4.5, 5.5, 6.5, 7.5, 8.5});
+  EXPECT_FALSE(MedianRuleSaysStop(good, trials, Goal::kMaximize));
+  StopVerdict why;
+  EXPECT_TRUE(PredictedFinalSaysStop(good, trials, Goal::kMaximize, &why));
+  EXPECT_EQ(why.rule, StopRule::kPredictedFinal);
+  EXPECT_EQ(why.step, 5);
+  EXPECT_EQ(why.reference_trials, 6);
+  EXPECT_DOUBLE_EQ(why.reference, 14.0);
+  EXPECT_NEAR(why.best, 13.5, 1e-9);  // exact fit: no interval
+  // One ahead of the best reference: it may win.
+  EXPECT_FALSE(PredictedFinalSaysStop(Running(100, {6, 7, 8, 9, 10}), trials, Goal::kMaximize));
+  EXPECT_TRUE(StoppingRulesSayStop(good, trials, Goal::kMaximize));
+}
+
+TEST(PredictedFinalRuleTest, UncertainPredictionsDoNotStop) {
+  // Finals scattered by +-0.3 around the line: the interval at 13.5 covers the best final, 14.3.
+  const std::vector<Trial> noisy = ClimbingReferences(0.3);
+  EXPECT_FALSE(
+      PredictedFinalSaysStop(Running(100, {4.5, 5.5, 6.5, 7.5, 8.5}), noisy, Goal::kMaximize));
+  // Predicted to end near 8: stopped.
+  EXPECT_TRUE(PredictedFinalSaysStop(Running(100, {2, 2, 2, 2, 2}), noisy, Goal::kMaximize));
+  // Scattered by +-2: no prediction is sure enough (the median rule still stops laggards).
+  const std::vector<Trial> noisier = ClimbingReferences(2.0);
+  EXPECT_FALSE(PredictedFinalSaysStop(Running(100, {2, 2, 2, 2, 2}), noisier, Goal::kMaximize));
+  EXPECT_TRUE(StoppingRulesSayStop(Running(100, {2, 2, 2, 2, 2}), noisier, Goal::kMaximize));
+}
+
+TEST(PredictedFinalRuleTest, NeedsReferencesReportsAndSpread) {
+  std::vector<Trial> trials = ClimbingReferences();
+  EXPECT_FALSE(PredictedFinalSaysStop(Running(100, {-9, -9, -9, -9}), trials,
+                                      Goal::kMaximize));  // 4 reports
+  trials.resize(4);
+  EXPECT_FALSE(PredictedFinalSaysStop(Running(100, {-9, -9, -9, -9, -9}), trials, Goal::kMaximize));
+  // References that all stood at the same value say nothing about the order at the end.
+  EXPECT_FALSE(PredictedFinalSaysStop(Running(100, {-9, -9, -9, -9, -9}), FlatReferences(6, 1.0),
+                                      Goal::kMaximize));
+}
+
+TEST(PredictedFinalRuleTest, MinimizeFlipsTheComparison) {
+  std::vector<Trial> trials = ClimbingReferences();
+  for (Trial& t : trials) {
+    for (Measurement& m : t.measurements) m.value = -m.value;
+    t.value = -*t.value;
+  }
+  StopVerdict why;
+  EXPECT_TRUE(PredictedFinalSaysStop(Running(100, {-4.5, -5.5, -6.5, -7.5, -8.5}), trials,
+                                     Goal::kMinimize, &why));
+  EXPECT_DOUBLE_EQ(why.reference, -14.0);
+  EXPECT_NEAR(why.best, -13.5, 1e-9);
+  EXPECT_FALSE(
+      PredictedFinalSaysStop(Running(100, {-6, -7, -8, -9, -10}), trials, Goal::kMinimize));
+}
+
+// ---- Imputed final values ----------------------------------------------------------------------
+
+TEST(ImputedFinalValueTest, MapsTheStandingAtTheLastStepOntoTheFinals) {
+  const std::vector<Trial> trials = ClimbingReferences();  // finals 9..14, at step 5: 4..9
+  Trial stopped = Completed(100, {0, 0, 0, 0, 0});
+  stopped.stopped_early = true;
+  // Worse than every reference at step 5: the worst final.
+  EXPECT_DOUBLE_EQ(*ImputedFinalValue(stopped, trials, Goal::kMaximize), 9.0);
+  // Smoothed over its last three reports, 6.5: beaten by two of the six references (7 and 8 at
+  // step 5, smoothed), so 2/6 of the way from the best final to the worst.
+  stopped.measurements = {{1, 0}, {2, 0}, {3, 6.5}, {4, 6.5}, {5, 6.5}};
+  EXPECT_NEAR(*ImputedFinalValue(stopped, trials, Goal::kMaximize), 14.0 - 5.0 / 3.0, 1e-12);
+  // Better than all: the best final.
+  stopped.measurements = {{5, 50}};
+  EXPECT_DOUBLE_EQ(*ImputedFinalValue(stopped, trials, Goal::kMaximize), 14.0);
+  // Minimisation: a small value is good.
+  stopped.measurements = {{5, -50}};
+  EXPECT_DOUBLE_EQ(*ImputedFinalValue(stopped, trials, Goal::kMinimize), 9.0);
+}
+
+TEST(ImputedFinalValueTest, NeedsThreeReferencesAndReports) {
+  std::vector<Trial> trials = ClimbingReferences();
+  Trial silent = Completed(100, {});
+  EXPECT_FALSE(ImputedFinalValue(silent, trials, Goal::kMaximize).has_value());
+  trials.resize(2);
+  EXPECT_FALSE(ImputedFinalValue(Completed(100, {1}), trials, Goal::kMaximize).has_value());
+  trials.push_back(Completed(3, {5, 5}));
+  EXPECT_DOUBLE_EQ(*ImputedFinalValue(Completed(100, {-1}), trials, Goal::kMaximize), 5.0);
+}
+
 // ---- MixSeed -----------------------------------------------------------------------------------
 
 TEST(MixSeedTest, IsSplitMix64) {

@@ -110,6 +110,20 @@ TEST(StudyTest, CompleteRecordsValuesAndFailures) {
   EXPECT_EQ(study->Complete(99, 0.1).code(), StatusCode::kNotFound);
 }
 
+TEST(StudyTest, AddTrialKeepsTheFiniteMeasurements) {
+  auto study = MakeStudy(MixedConfig());
+  Assignment ok = {{0.5, -1}, {3, -1}, {0, 2}, {64, -1}};
+  ASSERT_TRUE(
+      study->AddTrial(7, ok, {{1, 0.5}, {2, std::numeric_limits<double>::infinity()}, {3, 0.25}})
+          .ok());
+  ASSERT_EQ(study->trials().size(), 1u);
+  const std::vector<Measurement>& m = study->trials()[0].measurements;
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m[0].step, 1);
+  EXPECT_EQ(m[1].step, 3);
+  EXPECT_EQ(m[1].value, 0.25);
+}
+
 TEST(StudyTest, AddTrialValidatesIdsAndAssignments) {
   auto study = MakeStudy(MixedConfig());
   Assignment ok = {{0.5, -1}, {3, -1}, {0, 2}, {64, -1}};

@@ -102,13 +102,19 @@ struct Trial {
 inline constexpr int kMedianRuleMinReferenceTrials = 5;
 inline constexpr int kMedianRuleMinReports = 5;
 
-// Why the rule stopped a trial: at its report of `step`, its best value so far (`best`) was worse
-// than `reference`, the median of the values of `reference_trials` completed trials at that step.
+// Which rule stopped a trial (docs/tuning.md, "Early stopping").
+enum class StopRule { kMedian, kPredictedFinal };
+
+// Why a rule stopped a trial, at its report of `step`, given `reference_trials` completed trials.
+// kMedian: its best value so far (`best`) was worse than `reference`, the median of the
+// references' values at that step. kPredictedFinal: even an optimistic prediction of its final
+// value (`best`) was worse than `reference`, the best final value of the references.
 struct StopVerdict {
   int64_t step = 0;
   double best = 0;
   double reference = 0;
   int reference_trials = 0;
+  StopRule rule = StopRule::kMedian;
 };
 
 class Study {
@@ -127,10 +133,11 @@ class Study {
   // small discrete space already tried). Never repeats an assignment of a known trial while an
   // untried one exists.
   std::vector<Trial> Suggest(int count);
-  // Replay: a trial suggested earlier (stored by the service, or from a resumed study). Pending
-  // until Complete. INVALID_ARGUMENT when the id is known or the assignment does not fit the
-  // space.
-  Status AddTrial(int64_t id, Assignment params);
+  // Replay: a trial suggested earlier (stored by the service, or from a resumed study), with the
+  // intermediate measurements it reported (non-finite ones are dropped, as Report drops them).
+  // Pending until Complete. INVALID_ARGUMENT when the id is known or the assignment does not
+  // fit the space.
+  Status AddTrial(int64_t id, Assignment params, std::vector<Measurement> measurements = {});
   // The result of a pending trial: its objective, or nullopt when it failed or reported no metric
   // (the GP treats it as infeasible). `stopped_early`: the trial was stopped by Report's advice;
   // `value` is then its last measurement. NOT_FOUND for an unknown id, FAILED_PRECONDITION when
