@@ -188,14 +188,22 @@ retention:
 """)
     d = Daemon(data, extra_args=["--config", config]).start()
     try:
+        # The trainer holds its environment until the test releases it (a file), so the first
+        # gc runs while the job runs however slow or fast this machine is.
         pkg = make_package(tmp_path, """
-            import time
-            for i in range(30):
+            import os, sys, time
+            release = sys.argv[1]
+            for i in range(15):
                 print("step %d" % i, flush=True)
-                time.sleep(0.1)
+            deadline = time.time() + 300
+            while not os.path.exists(release) and time.time() < deadline:
+                time.sleep(0.05)
+            for i in range(15, 30):
+                print("step %d" % i, flush=True)
         """)
         uri = upload_package(d, build_sdist(pkg))
-        assert d.request("POST", BASE, job_body("kept_record", uri))[0] == 200
+        release = str(tmp_path / "release")
+        assert d.request("POST", BASE, job_body("kept_record", uri, args=[release]))[0] == 200
         d.wait_state("kept_record", "RUNNING", timeout=120)
         # While it runs: its cgroup figures (where replicas get cgroups), and its environment
         # is in use (not collected).
@@ -212,9 +220,11 @@ retention:
         envs = os.path.join(data, "envs")
         env_dirs = [e for e in os.listdir(envs) if len(e) == 64]
         assert len(env_dirs) == 1
-        time.sleep(2.5)
+        time.sleep(2.5)  # past envs_age (2s) since the environment was last used
         p = d.cli("admin", "gc")
         assert "environment" not in p.stdout, p.stdout  # in use, though unused for "2s"
+        assert d.job("kept_record")["state"] == "RUNNING"
+        open(release, "w").close()
         job = d.wait_state("kept_record", ["SUCCEEDED", "FAILED"], timeout=120)
         assert job["state"] == "SUCCEEDED", job
 
