@@ -63,6 +63,13 @@ elif mode == "family":  # children, then N seconds, then success
     print("%s started" % tag, flush=True)
     time.sleep(n)
     print("%s done" % tag, flush=True)
+elif mode == "hold":  # children, then success once RECORD/release-TAG exists (at most N s)
+    children()
+    print("%s started" % tag, flush=True)
+    release, deadline = os.path.join(record, "release-" + tag), time.time() + n
+    while not os.path.exists(release) and time.time() < deadline:
+        time.sleep(0.05)
+    print("%s done" % tag, flush=True)
 elif mode == "stubborn":  # ignores SIGTERM, with children: only SIGKILL ends it
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     children()
@@ -566,7 +573,8 @@ def test_launcher_killed_restarts_the_replica_and_leaves_no_orphan(fd):
     """A replica's launcher is SIGKILLed while its trainer (with a child in its session and one
     that left it) runs. The trainer and both children die with it; the replica is restarted
     per the restart rules with a message that names what happened, and the job succeeds."""
-    assert create(fd, "lk_1", "family", 3)[0] == 200
+    # The trainer holds until the test releases it, so the kill finds it running on any machine.
+    assert create(fd, "lk_1", "hold", 300)[0] == 200
     fd.wait_state("lk_1", "RUNNING")
     tag = tag_of(fd, "lk_1")
     wait_for(lambda: len(cmdline_pids(tag)) >= 3, what="trainer and children")
@@ -575,6 +583,7 @@ def test_launcher_killed_restarts_the_replica_and_leaves_no_orphan(fd):
     wait_for(lambda: starts(fd, "lk_1") == 2, timeout=60, what="the restarted trainer")
     wait_for(lambda: not first & set(cmdline_pids(tag)), timeout=20,
              what="the first attempt's processes gone")
+    open(os.path.join(fd.record, "release-" + tag), "w").close()
     job = finish(fd, "lk_1")
     assert job["state"] == "SUCCEEDED", job
     messages = [e["jsonPayload"]["message"] for e in fd.logs("lk_1")]
