@@ -274,10 +274,12 @@ def test_kill_during_concurrent_creates_keeps_every_acknowledged_job_once(fd):
     stop = threading.Event()
 
     def client(c):
-        for n in range(10):
+        # Until the kill (at most 100 each): a fixed number could all be answered before the
+        # kill on a fast machine, and then no create would be cut off by it.
+        for n in range(100):
             if stop.is_set():
                 return
-            job_id = "storm_%d_%02d" % (c, n)
+            job_id = "storm_%d_%03d" % (c, n)
             with lock:
                 tried.append(job_id)
             try:
