@@ -54,6 +54,24 @@ elif mode == "lines":  # N numbered lines, in bursts of 50, over a few seconds
             sys.stdout.flush()
             time.sleep(0.012)
     sys.stdout.flush()
+elif mode == "gated":  # "lines" in three blocks: before the 2nd and 3rd block and before the
+    # exit, waits for RECORD/release-TAG-K (K = 1, 2, 3), so it prints while the test wants
+    count = int(n)
+    block = count // 3
+    def hold(k):
+        path, deadline = os.path.join(record, "release-%s-%d" % (tag, k)), time.time() + 300
+        while not os.path.exists(path) and time.time() < deadline:
+            time.sleep(0.02)
+    for i in range(count):
+        if i in (block, 2 * block):
+            sys.stdout.flush()
+            hold(1 if i == block else 2)
+        print("%s %06d" % (tag, i))
+        if i % 50 == 49:
+            sys.stdout.flush()
+            time.sleep(0.012)
+    sys.stdout.flush()
+    hold(3)
 elif mode == "sleep":  # N seconds, then success
     print("%s sleeping" % tag, flush=True)
     time.sleep(n)
@@ -325,21 +343,22 @@ def test_kill_during_log_ingestion_loses_and_repeats_no_line(fd):
     through the logs API and through the Cloud Logging entries:list subset."""
     jobs = ["ingest_%d" % i for i in range(3)]
     for job_id in jobs:
-        assert create(fd, job_id, "lines", LINES)[0] == 200
-    killed_while_printing = 0
-    for _ in range(3):
-        # Killed while the trainers print: some of their lines are stored, some not yet.
-        wait_for(lambda: any(len(fd.logs(j)) > 50 for j in jobs), timeout=90,
-                 what="lines stored")
+        assert create(fd, job_id, "gated", LINES)[0] == 200
+    # The trainers print a third of their lines per round and wait for the test before the next
+    # (and before exiting): every kill finds them running, however long the restarts take.
+    for k in (1, 2, 3):
+        # Killed while the trainers print block k: some of its lines are stored, some not yet.
+        floor = (k - 1) * (LINES // 3) + 50
+        wait_for(lambda: any(len(fd.logs(j)) > floor for j in jobs), timeout=90,
+                 what="lines of block %d stored" % k)
         time.sleep(random.uniform(0.2, 0.8))
-        printing = any(fd.job(j)["state"] == "RUNNING" for j in jobs)
+        states = [fd.job(j)["state"] for j in jobs]
+        assert states == ["RUNNING"] * len(jobs), states
         kill9(fd)
-        killed_while_printing += printing
         time.sleep(0.3)  # they go on printing with no daemon
         start_with(fd)
-        if all(fd.job(j)["state"] in TERMINAL for j in jobs):
-            break
-    assert killed_while_printing >= 2, killed_while_printing
+        for job_id in jobs:
+            open(os.path.join(fd.record, "release-%s-%d" % (tag_of(fd, job_id), k)), "w").close()
     for job_id in jobs:
         assert finish(fd, job_id)["state"] == "SUCCEEDED"
         tag = tag_of(fd, job_id)
