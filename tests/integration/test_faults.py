@@ -669,15 +669,20 @@ def check_hammered(d, results):
 
 
 def test_database_locked_by_another_process(fd):
-    """Another process holds an exclusive lock on trainyard.db for 8 s (longer than the store's
-    5 s busy timeout) while clients create and read jobs and a job prints and ends. Requests
+    """Another process holds an exclusive lock on trainyard.db for 16 s (longer than the store's
+    5 s busy timeout, twice over) while clients create and read jobs and a job prints and ends.
+    Requests
     wait and succeed or get 503 UNAVAILABLE; nothing acknowledged is lost, nothing refused is
     half-stored; the daemon recovers by itself, and the job that ended meanwhile reaches
     SUCCEEDED with every line once."""
     assert create(fd, "busy_run", "lines", 2000)[0] == 200
     fd.wait_state("busy_run", "RUNNING")
+    # The store runs its writes one transaction at a time, each waiting up to the busy timeout
+    # (5 s): a create queued behind another write that met the lock first (the job's log lines,
+    # still being stored on a slow machine) starts its own wait up to 5 s late. With 8 s such a
+    # create outlasted the lock and no create was refused; 16 s covers a wait behind two.
     holder = subprocess.Popen(["/usr/bin/python3", "-c", HOLDER,
-                               os.path.join(fd.data_dir, "trainyard.db"), "8"],
+                               os.path.join(fd.data_dir, "trainyard.db"), "16"],
                               stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "locked"
     results, until = [], threading.Event()
