@@ -517,6 +517,13 @@ void SchedulerCore::CheckDeadlinesLocked(Timestamp now) {
       if (model::IsTerminal(aj.job.state)) active_.erase(it);
       continue;
     }
+    if (aj.running_pending) {
+      // RUNNING could not be stored when the last replica started: again.
+      if (aj.job.state != JobState::kPreparing ||
+          TransitionLocked(aj, JobState::kRunning, "all replicas running").ok()) {
+        aj.running_pending = false;
+      }
+    }
     if (!aj.cancel_reason.empty()) {
       // Already cancelling: finish it once its replicas are gone (retries a failed write).
       MaybeFinishLocked(aj);
@@ -600,6 +607,13 @@ Status SchedulerCore::TransitionLocked(ActiveJob& aj, JobState to, const std::st
 }
 
 void SchedulerCore::FinishLocked(ActiveJob& aj, JobState to, const std::string& message) {
+  // A run that succeeded before RUNNING was stored (its master ended before another replica
+  // started, or the store refused RUNNING): RUNNING first, as the state machine has it. Here
+  // rather than at the callers, so that a terminal state stored again later (finish_pending,
+  // after the store refused both) does it too instead of retrying PREPARING -> SUCCEEDED.
+  if (to == JobState::kSucceeded && aj.job.state == JobState::kPreparing) {
+    (void)TransitionLocked(aj, JobState::kRunning, "");
+  }
   // The closing service line is stored before the terminal state, so a follower that stops at
   // the job's end has already been able to read it. A daemon killed between the two (or a
   // terminal state the store refused) finishes the job again later: the line is stored once.
@@ -664,8 +678,7 @@ void SchedulerCore::MaybeFinishLocked(ActiveJob& aj) {
     return;
   }
   if (run.succeeded) {
-    if (aj.job.state == JobState::kPreparing) (void)TransitionLocked(aj, JobState::kRunning, "");
-    FinishLocked(aj, JobState::kSucceeded, "");
+    FinishLocked(aj, JobState::kSucceeded, "");  // through RUNNING, if it was never stored
     return;
   }
   if (!run.failures.empty()) {
@@ -690,7 +703,10 @@ void SchedulerCore::OnReplicaRunning(const executor::ReplicaKey& key) {
   }
   if (all && aj.job.state == JobState::kPreparing) {
     TY_FAILPOINT("scheduler.running.before_write");  // replicas run, RUNNING not yet stored
-    (void)TransitionLocked(aj, JobState::kRunning, "all replicas running");
+    if (!TransitionLocked(aj, JobState::kRunning, "all replicas running").ok()) {
+      aj.running_pending = true;  // the store refused it: the next ticks try again
+      timed_.insert({aj.job.project, aj.job.job_id});
+    }
   }
 }
 

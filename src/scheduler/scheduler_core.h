@@ -111,6 +111,9 @@ class SchedulerCore {
     // The terminal state FinishLocked could not store (the store was unavailable), with its
     // message: stored again every tick until it is (CheckDeadlinesLocked).
     std::optional<std::pair<model::JobState, std::string>> finish_pending;
+    // Every replica of a run runs but the store refused RUNNING: stored again every tick until
+    // it is (CheckDeadlinesLocked), so the job does not say PREPARING for its whole run.
+    bool running_pending = false;
     Timestamp running_since = 0;
     Timestamp units_accrued_at = 0;  // consumedMLUnits counted up to here (0 = not running)
     Timestamp units_persisted_at = 0;

@@ -639,10 +639,8 @@ void SchedulerCore::MaybeFinishTuningLocked(ActiveJob& aj) {
   }
   if (changed || end) UpdateTuningOutputLocked(aj, /*persist=*/!end);
   if (end) {
-    if (*end == JobState::kSucceeded && aj.job.state == JobState::kPreparing) {
-      (void)TransitionLocked(aj, JobState::kRunning, "");
-    }
-    FinishLocked(aj, *end, message);  // stores trainingOutput with the final state
+    FinishLocked(aj, *end, message);  // stores trainingOutput with the final state (through
+                                      // RUNNING if no trial's replicas all ran)
     return;
   }
   if (changed) {

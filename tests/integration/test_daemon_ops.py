@@ -63,15 +63,23 @@ def test_admin_stop_leaves_replicas_running_for_the_next_start(tmp_path):
         with open(pidfile) as f:
             assert int(f.read()) == d.proc.pid
         marker = "ty-ops-survivor-%d" % os.getpid()
+        # The trainer prints half of its lines, then waits for a file the test makes once the
+        # daemon is back: it runs through the stop and the restart on any machine.
         pkg = make_package(tmp_path, """
-            import sys, time
-            for i in range(40):
+            import os, sys, time
+            release = sys.argv[2]
+            for i in range(20):
                 print("tick %d" % i, flush=True)
-                time.sleep(0.1)
+            deadline = time.time() + 300
+            while not os.path.exists(release) and time.time() < deadline:
+                time.sleep(0.05)
+            for i in range(20, 40):
+                print("tick %d" % i, flush=True)
         """)
         uri = upload_package(d, build_sdist(pkg))
         base = "/v1/projects/%s/jobs" % PROJECT
-        assert d.request("POST", base, job_body("survivor", uri, args=[marker]))[0] == 200
+        release = str(tmp_path / "release")
+        assert d.request("POST", base, job_body("survivor", uri, args=[marker, release]))[0] == 200
         d.wait_state("survivor", "RUNNING")
         wait_for(lambda: processes_with(marker), timeout=60, what="the trainer process")
 
@@ -88,6 +96,8 @@ def test_admin_stop_leaves_replicas_running_for_the_next_start(tmp_path):
         assert p.returncode == 0 and "No trainyardd is running" in p.stderr, p.stderr
 
         d.start()  # re-attaches the running replica
+        assert d.job("survivor")["state"] == "RUNNING"
+        open(release, "w").close()
         job = d.wait_state("survivor", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=90)
         assert job["state"] == "SUCCEEDED", job
         ticks = [e["jsonPayload"]["message"] for e in d.logs("survivor")

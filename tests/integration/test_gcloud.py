@@ -181,14 +181,25 @@ def test_config_file_update_labels_and_cancel(google, tmp_path):
 
 def test_gcloud_submits_a_custom_cluster_and_streams_every_replica(google, tmp_path):
     # gcloud's own machine-type and count flags (compat §9.1); each replica prints its task.
+    # Each replica prints its line, then leaves a file in a directory the test shares; the
+    # master ends the job (stopping the others) only once both workers have printed theirs.
+    ready = tmp_path / "ready"
+    ready.mkdir()
     pkg = make_package(tmp_path / "cluster", """
-        import json, os, time
+        import json, os, sys, time
+        ready = sys.argv[sys.argv.index("--ready-dir") + 1]
         tf = json.loads(os.environ["TF_CONFIG"])
         t = tf["task"]
         print("replica %s %d of cluster %s rank %s" % (
             t["type"], t["index"], sorted(tf["cluster"]), os.environ.get("RANK")), flush=True)
+        open(os.path.join(ready, "%s-%d" % (t["type"], t["index"])), "w").close()
         if t["type"] == "master":
-            time.sleep(4)  # the others are stopped once the master is done
+            deadline = time.time() + 300
+            while not all(os.path.exists(os.path.join(ready, w))
+                          for w in ("worker-0", "worker-1")):
+                if time.time() > deadline:
+                    sys.exit("the workers never started")
+                time.sleep(0.05)
     """, name="clustered")
     google.gcloud("ai-platform", "jobs", "submit", "training", "gc_cluster_1",
                   "--package-path", pkg, "--module-name", "clustered.task",
@@ -196,7 +207,7 @@ def test_gcloud_submits_a_custom_cluster_and_streams_every_replica(google, tmp_p
                   "--scale-tier", "custom", "--master-machine-type", "n1-standard-4",
                   "--worker-machine-type", "n1-standard-4", "--worker-count", "2",
                   "--parameter-server-machine-type", "n1-highmem-2",
-                  "--parameter-server-count", "1")
+                  "--parameter-server-count", "1", "--", "--ready-dir", str(ready))
     logs = google.gcloud("ai-platform", "jobs", "stream-logs", "gc_cluster_1",
                          "--polling-interval", "1", timeout=240).stdout.splitlines()
     for task, text in [("master-replica-0", "replica master 0"),

@@ -42,6 +42,7 @@ JOBS = "/v1/projects/%s/jobs" % PROJECT
 #   --tag T             report under T (default: $CLOUD_ML_HP_METRIC_TAG)
 #   --mode M            report (default): 3 reports at steps 1..3, the last one = objective(params)
 #                       curve: report (1/q)*(1 - 0.5**s) at steps s = 1..--steps, --sleep apart
+#                       (--slow-sleep apart from the 5th report on when q > --slow-above)
 #   --crash-on X,...    exit 3 before reporting when the parameter x has one of these values
 #   --silent-on X,...   report nothing when x has one of these values
 #   --wrongtag-on X,... report under the tag "not/the/tag" when x has one of these values
@@ -120,7 +121,8 @@ if opt("--mode", "report") == "curve":
         record["last_step"] = step  # before the report: a SIGTERM between the two leaves
         save()                      # last_step >= the last step reported
         hpt.report_hyperparameter_tuning_metric(tag, (1.0 / q) * (1 - 0.5 ** step), step)
-        time.sleep(float(opt("--sleep", "0.2")))
+        slow = opt("--slow-above") is not None and q > float(opt("--slow-above")) and step >= 5
+        time.sleep(float(opt("--slow-sleep" if slow else "--sleep", "0.2")))
 else:
     value = objective(params)
     for step, factor in ((1, 0.5), (2, 0.8), (3, 1.0)):
@@ -540,7 +542,12 @@ def test_early_stopping_stops_hopeless_trials(tdaemon, tmp_path):
         "enableTrialEarlyStopping": True,
         "params": [{"parameterName": "q", "type": "INTEGER", "minValue": 1, "maxValue": 10}]},
         args=["--record", str(tmp_path), "--mode", "curve", "--steps", str(steps),
-              "--sleep", "0.2"])
+              "--sleep", "0.2", "--slow-above", "3", "--slow-sleep", "1"])
+    # The trials the rule may stop (q > 3) report every second from their 5th report on: the
+    # daemon reads metric files every second, and 10 s rather than 2 s between the first report
+    # it may act on and the trial's own end keep a late read on a loaded machine from finding
+    # them all finished (no trial stopped) or one in its last step (stopped with every step
+    # done). q 4 and 5 start before five trials have completed and run to the end (about 11 s).
     job = watch(tdaemon, "hp_stop", timeout=180)
     assert job["state"] == "SUCCEEDED", job
     trials = trials_of(job)

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -11,6 +12,14 @@ namespace trainyard::model {
 namespace {
 
 using nlohmann::json;
+
+// CPU time this thread has used: what the code under test cost, however busy the machine is
+// (a wall-clock threshold fails on a loaded machine that preempts the test).
+std::chrono::nanoseconds ThreadCpuTime() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
 
 Capabilities AllCaps() {
   Capabilities c;
@@ -1344,14 +1353,14 @@ TEST(JobToJsonTest, IsFastEnoughForPagesOfAHundredJobs) {
   int64_t best = INT64_MAX;
   size_t total = 0;
   for (int rep = 0; rep < 20; ++rep) {
-    auto t0 = std::chrono::steady_clock::now();
+    auto t0 = ThreadCpuTime();
     for (const Job& j : jobs) total += JobToJson(j).size();
-    auto t1 = std::chrono::steady_clock::now();
+    auto t1 = ThreadCpuTime();
     best = std::min<int64_t>(
         best, std::chrono::duration_cast<std::chrono::microseconds>(t1 - t0).count());
   }
   EXPECT_GT(total, 0u);
-  EXPECT_LT(best, 1000) << "100 jobs took " << best << " us";
+  EXPECT_LT(best, 1000) << "100 jobs took " << best << " us of CPU time";
 }
 
 }  // namespace

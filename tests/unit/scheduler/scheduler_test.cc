@@ -362,12 +362,14 @@ TEST_F(SchedulerTest, TheClosingLineIsStoredOnceWhenAJobIsFinishedAgain) {
       << lines.size();
 }
 
-// A store that refuses terminal states while `refuse` is set (the database locked by another
-// process, or unwritable) and passes everything else on.
+// A store that refuses terminal states while `refuse` is set, and every state change while
+// `refuse_all` is (the database locked by another process, or unwritable), and passes
+// everything else on.
 class RefusingStore : public store::JobStore {
  public:
   explicit RefusingStore(std::unique_ptr<store::JobStore> inner) : inner_(std::move(inner)) {}
   bool refuse = false;
+  bool refuse_all = false;
 
   Result<int64_t> CreateJob(const Job& job) override { return inner_->CreateJob(job); }
   Result<Job> GetJob(const std::string& p, const std::string& j) override {
@@ -375,6 +377,7 @@ class RefusingStore : public store::JobStore {
   }
   Status UpdateJob(const Job& job, const std::optional<store::StateChange>& change) override {
     if (refuse && change && model::IsTerminal(change->to)) return Unavailable("database is locked");
+    if (refuse_all && change) return Unavailable("database is locked");
     return inner_->UpdateJob(job, change);
   }
   Result<store::ListJobsResponse> ListJobs(const store::ListJobsRequest& r) override {
@@ -422,6 +425,58 @@ TEST_F(SchedulerTest, ATerminalStateTheStoreRefusedIsStoredOnceItCan) {
   EXPECT_NE(job->error_message.find("no launcher today"), std::string::npos) << job->error_message;
   const std::vector<std::string> lines = ServiceLines("stuck");
   EXPECT_EQ(std::count(lines.begin(), lines.end(), job->error_message), 1) << lines.size();
+}
+
+// The store refused RUNNING when the replica started, and the master then ended while it
+// still refused: the job stayed PREPARING for good, its success retried every tick as a
+// PREPARING -> SUCCEEDED transition the state machine refuses. RUNNING is stored first.
+TEST_F(SchedulerTest, ASuccessAfterARefusedRunningIsStoredOnceTheStoreCan) {
+  auto refusing = std::make_unique<RefusingStore>(std::move(store_));
+  RefusingStore* db = refusing.get();
+  store_ = std::move(refusing);
+  StartScheduler();
+  ASSERT_TRUE(sched_->Submit(MakeJob("quick")).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 1; }));
+  db->refuse_all = true;
+  sched_->OnReplicaRunning(Master("quick"));
+  sched_->OnReplicaExit(Master("quick"), CleanExit());
+  Advance(kMicrosPerSecond);
+  EXPECT_EQ(store_->GetJob("p", "quick")->state, JobState::kPreparing) << "the store refuses";
+  db->refuse_all = false;
+  Advance(kMicrosPerSecond);
+  EXPECT_EQ(StateOf("quick"), JobState::kSucceeded);
+  auto history = store_->GetStateHistory("p", "quick");
+  ASSERT_TRUE(history.ok());
+  std::vector<JobState> states;
+  for (const auto& c : *history) states.push_back(c.to);
+  EXPECT_EQ(states, (std::vector<JobState>{JobState::kPreparing, JobState::kRunning,
+                                           JobState::kSucceeded}));
+  const std::vector<std::string> lines = ServiceLines("quick");
+  EXPECT_EQ(std::count(lines.begin(), lines.end(), "Job completed successfully."), 1);
+}
+
+// A RUNNING the store refused while the job runs is stored once it can, not only when the job
+// ends: until then the job said PREPARING, and maxRunningTime never started counting.
+TEST_F(SchedulerTest, ARunningStateTheStoreRefusedIsStoredOnceItCan) {
+  auto refusing = std::make_unique<RefusingStore>(std::move(store_));
+  RefusingStore* db = refusing.get();
+  store_ = std::move(refusing);
+  StartScheduler();
+  Job job = MakeJob("long");
+  job.spec.scheduling.max_running_time = 10 * kMicrosPerSecond;
+  ASSERT_TRUE(sched_->Submit(job).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 1; }));
+  db->refuse_all = true;
+  sched_->OnReplicaRunning(Master("long"));
+  Advance(kMicrosPerSecond);
+  EXPECT_EQ(StateOf("long"), JobState::kPreparing) << "the store refuses";
+  db->refuse_all = false;
+  Advance(kMicrosPerSecond);
+  EXPECT_EQ(StateOf("long"), JobState::kRunning);
+  EXPECT_EQ(store_->GetJob("p", "long")->state, JobState::kRunning);
+  // maxRunningTime counts from then on.
+  Advance(11 * kMicrosPerSecond);
+  EXPECT_EQ(StateOf("long"), JobState::kCancelling);
 }
 
 TEST_F(SchedulerTest, RecoveryRequeuesAPreparingJobThatNeverLaunched) {
