@@ -566,6 +566,23 @@ def test_trials_api_fills_all_metrics_and_pages(tenv):
     assert len(js["trials"]) == 1 and len(js["trials"][0]["allMetrics"]) == 5
 
 
+def drawn(b, plot, what="drawn"):
+    """What a canvas plot drew: its data-drawn count, or the ids of data-in / data-best."""
+    v = b.eval("(() => { const c = document.querySelector('#%s canvas'); "
+               "return c ? (c.dataset.%s ?? null) : null; })()" % (plot, what))
+    if v is None or what == "best":
+        return v
+    return int(v) if what == "drawn" else [x for x in v.split(",") if x]
+
+
+def painted(b, plot):
+    """How many of a canvas plot's pixels are not transparent (0: it drew nothing)."""
+    return b.eval("(() => { const c = document.querySelector('#%s canvas'); "
+                  "const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; "
+                  "let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i]) n++; return n; })()"
+                  % plot)
+
+
 def trial_rows(b):
     return b.eval("Array.from(document.querySelectorAll('#trials-body tr'))"
                   ".map(r => r.dataset.trial)")
@@ -596,13 +613,13 @@ def test_trials_tab_table_best_sort_plots(tenv, tbrowser):
     b.wait("new URL(location.href).searchParams.get('sort') === '-p:lr'")
     assert trial_rows(b) == sorted(others, key=lambda k: (-lr[k], int(k)))
     assert b.eval("document.querySelector('#trials-best tr').dataset.trial") == best
-    # Plots: a line per trial in the parallel coordinates, a point per trial in the scatter,
-    # a curve per trial from allMetrics.
-    assert b.eval("document.querySelectorAll('#trials-pc path[data-trial]').length") == TRIALS
-    assert b.eval("document.querySelectorAll('#trials-scatter circle[data-trial]').length") == \
-        TRIALS
-    b.wait("document.querySelectorAll('#trials-curves path[data-trial]').length === %d" % TRIALS)
-    assert b.eval("document.querySelector('#trials-pc path.best').dataset.trial") == best
+    # Plots (canvas): a line per trial in the parallel coordinates, a point per trial in the
+    # scatter, a curve per trial from allMetrics; each canvas has pixels on it.
+    assert drawn(b, "trials-pc") == TRIALS and drawn(b, "trials-scatter") == TRIALS
+    b.wait("document.querySelector('#trials-curves canvas').dataset.drawn === '%d'" % TRIALS)
+    for plot in ("trials-pc", "trials-scatter", "trials-curves"):
+        assert painted(b, plot) > 500, plot
+    assert drawn(b, "trials-pc", "best") == best and drawn(b, "trials-curves", "best") == best
     # Another parameter for the scatter plot (in the URL).
     b.eval("(() => { const s = document.querySelector('#scatter-param'); s.value = 'p:layers'; "
            "s.dispatchEvent(new Event('change', {bubbles: true})); })()")
@@ -616,6 +633,24 @@ def test_trials_tab_table_best_sort_plots(tenv, tbrowser):
         sorted(others, key=lambda k: (-lr[k], int(k)))[0]))
     assert b.eval("document.querySelector('#trials-curves path.sel') !== null")
     assert b.eval("document.querySelector('#trial-detail') !== null")
+    # A click on a point of the canvas selects its trial: the best one's point, where the
+    # overlay drew it when j selected it.
+    b.eval("document.dispatchEvent(new KeyboardEvent('keydown', {key: 'k'}))")
+    b.wait("new URL(location.href).searchParams.get('trial') === %s" % json.dumps(best))
+    # (Its offset in the plot: the page's layout changes when the selection is cleared.)
+    dx, dy = b.eval("(() => { const c = document.querySelector('#trials-scatter circle.sel'); "
+                    "const r = c.getBoundingClientRect(); const p = document.querySelector("
+                    "'#trials-scatter').getBoundingClientRect(); "
+                    "return [r.left + r.width / 2 - p.left, r.top + r.height / 2 - p.top]; })()")
+    b.eval("history.replaceState(null, '', location.pathname + '?x=p:layers'); "
+           "window.dispatchEvent(new PopStateEvent('popstate'))")
+    b.wait("!document.querySelector('#trial-detail')")
+    x, y = b.eval("(() => { const p = document.querySelector('#trials-scatter'); "
+                  "p.scrollIntoView({block: 'center'}); const r = p.getBoundingClientRect(); "
+                  "return [r.left + %f, r.top + %f]; })()" % (dx, dy))
+    b.mouse_click(x, y)
+    b.wait("new URL(location.href).searchParams.get('trial') === %s" % json.dumps(best),
+           what="the clicked point's trial selected")
 
 
 def brush(b, axis, lo, hi):
@@ -636,26 +671,42 @@ def test_trials_brushing_filters(tenv, tbrowser):
     b = tbrowser
     trials = tenv.job("tune_job")["trainingOutput"]["trials"]
     b.goto(console(tenv, "jobs/tune_job/trials"))
-    b.wait("document.querySelectorAll('#trials-pc path.in').length === %d" % TRIALS)
+    b.wait("document.querySelector('#trials-pc canvas[data-drawn=\"%d\"]')" % TRIALS)
+    assert len(drawn(b, "trials-pc", "in")) == TRIALS
     # Brush the upper half of the categorical axis `opt`: only the sgd trials stay.
     brush(b, "p:opt", 0.6, 1.0)
     b.wait("new URL(location.href).searchParams.get('brush')")
     sgd = sorted(t["trialId"] for t in trials if t["hyperparameters"]["opt"] == "sgd")
-    b.wait("document.querySelectorAll('#trials-pc path.in').length === %d" % len(sgd))
-    inside = sorted(b.eval("Array.from(document.querySelectorAll('#trials-pc path.in'))"
-                           ".map(p => p.dataset.trial)"))
-    assert inside == sgd
-    shown = b.eval("Array.from(document.querySelectorAll('#trials-scatter circle'))"
-                   ".map(c => c.dataset.trial)")
-    assert sorted(shown) == sgd
+    b.wait("document.querySelector('#trials-pc canvas').dataset.in.split(',').length === %d"
+           % len(sgd))
+    assert sorted(drawn(b, "trials-pc", "in")) == sgd
+    assert sorted(drawn(b, "trials-scatter", "in")) == sgd
     body = set(trial_rows(b))
     assert body <= set(sgd) and len(body) >= len(sgd) - 1  # the best may be pinned above
     # The view is in the URL: a reload keeps the brush.
     b.goto(b.eval("location.href"))
-    b.wait("document.querySelectorAll('#trials-pc path.in').length === %d" % len(sgd))
+    b.wait("document.querySelector('#trials-pc canvas[data-drawn]') && document.querySelector("
+           "'#trials-pc canvas').dataset.in.split(',').length === %d" % len(sgd))
     b.wait("document.querySelector('#trials-pc rect.brush[data-brush=\"p:opt\"]')")
     b.click("#trials-clear")
-    b.wait("document.querySelectorAll('#trials-pc path.in').length === %d" % TRIALS)
+    b.wait("document.querySelector('#trials-pc canvas').dataset.in.split(',').length === %d"
+           % TRIALS)
+    # The keyboard form: focus the axis, a key starts a range in the middle, arrows move it, +
+    # widens it, Escape clears it. The adam trials sit at the bottom of `opt`, sgd at the top.
+    adam = sorted(t["trialId"] for t in trials if t["hyperparameters"]["opt"] == "adam")
+    b.eval("document.querySelector('[data-axis-area=\"p:opt\"]').focus()")
+    b.press("ArrowDown")
+    b.wait("new URL(location.href).searchParams.get('brush') === 'p:opt:0.400:0.600'")
+    for _ in range(4):
+        b.press("ArrowDown")
+    b.wait("new URL(location.href).searchParams.get('brush') === 'p:opt:0.000:0.200'")
+    b.wait("document.querySelector('#trials-pc canvas').dataset.in === %s"
+           % json.dumps(",".join(sorted(adam, key=int))))
+    b.press("+")
+    b.wait("new URL(location.href).searchParams.get('brush') === 'p:opt:0.000:0.250'")
+    assert b.eval("document.activeElement.dataset.axisArea") == "p:opt"
+    b.press("Escape")
+    b.wait("!new URL(location.href).searchParams.get('brush')")
 
 
 def test_trial_logs_link_filters_by_trial(tenv, tbrowser):
