@@ -16,7 +16,7 @@ log (seeded by ty_console_seed):
     the input to the next frame with the change on screen).
 
   /usr/bin/python3 bench/bench_console.py [--jobs N] [--log-lines L] [--runs R] [--trials T]
-                                          [--trials-only]
+                                          [--trials-only] [--compare-bin OTHER_TRAINYARDD]
 """
 
 import argparse
@@ -47,10 +47,14 @@ if (location.pathname.endsWith('/jobs')) {
   window.__tyWatch('rows', () => document.querySelectorAll('#jobs-table tbody tr').length === 50);
 }
 if (location.pathname.endsWith('/trials')) {
+  // How many trials a plot shows: a canvas's data-drawn, or (consoles before the canvas plots,
+  // for --compare-bin) its SVG elements.
+  window.__tyDrawn = (id, svg) => { const c = document.querySelector('#' + id + ' canvas');
+    return c ? Number(c.dataset.drawn || 0) : document.querySelectorAll('#' + id + ' ' + svg).length; };
   window.__tyWatch('trials', () => document.querySelectorAll('#trials-body tr').length === Math.min(100, window.__tyTrials - 1) &&
-    document.querySelectorAll('#trials-pc path[data-trial]').length === window.__tyTrials &&
-    document.querySelectorAll('#trials-scatter circle[data-trial]').length === window.__tyTrials);
-  window.__tyWatch('curves', () => document.querySelectorAll('#trials-curves path[data-trial]').length === window.__tyTrials);
+    window.__tyDrawn('trials-pc', 'path[data-trial]') === window.__tyTrials &&
+    window.__tyDrawn('trials-scatter', 'circle[data-trial]') === window.__tyTrials);
+  window.__tyWatch('curves', () => window.__tyDrawn('trials-curves', 'path[data-trial]') === window.__tyTrials);
 }
 if (location.pathname.endsWith('/logs')) {
   window.__tyWatch('tail', () => { const l = document.querySelector('.viewer .ln:last-child');
@@ -86,11 +90,17 @@ BRUSH = """(() => { const area = document.querySelector('[data-axis-area="p:lr"]
   ev('pointerup', r.top + r.height * 0.6); })()"""
 
 
-def bench_trials(d, c, base, args):
+# The trials inside the brushes: a canvas's data-in, or the SVG lines of an older console.
+INSIDE = """(() => { const c = document.querySelector('#trials-pc canvas');
+  return c ? c.dataset.in.split(',').filter(x => x).length
+           : document.querySelectorAll('#trials-pc path.in').length; })()"""
+
+
+def bench_trials(d, c, base, args, label=""):
     nt = args.trials
     rows = []
     job_path = base + "/tuned"
-    for name, path in [("job GET, %d trials" % nt, job_path),
+    for name, path in [] if label else [("job GET, %d trials" % nt, job_path),
                        ("trials?pageSize=1000 (allMetrics)", job_path + "/trials?pageSize=1000"),
                        ("trials?pageSize=100", job_path + "/trials?pageSize=100")]:
         status, body = c.request("GET", path)
@@ -98,7 +108,9 @@ def bench_trials(d, c, base, args):
         lat = timed(c, path, n=10)
         rows.append([name, "%.0f KB" % (size / 1024), ms(percentile(lat, 50)),
                      ms(percentile(lat, 95))])
-    table("Trials API (ms; %d trials of 50 reports)" % nt, ["request", "body", "p50", "p95"], rows)
+    if rows:
+        table("Trials API (ms; %d trials of 50 reports)" % nt, ["request", "body", "p50", "p95"],
+              rows)
     b = Browser()
     b.send("Page.addScriptToEvaluateOnNewDocument",
            {"source": "window.__tyTrials = %d;\n%s" % (nt, WATCH)})
@@ -115,7 +127,7 @@ def bench_trials(d, c, base, args):
             "document.querySelector('th a[data-sort=\"p:lr\"]').classList.contains('on')"))
             / 1000)
         brush.append(b.eval(INTERACT % (
-            BRUSH, "document.querySelectorAll('#trials-pc path.in').length < %d" % nt)) / 1000)
+            BRUSH, "%s < %d" % (INSIDE, nt))) / 1000)
         select.append(b.eval(INTERACT % (
             "document.querySelector('#trials-body tr').click()",
             "document.querySelector('#trial-detail')")) / 1000)
@@ -135,7 +147,7 @@ def bench_trials(d, c, base, args):
         ["select a trial: next frame", ms(percentile(select, 50)), ms(max(select)), "100",
          verdict(max(select) <= 0.1)],
     ]
-    table("Trials tab, %d trials (ms; cold cache page loads; %d runs)" % (nt, args.runs),
+    table("Trials tab%s, %d trials (ms; cold cache page loads; %d runs)" % (label, nt, args.runs),
           ["measure", "p50", "max", "target", ""], rows)
     print("\nJS heap on the Trials tab: %.1f MB" % heap)
     if errors:
@@ -223,6 +235,9 @@ def main():
     ap.add_argument("--trials", type=int, default=1000)
     ap.add_argument("--trials-only", action="store_true",
                     help="only the Trials measurements (seeds --jobs and --log-lines all the same)")
+    ap.add_argument("--compare-bin", metavar="TRAINYARDD",
+                    help="also measure the Trials tab as another trainyardd binary (e.g. a build "
+                    "of an earlier commit) serves it, on the same data, before this build's")
     args = ap.parse_args()
     print(machine_description())
     data = tempfile.mkdtemp(prefix="trainyard-console-bench-")
@@ -230,9 +245,20 @@ def main():
     subprocess.run([binary("ty_console_seed"), data, "--jobs", str(args.jobs), "--log-lines",
                     str(args.log_lines), "--trials", str(args.trials)], check=True)
     print("seeded in %.0f s" % (time.time() - t))
+    base = "/v1/projects/bench/jobs"
+    if args.trials and args.compare_bin:
+        import common
+        own = common.binary
+        common.binary = lambda name: (os.path.abspath(args.compare_bin) if name == "trainyardd"
+                                      else own(name))
+        d = Daemon(data_dir=data).start()
+        try:
+            bench_trials(d, d.client(), base, args, label=" (%s)" % args.compare_bin)
+        finally:
+            d.stop()
+            common.binary = own
     d = Daemon(data_dir=data).start()
     c = d.client()
-    base = "/v1/projects/bench/jobs"
     n = args.log_lines
     if args.trials:
         errors = bench_trials(d, c, base, args)

@@ -95,14 +95,23 @@ export function brushKey(
 
 // --- DOM ----------------------------------------------------------------------------------
 
-// Sizes the canvas's pixels to its CSS box (times the device pixel ratio), maps the box's units
-// onto them and clears it. Null when the canvas cannot draw (not laid out, no 2D context).
-export function prepareCanvas(canvas: HTMLCanvasElement, box: Box): CanvasRenderingContext2D | null {
-  const r = canvas.getBoundingClientRect();
-  if (r.width === 0 || r.height === 0) return null;
+// A canvas's size in CSS pixels.
+export interface Size {
+  width: number;
+  height: number;
+}
+
+// Sizes the canvas's pixels to its CSS size (times the device pixel ratio), maps the box's
+// units onto them and clears it. Null when the canvas cannot draw (no size, no 2D context).
+export function prepareCanvas(
+  canvas: HTMLCanvasElement,
+  size: Size,
+  box: Box,
+): CanvasRenderingContext2D | null {
+  if (size.width === 0 || size.height === 0) return null;
   const dpr = window.devicePixelRatio || 1;
-  const w = Math.max(1, Math.round(r.width * dpr));
-  const h = Math.max(1, Math.round(r.height * dpr));
+  const w = Math.max(1, Math.round(size.width * dpr));
+  const h = Math.max(1, Math.round(size.height * dpr));
   if (canvas.width !== w) canvas.width = w;
   if (canvas.height !== h) canvas.height = h;
   const ctx = canvas.getContext("2d");
@@ -127,27 +136,28 @@ export function eventPoint(e: { clientX: number; clientY: number }, el: Element,
   return [((e.clientX - r.left) * box.w) / r.width, ((e.clientY - r.top) * box.h) / r.height];
 }
 
-// Calls `redraw` when the element's size or the colour scheme changes; returns the undo.
-export function onRedrawNeeded(el: Element, redraw: () => void): () => void {
+// Calls `redraw` with the element's size when it is first laid out, when its size changes and
+// when the colour scheme changes; returns the undo. A ResizeObserver reports sizes after layout
+// and before paint, so nothing forces a layout.
+export function onRedrawNeeded(el: Element, redraw: (size: Size) => void): () => void {
+  let size: Size | null = null;
   let frame = 0;
-  const later = () => {
-    cancelAnimationFrame(frame);
-    frame = requestAnimationFrame(redraw);
-  };
-  let lastWidth = el.getBoundingClientRect().width;
-  const ro = new ResizeObserver(() => {
-    const w = el.getBoundingClientRect().width;
-    if (w !== lastWidth) {
-      lastWidth = w;
-      later();
-    }
+  const ro = new ResizeObserver((entries) => {
+    const r = entries[entries.length - 1].contentRect;
+    if (size && size.width === r.width && size.height === r.height) return;
+    size = { width: r.width, height: r.height };
+    redraw(size);
   });
   ro.observe(el);
   const mq = window.matchMedia("(prefers-color-scheme: dark)");
-  mq.addEventListener("change", later);
+  const scheme = () => {
+    cancelAnimationFrame(frame);
+    frame = requestAnimationFrame(() => size && redraw(size));
+  };
+  mq.addEventListener("change", scheme);
   return () => {
     cancelAnimationFrame(frame);
     ro.disconnect();
-    mq.removeEventListener("change", later);
+    mq.removeEventListener("change", scheme);
   };
 }

@@ -20,6 +20,7 @@ import {
   Pt,
   SHADES,
   shadeBucket,
+  Size,
   themeColor,
 } from "./plots";
 import { navigate, withParams } from "./router";
@@ -154,18 +155,23 @@ function strokeByShade(
 }
 
 // A <canvas> under an SVG overlay, redrawn by `draw` after every render whose `deps` changed,
-// on resizes and when the colour scheme changes.
-function useCanvas(draw: (c: HTMLCanvasElement) => void, deps: unknown[]) {
+// on resizes and when the colour scheme changes. Its size comes from a ResizeObserver (which
+// runs after layout, before paint), so drawing never forces a layout of the page.
+function useCanvas(draw: (c: HTMLCanvasElement, size: Size) => void, deps: unknown[]) {
   const canvas = useRef<HTMLCanvasElement>(null);
+  const size = useRef<Size | null>(null);
   const latest = useRef(draw);
   latest.current = draw;
   useLayoutEffect(() => {
-    if (canvas.current) draw(canvas.current);
+    if (canvas.current && size.current) draw(canvas.current, size.current);
   }, deps);
   useEffect(() => {
     const c = canvas.current;
     if (!c) return;
-    return onRedrawNeeded(c, () => canvas.current && latest.current(canvas.current));
+    return onRedrawNeeded(c, (s) => {
+      size.current = s;
+      if (canvas.current) latest.current(canvas.current, s);
+    });
   }, []);
   return canvas;
 }
@@ -213,8 +219,8 @@ function ParallelCoordinates(props: {
     [rows, axes, minimize],
   );
   const canvas = useCanvas(
-    (c) => {
-      const ctx = prepareCanvas(c, PC);
+    (c, size) => {
+      const ctx = prepareCanvas(c, size, PC);
       if (!ctx) return;
       const muted = themeColor(c, "--muted", "#888");
       const ins = lines.filter((l) => inside.has(l.id));
@@ -392,8 +398,8 @@ function Scatter(props: {
     return out;
   }, [rows, x, objective, minimize]);
   const canvas = useCanvas(
-    (c) => {
-      const ctx = prepareCanvas(c, SC);
+    (c, size) => {
+      const ctx = prepareCanvas(c, size, SC);
       if (!ctx) return;
       const buckets: Pt[][] = Array.from({ length: SHADES + 1 }, () => []);
       for (const p of points) buckets[p.t === undefined ? SHADES : shadeBucket(p.t)].push(p.at);
@@ -492,8 +498,8 @@ function Curves(props: {
   }, [rows, metrics]);
   const { out, s0, s1, v0, v1 } = series;
   const canvas = useCanvas(
-    (c) => {
-      const ctx = prepareCanvas(c, SC);
+    (c, size) => {
+      const ctx = prepareCanvas(c, size, SC);
       if (!ctx) return;
       ctx.lineWidth = 1;
       ctx.globalAlpha = 0.45;
