@@ -8,7 +8,7 @@
 import { Component, ComponentChildren } from "preact";
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
 import { api, enc, Job, jobPath, TERMINAL } from "./api";
-import { duration, localTime } from "./format";
+import { duration, localTime, utcTitle } from "./format";
 import { StateBadge } from "./jobs";
 import {
   brushKey,
@@ -769,8 +769,8 @@ export function TrialsPanel(props: { project: string; job: Job; url: URL }) {
             <StateBadge state={sel.state} /> objective {sel.objective ?? "none"}
             {sel.step !== undefined && ` at step ${sel.step}`} ·{" "}
             {Object.entries(sel.params).map(([k, v]) => `${k}=${v}`).join(", ")} ·{" "}
-            <span title={sel.start}>{localTime(sel.start)}</span> → {" "}
-            <span title={sel.end}>{localTime(sel.end)}</span> · {metrics.get(sel.id)?.length ?? 0}{" "}
+            <span title={utcTitle(sel.start)}>{localTime(sel.start)}</span> → {" "}
+            <span title={utcTitle(sel.end)}>{localTime(sel.end)}</span> · {metrics.get(sel.id)?.length ?? 0}{" "}
             reports · <a href={`${base}/logs?trial=${enc(sel.id)}`} id="trial-detail-logs">its logs</a>
           </p>
           {sel.message && <p id="trial-detail-message">{sel.message}</p>}

@@ -47,6 +47,13 @@ Result<std::string> TrialsPage(scheduler::JobService& jobs, const std::string& p
 // at most 500; pageToken).
 Result<std::string> QueuePage(scheduler::JobService& jobs, const std::string& project,
                               const QueryParams& params);
+// GET /v1/projects/P/jobs/J/history: the job's state changes, oldest first, from the store's
+// state history: {"stateChanges": [{"state": "QUEUED", "time": createTime}, {"state",
+// "fromState", "time", "reason"?}, ...]} (the first entry is the creation). What the console's
+// job page shows as "State history"; AI Platform's Job has no such field.
+Result<std::string> StateHistory(store::JobStore& store, const std::string& project,
+                                 const std::string& job_id, const QueryParams& params);
+
 // GET /v1/projects/P/jobs/J/logs:search?text=T: the lines whose message contains T (ASCII
 // case-insensitive unless matchCase=true) among the lines logs:lines counts (taskName,
 // trialId, snapshotInsertId as there), nearest first: after afterLineOffset (exclusive; absent:

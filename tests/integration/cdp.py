@@ -214,7 +214,7 @@ class Browser:
         else:
             self.send("Emulation.setDeviceMetricsOverride", {
                 "width": width, "height": height, "deviceScaleFactor": 1,
-                "mobile": width < 600})
+                "mobile": False})
 
     def screenshot(self, path):
         data = self.send("Page.captureScreenshot", {"format": "png"})["data"]

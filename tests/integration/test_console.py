@@ -88,9 +88,10 @@ def env(tmp_path_factory):
     d.stop()
 
 
-def sign_in(b, d, token=None):
-    """Signs in through the console's form as the daemon's administrator (or `token`)."""
-    b.goto(d.url + "/console/")
+def sign_in(b, d, token=None, path="/console/"):
+    """Signs in through the console's form as the daemon's administrator (or `token`), on the
+    page at `path`."""
+    b.goto(d.url + path)
     b.wait("document.querySelector('#signin-form')", what="the sign-in form")
     b.fill("#signin-token", token or d.token)
     b.submit("#signin-form")
@@ -351,6 +352,16 @@ def test_job_page_of_a_failed_job_via_gcloud_link(env, browser):
     assert b.eval("document.querySelector('#ov-state td').textContent") == "FAILED"
     assert b.eval("document.querySelector('#job-replicas tr[data-role=\"master\"]') !== null")
     assert b.eval("document.querySelector('#job-cancel').disabled")
+    # The state history: the API's changes, the last one FAILED with its reason.
+    status, hist = env.request("GET", "%s/bad_job/history" % JOBS)
+    assert status == 200, hist
+    changes = hist["stateChanges"]
+    assert changes[0]["state"] == "QUEUED" and changes[-1]["state"] == "FAILED"
+    assert changes[-1]["time"] >= changes[0]["time"]
+    shown = b.wait("document.querySelectorAll('#job-history tbody tr').length === %d && "
+                   "Array.from(document.querySelectorAll('#job-history tbody tr'))"
+                   ".map(r => r.dataset.state)" % len(changes))
+    assert shown == [c["state"] for c in changes]
     b.click("#tab-json")
     text = b.wait("document.querySelector('#job-json') && "
                   "document.querySelector('#job-json').textContent")
@@ -1112,3 +1123,227 @@ def test_log_download_from_the_viewer(env, browser, tmp_path):
     last = api_logs(env, "ok_job", lineOffset=n - 1, pageSize=1, taskName=MASTER)["entries"][0]
     assert lines[-1].endswith("\t" + last["jsonPayload"]["message"])
     assert any(line.endswith("\tline 2999") for line in lines)
+
+
+# --- usability: widths, keyboard, themes, time zones, empty states, errors, a denied action --
+
+PAGES = [  # (name, path under /console/, what shows the page is ready)
+    ("jobs", "projects/%s/jobs" % PROJECT, "#jobs-table"),
+    ("job", "projects/%s/jobs/ok_job" % PROJECT, "#job-history"),
+    ("logs", "projects/%s/jobs/ok_job/logs" % PROJECT, ".viewer .ln:not(.loading)"),
+    ("json", "projects/%s/jobs/ok_job/json" % PROJECT, "#job-json"),
+    ("clone", "projects/%s/jobs:new?from=ok_job" % PROJECT, "textarea.spec"),
+    ("queue", "projects/%s/queue" % PROJECT, "#queue-capacity"),
+    ("storage", "projects/%s/storage" % PROJECT, "#buckets-table, #buckets-empty"),
+    ("bucket", "storage/console-itest", "#objects-table, #objects-empty"),
+]
+WIDTHS = (375, 768, 1280, 1920)
+
+
+def test_every_page_is_readable_at_common_widths(env, browser):
+    """No page scrolls sideways at phone, tablet, laptop and desktop widths (wide tables scroll
+    in their own box), text stays at least 12 px; a screenshot of each page at each width goes
+    to the artifacts (widths/PAGE-WIDTH.png)."""
+    b = browser
+    try:
+        for name, path, ready in PAGES:
+            b.goto(env.url + "/console/" + path)
+            b.wait("document.querySelector(%s)" % json.dumps(ready), what=name + " ready")
+            for width in WIDTHS:
+                b.viewport(width, 900)
+                b.wait("window.innerWidth === %d" % width)
+                over = b.eval("document.documentElement.scrollWidth - "
+                              "document.documentElement.clientWidth")
+                wide = b.eval("""Array.from(document.querySelectorAll('body *')).filter(e => {
+                  const r = e.getBoundingClientRect(); return r.width && r.right >
+                  document.documentElement.clientWidth + 0.5 && !e.closest('table'); })
+                  .slice(0, 5).map(e => e.tagName + '#' + e.id + '.' + e.className)""")
+                assert over <= 0, "%s at %d px scrolls sideways by %d px: %s" % (
+                    name, width, over, wide)
+                small = b.eval("""Array.from(document.querySelectorAll('main *, header *'))
+                  .filter(e => e.childNodes.length && Array.from(e.childNodes).some(
+                    n => n.nodeType === 3 && n.textContent.trim()) && e.getClientRects().length)
+                  .map(e => parseFloat(getComputedStyle(e).fontSize)).filter(f => f < 11.5).length""")
+                assert small == 0, "%s at %d px has text under 12 px" % (name, width)
+                b.screenshot(os.path.join(ARTIFACTS, "widths", "%s-%d.png" % (name, width)))
+            b.viewport(None, None)
+    finally:
+        b.viewport(None, None)
+
+
+def focused(b):
+    return b.eval("(() => { const e = document.activeElement; if (!e || e === document.body) "
+                  "return ''; return e.id || e.getAttribute('href') || e.getAttribute('aria-label')"
+                  " || e.tagName; })()")
+
+
+def tab_until(b, predicate, limit=120):
+    """Presses Tab until `predicate` (JS, on document.activeElement as `e`) holds; returns the
+    focus path."""
+    seen = []
+    for _ in range(limit):
+        b.press("Tab")
+        seen.append(focused(b))
+        if b.eval("(() => { const e = document.activeElement; return !!(e && (%s)); })()"
+                  % predicate):
+            return seen
+    raise AssertionError("Tab never reached %s; focus went %s" % (predicate, seen))
+
+
+def test_keyboard_only_jobs_to_job_to_logs(env, browser):
+    """The console with the keyboard alone: the skip link first, the header's pages, "/" to
+    the filter, a job opened with Enter, its tabs, the log viewer's Home / End, and a focus
+    ring on whatever has the focus."""
+    b = browser
+    b.goto(console(env, "jobs"))
+    b.wait("document.querySelector('#jobs-table')")
+    path = tab_until(b, "e.classList.contains('skip')", limit=3)
+    assert len(path) == 1, path  # the first stop
+    ring = b.eval("getComputedStyle(document.activeElement).outlineStyle")
+    assert ring != "none", "no focus ring on the skip link"
+    b.press("Enter")
+    b.wait("document.activeElement && document.activeElement.id === 'app'")
+    # "/" focuses the filter; typing and Enter apply it.
+    b.press("/")
+    b.wait("document.activeElement && document.activeElement.id === 'filter'")
+    b.send("Input.insertText", {"text": "state:FAILED"})
+    b.press("Enter")
+    b.wait("new URL(location.href).searchParams.get('filter') === 'state:FAILED' && "
+           "document.querySelectorAll('#jobs-table tbody tr').length === 1")
+    # Tab from the filter to the job's link; Enter opens it.
+    tab_until(b, "e.getAttribute('href') && e.getAttribute('href').endsWith('/jobs/bad_job')")
+    assert b.eval("getComputedStyle(document.activeElement).outlineStyle") != "none"
+    b.press("Enter")
+    b.wait("location.pathname.endsWith('/jobs/bad_job') && document.querySelector('#tab-logs')")
+    # Every control of the job page is reachable: Cancel (disabled: the job ended) is skipped,
+    # Clone and the tabs are not.
+    seen = tab_until(b, "e.id === 'tab-logs'")
+    assert "job-clone" in seen and "job-cancel" not in seen, seen
+    b.press("Enter")
+    b.wait("location.pathname.endsWith('/jobs/bad_job/logs') && "
+           "document.querySelector('.viewer .ln:not(.loading)')")
+    n = int(env.request("GET", "%s/bad_job/logs:summary" % JOBS)[1]["lineCount"])
+    tab_until(b, "e.classList.contains('scroll')")
+    b.press("Home")
+    b.wait("document.querySelector('.viewer .ln.sel[data-line=\"1\"], "
+           ".viewer .ln[data-line=\"1\"]:not(.loading)')")
+    b.press("End")
+    b.wait("document.querySelector('.viewer .ln[data-line=\"%d\"]:not(.loading)')" % n)
+
+
+def test_themes_follow_the_system(env, browser):
+    b = browser
+    b.goto(console(env, "jobs/ok_job"))
+    b.wait("document.querySelector('#job-overview')")
+    bg = "getComputedStyle(document.body).backgroundColor"
+    fg = "getComputedStyle(document.body).color"
+    try:
+        b.send("Emulation.setEmulatedMedia",
+               {"features": [{"name": "prefers-color-scheme", "value": "light"}]})
+        assert (b.eval(bg), b.eval(fg)) == ("rgb(255, 255, 255)", "rgb(31, 35, 40)")
+        # The system turns dark: the open page follows, no reload.
+        b.send("Emulation.setEmulatedMedia",
+               {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+        assert (b.eval(bg), b.eval(fg)) == ("rgb(13, 17, 23)", "rgb(230, 237, 243)")
+        b.screenshot(os.path.join(ARTIFACTS, "job-dark.png"))
+    finally:
+        b.send("Emulation.setEmulatedMedia", {"features": []})
+
+
+def test_times_in_the_viewers_zone_with_utc_on_hover(env, browser):
+    import datetime
+    b = browser
+    job = env.job("ok_job")
+    created = datetime.datetime.fromisoformat(job["createTime"].replace("Z", "+00:00"))
+    for zone, offset in (("Asia/Kolkata", 330), ("America/Sao_Paulo", -180)):
+        b.send("Emulation.setTimezoneOverride", {"timezoneId": zone})
+        try:
+            b.goto(console(env, "jobs/ok_job"))
+            text = b.wait("(() => { const r = Array.from(document.querySelectorAll("
+                          "'#job-overview tr')).find(r => r.querySelector('th').textContent === "
+                          "'Created'); return r && r.querySelector('td span') && "
+                          "[r.querySelector('td span').textContent, "
+                          "r.querySelector('td span').title]; })()")
+            local = created + datetime.timedelta(minutes=offset)
+            assert text[0] == local.strftime("%Y-%m-%d %H:%M:%S"), (zone, text)
+            assert text[1] == created.strftime("%Y-%m-%d %H:%M:%S UTC"), (zone, text)
+            # The jobs list and the state history say the same.
+            hist = b.wait("document.querySelector('#job-history time') && "
+                          "[document.querySelector('#job-history time').textContent, "
+                          "document.querySelector('#job-history time').title]")
+            assert hist == text
+        finally:
+            b.send("Emulation.setTimezoneOverride", {"timezoneId": ""})
+
+
+def test_empty_states_say_what_to_do_and_errors_what_failed(env, browser):
+    b = browser
+    # A project without jobs: how to submit one.
+    b.goto(env.url + "/console/projects/nothing-here/jobs")
+    text = b.wait("document.querySelector('#jobs-empty') && "
+                  "document.querySelector('#jobs-empty').textContent")
+    assert "No jobs in project nothing-here" in text and "trainyard jobs submit" in text
+    # A filter that matches nothing: clear it.
+    b.goto(console(env, "jobs?filter=" + urllib.parse.quote("jobId:zzz_no_such*")))
+    text = b.wait("document.querySelector('#jobs-empty') && "
+                  "document.querySelector('#jobs-empty').textContent")
+    assert "No job matches this filter" in text
+    # Its queue: nothing runs, nothing waits.
+    b.goto(env.url + "/console/projects/nothing-here/queue")
+    b.wait("document.querySelector('#queue-running-empty') && "
+           "document.querySelector('#queue-waiting-empty')")
+    # An unknown job: the page says which and why.
+    b.goto(console(env, "jobs/no_such_job"))
+    text = b.wait("document.querySelector('#job-error') && "
+                  "document.querySelector('#job-error').textContent")
+    assert "no_such_job" in text and "not found" in text.lower(), text
+    errors = b.take_errors()
+    assert errors and all("404" in str(e) for e in errors), errors
+    # An unknown page: where to go instead.
+    b.goto(env.url + "/console/projects/%s/nowhere" % PROJECT)
+    text = b.wait("document.querySelector('main h1') && "
+                  "document.querySelector('main').textContent")
+    assert "Not found" in text and "jobs" in text
+
+
+def test_a_denied_action_says_which_permission(env, browser):
+    """Signed in as a viewer (roles/ml.viewer): the pages read, and cancelling a job is refused
+    with the API's message naming the permission; nothing changes."""
+    b = browser
+    email = "console-viewer@example.com"
+    status, out = env.request("POST", "/v1/admin/principals", {"email": email, "kind": "user"})
+    assert status in (200, 409), out
+    status, tok = env.request("POST", "/v1/admin/principals/%s/tokens" % email,
+                              {"description": "console test"})
+    assert status == 200, tok
+    status, policy = env.request("POST", "/v1/projects/%s:getIamPolicy" % PROJECT, {})
+    bindings = policy.get("bindings", [])
+    bindings.append({"role": "roles/ml.viewer", "members": ["user:" + email]})
+    status, out = env.request("POST", "/v1/projects/%s:setIamPolicy" % PROJECT,
+                              {"policy": {"bindings": bindings, "etag": policy.get("etag", "")}})
+    assert status == 200, out
+    target = "paged_59"
+    assert env.job(target)["state"] == "QUEUED"
+    try:
+        b.eval("fetch('/console/session', {method: 'DELETE', headers: "
+               "{'X-Trainyard-Console': '1'}})")
+        sign_in(b, env, token=tok["token"], path="/console/projects/%s/jobs" % PROJECT)
+        b.take_errors()
+        assert b.eval("document.querySelector('#session-email').textContent") == email
+        b.goto(console(env, "jobs/" + target))
+        b.wait("document.querySelector('#job-cancel') && "
+               "!document.querySelector('#job-cancel').disabled")
+        b.click("#job-cancel")
+        b.wait("document.querySelector('#confirm-yes')")
+        b.click("#confirm-yes")
+        text = b.wait("document.querySelector('#action-error') && "
+                      "document.querySelector('#action-error').textContent")
+        assert "Could not cancel %s" % target in text and "ml.jobs.cancel" in text, text
+        errors = b.take_errors()
+        assert errors and all("403" in str(e) for e in errors), errors
+        assert env.job(target)["state"] == "QUEUED"
+    finally:
+        b.eval("fetch('/console/session', {method: 'DELETE', headers: "
+               "{'X-Trainyard-Console': '1'}})")
+        sign_in(b, env)
+        b.take_errors()
