@@ -237,6 +237,7 @@ def test_sign_in_form_and_sign_out(env, browser):
     assert "ty_console_session" not in b.eval("document.cookie")  # HttpOnly
     b.click("#signout")
     b.wait("document.querySelector('#signin-form')", what="the sign-in form after sign-out")
+    b.screenshot(os.path.join(ARTIFACTS, "signin.png"))
     b.fill("#signin-token", "ty1.0123456789abcdef.wrong")
     b.submit("#signin-form")
     b.wait("document.querySelector('#signin-error')")
@@ -362,6 +363,9 @@ def test_job_page_of_a_failed_job_via_gcloud_link(env, browser):
                    "Array.from(document.querySelectorAll('#job-history tbody tr'))"
                    ".map(r => r.dataset.state)" % len(changes))
     assert shown == [c["state"] for c in changes]
+    out = env.cli("jobs", "history", "bad_job").stdout.splitlines()
+    assert out[0].split() == ["TIME", "STATE", "REASON"]
+    assert [line.split()[1] for line in out[1:]] == [c["state"] for c in changes]
     b.click("#tab-json")
     text = b.wait("document.querySelector('#job-json') && "
                   "document.querySelector('#job-json').textContent")
@@ -718,6 +722,29 @@ def test_trials_brushing_filters(tenv, tbrowser):
     assert b.eval("document.activeElement.dataset.axisArea") == "p:opt"
     b.press("Escape")
     b.wait("!new URL(location.href).searchParams.get('brush')")
+
+
+def test_trials_page_at_common_widths(tenv, tbrowser):
+    """The Trials tab does not scroll sideways at any common width (its table scrolls in its
+    own box), and its canvases are redrawn to their new size; screenshots in widths/."""
+    b = tbrowser
+    b.goto(console(tenv, "jobs/tune_job/trials"))
+    b.wait("document.querySelector('#trials-pc canvas[data-drawn=\"%d\"]')" % TRIALS)
+    try:
+        for width in WIDTHS:
+            b.viewport(width, 900)
+            b.wait("window.innerWidth === %d" % width)
+            over = b.eval("document.documentElement.scrollWidth - "
+                          "document.documentElement.clientWidth")
+            assert over <= 0, "trials at %d px scrolls sideways by %d px" % (width, over)
+            # The canvas's pixels follow its box (a redraw after the resize).
+            b.wait("(() => { const c = document.querySelector('#trials-pc canvas'); return "
+                   "Math.abs(c.width - c.getBoundingClientRect().width * devicePixelRatio) < 2; "
+                   "})()", what="the parallel coordinates redrawn at %d px" % width)
+            assert painted(b, "trials-pc") > 200
+            b.screenshot(os.path.join(ARTIFACTS, "widths", "trials-%d.png" % width))
+    finally:
+        b.viewport(None, None)
 
 
 def test_trial_logs_link_filters_by_trial(tenv, tbrowser):
