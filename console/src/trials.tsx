@@ -43,7 +43,10 @@ import {
 } from "./trialmodel";
 
 const METRICS_POLL_MS = 5000;
-const TABLE_ROWS = 100; // rows rendered before "Show all" (1,000 rows cost a frame budget)
+// Rows rendered at first and added by "Show more": 1,000 rows would cost several frames on
+// every sort and brush, and a screen shows fewer.
+const TABLE_ROWS = 50;
+const MORE_ROWS = 200;
 
 // Renders `render()` again only when one of `deps` changed (by identity): with 1,000 trials,
 // selecting one must not re-diff every line, point and row. Handlers inside read the URL, not
@@ -473,29 +476,42 @@ function Curves(props: {
 }) {
   const { rows, metrics, selected, best } = props;
   const svg = useRef<SVGSVGElement>(null);
-  const series = useMemo(() => {
-    let s0 = Infinity, s1 = -Infinity, v0 = Infinity, v1 = -Infinity;
-    const raw: { id: string; pts: [number, number][] }[] = [];
-    for (const r of rows) {
-      const ms = metrics.get(r.id);
-      if (!ms || ms.length === 0) continue;
+  // Each trial's reports as sorted (step, value) points, parsed once per metrics change (a
+  // brush only picks among them).
+  const parsed = useMemo(() => {
+    const out = new Map<string, [number, number][]>();
+    metrics.forEach((ms, id) => {
       const pts: [number, number][] = [];
       for (const m of ms) {
         const s = Number(m.trainingStep ?? 0);
         const v = m.objectiveValue;
         if (typeof v !== "number" || !isFinite(v) || isNaN(s)) continue;
         pts.push([s, v]);
-        s0 = Math.min(s0, s); s1 = Math.max(s1, s);
-        v0 = Math.min(v0, v); v1 = Math.max(v1, v);
       }
       pts.sort((a, b) => a[0] - b[0]);
-      if (pts.length) raw.push({ id: r.id, pts });
+      if (pts.length) out.set(id, pts);
+    });
+    return out;
+  }, [metrics]);
+  const series = useMemo(() => {
+    let s0 = Infinity, s1 = -Infinity, v0 = Infinity, v1 = -Infinity;
+    const raw: { id: string; pts: [number, number][] }[] = [];
+    for (const r of rows) {
+      const pts = parsed.get(r.id);
+      if (!pts) continue;
+      for (const [s, v] of pts) {
+        if (s < s0) s0 = s;
+        if (s > s1) s1 = s;
+        if (v < v0) v0 = v;
+        if (v > v1) v1 = v;
+      }
+      raw.push({ id: r.id, pts });
     }
     const fx = (s: number) => scX(s1 === s0 ? 0.5 : (s - s0) / (s1 - s0));
     const fy = (v: number) => scY(v1 === v0 ? 0.5 : (v - v0) / (v1 - v0));
     const out = raw.map((c) => ({ id: c.id, runs: [c.pts.map((p): Pt => [fx(p[0]), fy(p[1])])] }));
     return { out, s0, s1, v0, v1 };
-  }, [rows, metrics]);
+  }, [rows, parsed]);
   const { out, s0, s1, v0, v1 } = series;
   const canvas = useCanvas(
     (c, size) => {
@@ -590,7 +606,9 @@ export function TrialsPanel(props: { project: string; job: Job; url: URL }) {
     navigate(withParams(new URL(location.href), changes), true);
   const select = (id: string) =>
     set({ trial: id === new URL(location.href).searchParams.get("trial") ? null : id });
-  const [showAll, setShowAll] = useState(false);
+  const [limit, setLimit] = useState(TABLE_ROWS);
+  const limitRef = useRef(limit);
+  limitRef.current = limit;
   const onBrush = (key: string, range: [number, number] | null) => {
     const next = { ...parseBrushes(new URL(location.href).searchParams.get("brush")) };
     if (range) next[key] = range;
@@ -611,6 +629,9 @@ export function TrialsPanel(props: { project: string; job: Job; url: URL }) {
       if (e.key === "j" || e.key === "k") {
         const next = list[Math.max(0, Math.min(list.length - 1, i + (e.key === "j" ? 1 : -1)))];
         if (next) {
+          // A row past the rendered ones is rendered first (the best is pinned above them).
+          const at = list.indexOf(next);
+          if (at >= limitRef.current) setLimit(at + TABLE_ROWS);
           set({ trial: next.id });
           document.querySelector(`#trials-table tr[data-trial="${next.id}"]`)?.scrollIntoView({ block: "nearest" });
         }
@@ -793,16 +814,20 @@ export function TrialsPanel(props: { project: string; job: Job; url: URL }) {
         <tbody id="trials-body">
           {sorted
             .filter((r) => r.id !== best?.id)
-            .slice(0, showAll ? undefined : TABLE_ROWS)
+            .slice(0, limit)
             .map((r) => row(r, false))}
         </tbody>
       </table>
-      {!showAll && sorted.length > TABLE_ROWS + 1 && (
+      {sorted.length > limit + (best ? 1 : 0) && (
         <p>
-          <button type="button" id="trials-show-all" onClick={() => setShowAll(true)}>
-            Show all {sorted.length} trials
+          <button type="button" id="trials-show-more" onClick={() => setLimit(limit + MORE_ROWS)}>
+            Show {Math.min(MORE_ROWS, sorted.length - limit - (best ? 1 : 0))} more
           </button>{" "}
-          <span class="muted small">(the first {TABLE_ROWS} in this order are shown)</span>
+          <button type="button" class="link" id="trials-show-all"
+            onClick={() => setLimit(sorted.length)}>
+            all {sorted.length}
+          </button>{" "}
+          <span class="muted small">({limit} of {sorted.length} in this order are shown)</span>
         </p>
       )}
     </section>

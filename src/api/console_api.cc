@@ -464,8 +464,8 @@ Result<std::string> SearchLogs(store::JobStore& store, const std::string& projec
 
 Result<LogDownload> LogDownload::Start(store::JobStore& store, const std::string& project,
                                        const std::string& job_id, const QueryParams& params) {
-  TRAINYARD_RETURN_IF_ERROR(
-      CheckKnown(params, {"taskName", "trialId", "minSeverity", "format", "snapshotInsertId"}));
+  TRAINYARD_RETURN_IF_ERROR(CheckKnown(params, {"taskName", "trialId", "minSeverity", "startTime",
+                                                "endTime", "format", "snapshotInsertId"}));
   LogDownload d;
   d.store_ = &store;
   if (const std::string* f = QueryParam(params, "format"); f != nullptr && !f->empty()) {
@@ -479,6 +479,9 @@ Result<LogDownload> LogDownload::Start(store::JobStore& store, const std::string
   }
   TRAINYARD_ASSIGN_OR_RETURN(auto min_severity, MinSeverityParam(params));
   if (min_severity) d.query_.min_severity = *min_severity;
+  // A time range, as the job-log route takes it (the console's time filter).
+  TRAINYARD_ASSIGN_OR_RETURN(d.query_.min_timestamp, TimeParam(params, "startTime"));
+  TRAINYARD_ASSIGN_OR_RETURN(d.query_.max_timestamp, TimeParam(params, "endTime"));
   TRAINYARD_ASSIGN_OR_RETURN(int64_t snapshot, SnapshotParam(store, params));
   TRAINYARD_RETURN_IF_ERROR(store.GetJob(project, job_id).status());
   d.query_.project = project;

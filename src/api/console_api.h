@@ -70,7 +70,9 @@ Result<std::string> SearchLogs(store::JobStore& store, const std::string& projec
 // from the store batch by batch while the answer streams (no size limit). One line per entry:
 // "TIMESTAMP<TAB>SEVERITY<TAB>TASK<TAB>MESSAGE" (TASK "master-replica-0", or
 // "master-replica-0/trial-3" in a trial), or only the message with format=message. Filters:
-// taskName, trialId, minSeverity; snapshotInsertId (default: now) bounds it.
+// taskName, trialId, minSeverity, startTime (inclusive) / endTime (exclusive), RFC 3339;
+// snapshotInsertId
+// (default: now) bounds it.
 class LogDownload {
  public:
   // Checks the parameters and the job (NOT_FOUND); the first batch is read by Next.

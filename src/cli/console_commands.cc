@@ -113,7 +113,10 @@ int RunJobHistory(const Invocation& inv, const JobHistoryArgs& args) {
   }
   std::vector<std::vector<std::string>> rows;
   for (const auto& change : h.value("stateChanges", json::array())) {
-    rows.push_back({Str(change, "time"), Str(change, "state"), Str(change, "reason")});
+    // One line per change: a reason's line breaks (a traceback's last lines) become spaces.
+    std::string reason = Str(change, "reason");
+    std::replace(reason.begin(), reason.end(), '\n', ' ');
+    rows.push_back({Str(change, "time"), Str(change, "state"), reason});
   }
   inv.Out() << FormatTable({"TIME", "STATE", "REASON"}, rows);
   return kExitOk;

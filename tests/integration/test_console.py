@@ -365,7 +365,9 @@ def test_job_page_of_a_failed_job_via_gcloud_link(env, browser):
     assert shown == [c["state"] for c in changes]
     out = env.cli("jobs", "history", "bad_job").stdout.splitlines()
     assert out[0].split() == ["TIME", "STATE", "REASON"]
+    assert len(out) == len(changes) + 1  # one line each, a multi-line reason included
     assert [line.split()[1] for line in out[1:]] == [c["state"] for c in changes]
+    assert changes[-1]["reason"].split("\n")[0] in out[-1]
     b.click("#tab-json")
     text = b.wait("document.querySelector('#job-json') && "
                   "document.querySelector('#job-json').textContent")
@@ -427,6 +429,43 @@ def test_logs_severity_filter(env, browser):
                    "x.classList.contains('sev-CRITICAL')) && r.map(x => "
                    "x.querySelector('.msg').textContent); })()")
     assert shown == errors[-len(shown):]
+
+
+def test_logs_time_filter(env, browser):
+    """From / to: the lines in a time range (the API's startTime / endTime), in the URL as UTC,
+    shown in the inputs as local time; the download is of the same lines."""
+    import datetime
+    b = browser
+    # The printer at 10 lines a second: its lines' times differ.
+    wait_for(lambda: len(api_logs(env, "long_job", lineOffset=0, pageSize=40,
+                                  taskName=MASTER)["entries"]) >= 40, what="40 lines")
+    entries = api_logs(env, "long_job", lineOffset=0, pageSize=40, taskName=MASTER)["entries"]
+    t = lambda e: datetime.datetime.fromisoformat(e["timestamp"].replace("Z", "+00:00"))
+    lo, hi = t(entries[10]), t(entries[30])
+    inside = [e["jsonPayload"]["message"] for e in entries if lo <= t(e) < hi]
+    assert 0 < len(inside) < len(entries)
+    since, until = entries[10]["timestamp"], entries[30]["timestamp"]
+    b.goto(console(env, "jobs/long_job/logs?" + urllib.parse.urlencode(
+        {"task": MASTER, "since": since, "until": until})))
+    b.wait("document.querySelector('#log-count').textContent === %s"
+           % json.dumps("%s lines" % format(len(inside), ",")))
+    last = b.wait("(() => { const l = document.querySelector('.viewer .ln:last-child .msg'); "
+                  "return l && l.textContent; })()")
+    assert last == inside[-1]
+    local = b.eval("document.querySelector('#log-since').value")
+    assert local == b.eval("(() => { const d = new Date(%s); const p = n => String(n)"
+                           ".padStart(2, '0'); return d.getFullYear() + '-' + p(d.getMonth() + 1)"
+                           " + '-' + p(d.getDate()) + 'T' + p(d.getHours()) + ':' + "
+                           "p(d.getMinutes()) + ':' + p(d.getSeconds()); })()" % json.dumps(since))
+    href = b.eval("document.querySelector('#log-download').getAttribute('href')")
+    assert "startTime=" in href and "endTime=" in href
+    text = b.eval("fetch(%s).then(r => r.text())" % json.dumps(href))
+    assert [line.split("\t")[-1] for line in text.splitlines()] == inside
+    # Choosing a time in the input (the viewer's zone) sets the UTC bound in the URL.
+    b.eval("(() => { const i = document.querySelector('#log-since'); i.value = %s; "
+           "i.dispatchEvent(new Event('change', {bubbles: true})); })()" % json.dumps(local))
+    b.wait("new URL(location.href).searchParams.get('since') === %s" % json.dumps(
+        lo.replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")))
 
 
 def test_logs_follow_a_running_job_then_cancel_it(env, browser):

@@ -351,7 +351,18 @@ TEST_P(ConsoleApiTest, LogDownloadStreamsEveryLineAsText) {
   EXPECT_EQ(code({{"format", "xml"}}), StatusCode::kInvalidArgument);
   EXPECT_EQ(code({{"minSeverity", "LOUD"}}), StatusCode::kInvalidArgument);
   EXPECT_EQ(code({{"lineOffset", "0"}}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code({{"startTime", "yesterday"}}), StatusCode::kInvalidArgument);
   EXPECT_EQ(LogDownload::Start(*store_, "p", "nope", {}).status().code(), StatusCode::kNotFound);
+  // A time range (the console's time filter): startTime inclusive, endTime exclusive.
+  auto range =
+      SplitLines(DownloadAll(LogDownload::Start(*store_, "p", "j",
+                                                {{"format", "message"},
+                                                 {"taskName", "master-replica-0"},
+                                                 {"startTime", "1970-01-01T00:00:00.001010Z"},
+                                                 {"endTime", "1970-01-01T00:00:00.001020Z"}})));
+  ASSERT_EQ(range.size(), 10u);
+  EXPECT_EQ(range.front(), "master-replica-0 10");
+  EXPECT_EQ(range.back(), "master-replica-0 19");
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, ConsoleApiTest, ::testing::Values(false, true),
