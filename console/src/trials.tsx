@@ -68,7 +68,7 @@ interface TrialsPage {
 
 // Every trial's allMetrics, in pages of METRICS_PAGE trials, each page shown as it arrives (the
 // first curves appear while the daemon still reads the rest); refreshed while the job runs.
-const METRICS_PAGE = 200;
+const METRICS_PAGE = 500;
 function useAllMetrics(project: string, id: string, running: boolean, tick: number) {
   const [metrics, setMetrics] = useState<Map<string, Metric[]>>(new Map());
   const [loading, setLoading] = useState(true);
