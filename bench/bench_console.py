@@ -109,8 +109,8 @@ def bench_trials(targets, base, args):
     c = targets[-1][1].client()
     for name, path in [("job GET, %d trials" % nt, job_path),
                        ("trials?pageSize=1000 (allMetrics)", job_path + "/trials?pageSize=1000"),
-                       ("trials?pageSize=200 (the console's pages)",
-                        job_path + "/trials?pageSize=200")]:
+                       ("trials?pageSize=500 (the console's pages)",
+                        job_path + "/trials?pageSize=500")]:
         status, body = c.request("GET", path)
         size = len(json.dumps(body))
         lat = timed(c, path, n=10)
