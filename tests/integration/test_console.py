@@ -850,6 +850,18 @@ def test_queue_page_shows_running_and_waiting(tenv, tbrowser):
     out = tenv.cli("jobs", "queue").stdout
     assert "Admission: admitting" in out and "gpu_runner" in out and "gpu_waiter" in out
     assert "running-jobs limit" in out
+    # The job pages say the same: why the queued one waits, what the running one holds.
+    b.goto(console(tenv, "jobs/gpu_waiter"))
+    wait = b.wait("document.querySelector('#ov-wait td') && "
+                  "document.querySelector('#ov-wait td').textContent")
+    assert wait == waiter["waitReason"]
+    assert b.eval("document.querySelector('#ov-position td').textContent") == "1"
+    b.goto(console(tenv, "jobs/gpu_runner"))
+    holds = b.wait("document.querySelector('#ov-allocation td') && "
+                   "document.querySelector('#ov-allocation td').textContent")
+    assert "1 GPU (GPU %d)" % held in holds, holds
+    b.goto(console(tenv, "queue"))
+    b.wait("document.querySelector('#queue-admission-state')")
     # Paused admission shows on the page at the next refresh.
     tenv.request("PUT", "/v1/admin/admission", {"paused": True})
     b.wait("document.querySelector('#queue-admission-state').textContent === 'paused'",
