@@ -16,7 +16,7 @@ log (seeded by ty_console_seed):
     the input to the next frame with the change on screen).
 
   /usr/bin/python3 bench/bench_console.py [--jobs N] [--log-lines L] [--runs R] [--trials T]
-                                          [--trials-only]
+                                          [--trials-only] [--compare-bin OTHER_TRAINYARDD]
 """
 
 import argparse
@@ -36,21 +36,29 @@ from cdp import Browser  # noqa: E402
 from common import Daemon, binary, machine_description, ms, percentile, table, verdict  # noqa
 
 # Records, relative to navigation start, when a condition first holds (checked on every DOM
-# change): window.__ty[name] = ms.
+# change) and the page is interactive: the frame showing it has been rendered and the main
+# thread is free again (a task queued from the next animation frame runs).
+# window.__ty[name] = ms.
 WATCH = """
 window.__ty = {};
 window.__tyWatch = (name, cond) => {
-  const check = () => { try { if (!window.__ty[name] && cond()) window.__ty[name] = performance.now(); } catch (e) {} };
+  let seen = false;
+  const check = () => { try { if (!seen && cond()) { seen = true;
+    requestAnimationFrame(() => setTimeout(() => { window.__ty[name] = performance.now(); }, 0)); } } catch (e) {} };
   new MutationObserver(check).observe(document, {subtree: true, childList: true, characterData: true, attributes: true});
 };
 if (location.pathname.endsWith('/jobs')) {
   window.__tyWatch('rows', () => document.querySelectorAll('#jobs-table tbody tr').length === 50);
 }
 if (location.pathname.endsWith('/trials')) {
-  window.__tyWatch('trials', () => document.querySelectorAll('#trials-body tr').length === Math.min(100, window.__tyTrials - 1) &&
-    document.querySelectorAll('#trials-pc path[data-trial]').length === window.__tyTrials &&
-    document.querySelectorAll('#trials-scatter circle[data-trial]').length === window.__tyTrials);
-  window.__tyWatch('curves', () => document.querySelectorAll('#trials-curves path[data-trial]').length === window.__tyTrials);
+  // How many trials a plot shows: a canvas's data-drawn, or (consoles before the canvas plots,
+  // for --compare-bin) its SVG elements.
+  window.__tyDrawn = (id, svg) => { const c = document.querySelector('#' + id + ' canvas');
+    return c ? Number(c.dataset.drawn || 0) : document.querySelectorAll('#' + id + ' ' + svg).length; };
+  window.__tyWatch('trials', () => document.querySelectorAll('#trials-body tr').length >= Math.min(50, window.__tyTrials - 1) &&
+    window.__tyDrawn('trials-pc', 'path[data-trial]') === window.__tyTrials &&
+    window.__tyDrawn('trials-scatter', 'circle[data-trial]') === window.__tyTrials);
+  window.__tyWatch('curves', () => window.__tyDrawn('trials-curves', 'path[data-trial]') === window.__tyTrials);
 }
 if (location.pathname.endsWith('/logs')) {
   window.__tyWatch('tail', () => { const l = document.querySelector('.viewer .ln:last-child');
@@ -86,13 +94,23 @@ BRUSH = """(() => { const area = document.querySelector('[data-axis-area="p:lr"]
   ev('pointerup', r.top + r.height * 0.6); })()"""
 
 
-def bench_trials(d, c, base, args):
+# The trials inside the brushes: a canvas's data-in, or the SVG lines of an older console.
+INSIDE = """(() => { const c = document.querySelector('#trials-pc canvas');
+  return c ? c.dataset.in.split(',').filter(x => x).length
+           : document.querySelectorAll('#trials-pc path.in').length; })()"""
+
+
+def bench_trials(targets, base, args):
+    """The Trials tab of each (label, daemon) in `targets`: page loads alternate between them
+    run by run, so a change in the machine's load hits each alike. Returns the page errors."""
     nt = args.trials
     rows = []
     job_path = base + "/tuned"
+    c = targets[-1][1].client()
     for name, path in [("job GET, %d trials" % nt, job_path),
                        ("trials?pageSize=1000 (allMetrics)", job_path + "/trials?pageSize=1000"),
-                       ("trials?pageSize=100", job_path + "/trials?pageSize=100")]:
+                       ("trials?pageSize=500 (the console's pages)",
+                        job_path + "/trials?pageSize=500")]:
         status, body = c.request("GET", path)
         size = len(json.dumps(body))
         lat = timed(c, path, n=10)
@@ -103,41 +121,44 @@ def bench_trials(d, c, base, args):
     b.send("Page.addScriptToEvaluateOnNewDocument",
            {"source": "window.__tyTrials = %d;\n%s" % (nt, WATCH)})
     b.send("Network.setCacheDisabled", {"cacheDisabled": True})
-    url = d.url + "/console/projects/bench/jobs/tuned/trials"
-    shown, curves, sort, brush, select = [], [], [], [], []
+    got = {label: {k: [] for k in ("shown", "curves", "sort", "brush", "select", "heap")}
+           for label, _ in targets}
     for _ in range(args.runs):
-        b.goto(url)
-        b.wait("window.__ty.trials && window.__ty.curves", timeout=60)
-        shown.append(b.eval("window.__ty.trials") / 1000)
-        curves.append(b.eval("window.__ty.curves") / 1000)
-        sort.append(b.eval(INTERACT % (
-            "document.querySelector('th a[data-sort=\"p:lr\"]').click()",
-            "document.querySelector('th a[data-sort=\"p:lr\"]').classList.contains('on')"))
-            / 1000)
-        brush.append(b.eval(INTERACT % (
-            BRUSH, "document.querySelectorAll('#trials-pc path.in').length < %d" % nt)) / 1000)
-        select.append(b.eval(INTERACT % (
-            "document.querySelector('#trials-body tr').click()",
-            "document.querySelector('#trial-detail')")) / 1000)
+        for label, d in targets:
+            m = got[label]
+            b.goto(d.url + "/console/projects/bench/jobs/tuned/trials")
+            b.wait("window.__ty.trials && window.__ty.curves", timeout=60)
+            m["shown"].append(b.eval("window.__ty.trials") / 1000)
+            m["curves"].append(b.eval("window.__ty.curves") / 1000)
+            m["sort"].append(b.eval(INTERACT % (
+                "document.querySelector('th a[data-sort=\"p:lr\"]').click()",
+                "document.querySelector('th a[data-sort=\"p:lr\"]').classList.contains('on')"))
+                / 1000)
+            m["brush"].append(b.eval(INTERACT % (BRUSH, "%s < %d" % (INSIDE, nt))) / 1000)
+            m["select"].append(b.eval(INTERACT % (
+                "document.querySelector('#trials-body tr').click()",
+                "document.querySelector('#trial-detail')")) / 1000)
+            m["heap"].append(b.eval("performance.memory.usedJSHeapSize") / 1e6)
     errors = b.take_errors()
-    heap = b.eval("performance.memory.usedJSHeapSize") / 1e6
     b.close()
-    target = 1.0
-    rows = [
-        ["Trials tab: table (first 100 rows) + parallel coordinates + scatter", ms(percentile(shown, 50)),
-         ms(max(shown)), "1000", verdict(max(shown) <= target)],
-        ["Trials tab: every metric curve drawn (allMetrics)", ms(percentile(curves, 50)),
-         ms(max(curves)), "1000", verdict(max(curves) <= target)],
-        ["sort by a parameter: next frame", ms(percentile(sort, 50)), ms(max(sort)), "100",
-         verdict(max(sort) <= 0.1)],
-        ["brush an axis: next frame", ms(percentile(brush, 50)), ms(max(brush)), "100",
-         verdict(max(brush) <= 0.1)],
-        ["select a trial: next frame", ms(percentile(select, 50)), ms(max(select)), "100",
-         verdict(max(select) <= 0.1)],
-    ]
-    table("Trials tab, %d trials (ms; cold cache page loads; %d runs)" % (nt, args.runs),
-          ["measure", "p50", "max", "target", ""], rows)
-    print("\nJS heap on the Trials tab: %.1f MB" % heap)
+    for label, _ in targets:
+        m = got[label]
+        rows = [
+            ["table (first rows) + parallel coordinates + scatter, interactive",
+             ms(percentile(m["shown"], 50)), ms(max(m["shown"])), "1000",
+             verdict(max(m["shown"]) <= 1.0)],
+            ["every metric curve drawn (allMetrics, loaded after)",
+             ms(percentile(m["curves"], 50)), ms(max(m["curves"])), "—", ""],
+            ["sort by a parameter: next frame", ms(percentile(m["sort"], 50)),
+             ms(max(m["sort"])), "100", verdict(max(m["sort"]) <= 0.1)],
+            ["brush an axis: next frame", ms(percentile(m["brush"], 50)), ms(max(m["brush"])),
+             "100", verdict(max(m["brush"]) <= 0.1)],
+            ["select a trial: next frame", ms(percentile(m["select"], 50)),
+             ms(max(m["select"])), "100", verdict(max(m["select"]) <= 0.1)],
+        ]
+        table("Trials tab, %s, %d trials (ms; cold cache page loads; %d runs)" % (
+            label, nt, args.runs), ["measure", "p50", "max", "target", ""], rows)
+        print("\nJS heap on the Trials tab (%s): %.1f MB" % (label, max(m["heap"])))
     if errors:
         print("page errors: %s" % errors)
     return errors
@@ -223,6 +244,9 @@ def main():
     ap.add_argument("--trials", type=int, default=1000)
     ap.add_argument("--trials-only", action="store_true",
                     help="only the Trials measurements (seeds --jobs and --log-lines all the same)")
+    ap.add_argument("--compare-bin", metavar="TRAINYARDD",
+                    help="also measure the Trials tab as another trainyardd binary (e.g. a build "
+                    "of an earlier commit) serves it, on the same data, before this build's")
     args = ap.parse_args()
     print(machine_description())
     data = tempfile.mkdtemp(prefix="trainyard-console-bench-")
@@ -230,12 +254,32 @@ def main():
     subprocess.run([binary("ty_console_seed"), data, "--jobs", str(args.jobs), "--log-lines",
                     str(args.log_lines), "--trials", str(args.trials)], check=True)
     print("seeded in %.0f s" % (time.time() - t))
+    base = "/v1/projects/bench/jobs"
+    if args.trials and args.compare_bin:
+        shutil.copytree(data, data + "-compare")  # before any daemon opens it
     d = Daemon(data_dir=data).start()
     c = d.client()
-    base = "/v1/projects/bench/jobs"
     n = args.log_lines
     if args.trials:
-        errors = bench_trials(d, c, base, args)
+        targets = [("this build", d)]
+        other = None
+        if args.compare_bin:
+            # The other binary on a copy of the same data, running beside this one.
+            import common
+            own = common.binary
+            common.binary = lambda name: (os.path.abspath(args.compare_bin)
+                                          if name == "trainyardd" else own(name))
+            try:
+                other = Daemon(data_dir=data + "-compare").start()
+            finally:
+                common.binary = own
+            targets.insert(0, (args.compare_bin, other))
+        try:
+            errors = bench_trials(targets, base, args)
+        finally:
+            if other:
+                other.stop()
+                shutil.rmtree(data + "-compare", ignore_errors=True)
         if args.trials_only:
             d.stop()
             shutil.rmtree(data, ignore_errors=True)

@@ -54,7 +54,8 @@ export async function api<T>(
   if (!res.ok) {
     const msg = data?.error?.message ?? `HTTP ${res.status}`;
     const fields = (data?.error?.details ?? []).flatMap((d: any) => d?.fieldViolations ?? []);
-    throw new ApiError(res.status, `${method} ${path}: ${msg}`, fields);
+    // The path without its query (a list's fields= mask is long and says nothing here).
+    throw new ApiError(res.status, `${method} ${path.split("?")[0]}: ${msg}`, fields);
   }
   return data as T;
 }

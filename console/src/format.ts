@@ -11,6 +11,14 @@ export function localTime(rfc3339?: string): string {
   );
 }
 
+// The hover text of a local time: the same instant in UTC ("2026-11-24 19:57:09 UTC").
+export function utcTitle(rfc3339?: string): string {
+  if (!rfc3339) return "";
+  const d = new Date(rfc3339);
+  if (isNaN(d.getTime())) return rfc3339;
+  return d.toISOString().slice(0, 19).replace("T", " ") + " UTC";
+}
+
 export function clockTime(rfc3339: string): string {
   const d = new Date(rfc3339);
   if (isNaN(d.getTime())) return rfc3339;

@@ -2,7 +2,7 @@
 // labels, the training input), cancel, the exact JSON, and the Logs tab.
 import { useEffect, useState } from "preact/hooks";
 import { api, enc, Job, jobPath, ReplicaConfig, TERMINAL } from "./api";
-import { duration, localTime } from "./format";
+import { duration, localTime, utcTitle } from "./format";
 import { StateBadge, jobType } from "./jobs";
 import { LogsPanel } from "./logview";
 import { isTuningJob, TrialsPanel } from "./trials";
@@ -66,12 +66,94 @@ function GsLinks(props: { uris: string[]; text?: string[]; project: string }) {
   );
 }
 
+interface StateChange {
+  state: string;
+  fromState?: string;
+  time: string;
+  reason?: string;
+}
+
+function memory(bytes?: string): string {
+  const n = Number(bytes ?? 0);
+  return n ? `${(n / 2 ** 30).toFixed(n % 2 ** 30 ? 1 : 0)} GiB` : "";
+}
+
+// What an admitted job holds (Trainyard's `allocation`): vCPUs, memory, GPUs and their indices.
+function allocationText(j: Job): string {
+  const a = j.allocation as
+    | { vcpus?: number; memoryBytes?: string; gpus?: number; gpuIndices?: number[] }
+    | undefined;
+  if (!a) return "";
+  const parts = [`${a.vcpus ?? 0} vCPUs`, memory(a.memoryBytes)];
+  if (a.gpus) {
+    parts.push(`${a.gpus} GPU${a.gpus > 1 ? "s" : ""}` +
+      (a.gpuIndices?.length ? ` (GPU ${a.gpuIndices.join(", ")})` : ""));
+  }
+  return parts.filter(Boolean).join(", ");
+}
+
+// The job's state changes (GET …/jobs/J/history), read again whenever the job changed.
+function StateHistory(props: { project: string; job: Job }) {
+  const { project, job } = props;
+  const [rows, setRows] = useState<StateChange[] | null>(null);
+  const [error, setError] = useState("");
+  useEffect(() => {
+    let live = true;
+    api<{ stateChanges?: StateChange[] }>("GET", `${jobPath(project, job.jobId)}/history`)
+      .then((h) => {
+        if (!live) return;
+        setRows(h.stateChanges ?? []);
+        setError("");
+      })
+      .catch((e) => live && setError(`Could not read the state history: ${(e as Error).message}`));
+    return () => {
+      live = false;
+    };
+  }, [project, job.jobId, job.state, job.etag]);
+  return (
+    <>
+      <h2>State history</h2>
+      {error && <div class="error">{error}</div>}
+      {rows && (
+        <table class="grid" id="job-history">
+          <thead>
+            <tr>
+              <th>Time</th>
+              <th>State</th>
+              <th>After</th>
+              <th>Why</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((r, i) => (
+              <tr data-state={r.state}>
+                <td>
+                  <time dateTime={r.time} title={utcTitle(r.time)}>
+                    {localTime(r.time)}
+                  </time>
+                </td>
+                <td>
+                  <StateBadge state={r.state} />
+                </td>
+                <td>{i > 0 ? duration(rows[i - 1].time, r.time) : ""}</td>
+                <td class="reason">{r.reason ?? (i === 0 ? "created" : "")}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </>
+  );
+}
+
 export function JobPage(props: { project: string; id: string; tab: string; url: URL }) {
   const { project, id, tab, url } = props;
   const [job, setJob] = useState<Job | null>(null);
   const [error, setError] = useState("");
   const [confirming, setConfirming] = useState(false);
   const [notice, setNotice] = useState("");
+  // What a user's action (cancel) failed with; the page's polling does not clear it.
+  const [actionError, setActionError] = useState("");
   const [tick, setTick] = useState(0);
 
   useEffect(() => {
@@ -100,8 +182,10 @@ export function JobPage(props: { project: string; id: string; tab: string; url: 
     try {
       await api("POST", `${jobPath(project, id)}:cancel`, {});
       setNotice("Cancel requested.");
+      setActionError("");
     } catch (e) {
-      setNotice((e as Error).message);
+      setNotice("");
+      setActionError(`Could not cancel ${id}: ${(e as Error).message}`);
     }
     setTick((x) => x + 1);
   };
@@ -122,6 +206,11 @@ export function JobPage(props: { project: string; id: string; tab: string; url: 
         </div>
       )}
       {notice && <div class="notice">{notice}</div>}
+      {actionError && (
+        <div class="error" id="action-error" role="alert">
+          {actionError}
+        </div>
+      )}
       {job && (
         <>
           <div class="actions">
@@ -183,11 +272,13 @@ export function JobPage(props: { project: string; id: string; tab: string; url: 
               <table class="kv" id="job-overview">
                 <tbody>
                   <Row k="State" v={job.state} id="ov-state" />
-                  <Row k="Queue position" v={job.state === "QUEUED" ? job.jobPosition : undefined} />
+                  <Row k="Queue position" v={job.state === "QUEUED" ? job.jobPosition : undefined} id="ov-position" />
+                  <Row k="Waiting because" v={TERMINAL.has(job.state) ? undefined : (job.waitReason as string | undefined)} id="ov-wait" />
+                  <Row k="Holds" v={allocationText(job)} id="ov-allocation" />
                   <Row k="Type" v={jobType(job)} />
-                  <Row k="Created" v={<span title={job.createTime}>{localTime(job.createTime)}</span>} />
-                  <Row k="Started" v={job.startTime && <span title={job.startTime}>{localTime(job.startTime)}</span>} />
-                  <Row k="Ended" v={job.endTime && <span title={job.endTime}>{localTime(job.endTime)}</span>} />
+                  <Row k="Created" v={<span title={utcTitle(job.createTime)}>{localTime(job.createTime)}</span>} />
+                  <Row k="Started" v={job.startTime && <span title={utcTitle(job.startTime)}>{localTime(job.startTime)}</span>} />
+                  <Row k="Ended" v={job.endTime && <span title={utcTitle(job.endTime)}>{localTime(job.endTime)}</span>} />
                   <Row k="Duration" v={duration(job.startTime, job.endTime)} />
                   <Row k="ML units" v={job.trainingOutput?.consumedMLUnits} />
                   <Row k="Region" v={ti.region} />
@@ -223,6 +314,7 @@ export function JobPage(props: { project: string; id: string; tab: string; url: 
                   ))}
                 </tbody>
               </table>
+              <StateHistory project={project} job={job} />
               <LabelsPanel
                 project={project}
                 job={job}

@@ -3,7 +3,7 @@
 // bulk cancel. The filter, page token and sort live in the URL.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, enc, Job, jobPath, JobsSummary, ListJobsResponse, STATES, TERMINAL } from "./api";
-import { duration, fmtCount, localTime } from "./format";
+import { duration, fmtCount, localTime, utcTitle } from "./format";
 import { navigate, withParams } from "./router";
 
 const PAGE_SIZE = 50;
@@ -83,6 +83,8 @@ export function JobsPage(props: { project: string; url: URL }) {
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [confirming, setConfirming] = useState(false);
   const [notice, setNotice] = useState("");
+  // What a user's action (cancel) failed with; the page's polling does not clear it.
+  const [actionError, setActionError] = useState("");
   const [tick, setTick] = useState(0);
   const prevTokens = useRef<Map<string, string>>(new Map()); // page token -> previous page's
   const filterBox = useRef<HTMLInputElement>(null);
@@ -151,11 +153,14 @@ export function JobsPage(props: { project: string; url: URL }) {
       cancellable.map((j) => api("POST", `${jobPath(project, j.jobId)}:cancel`, {})),
     );
     const failed = results.filter((r) => r.status === "rejected") as PromiseRejectedResult[];
-    setNotice(
-      failed.length
-        ? `Cancel failed for ${failed.length} job(s): ${failed[0].reason?.message ?? ""}`
-        : `Cancel requested for ${results.length} job(s).`,
-    );
+    if (failed.length) {
+      setNotice("");
+      setActionError(`Cancel failed for ${failed.length} of ${results.length} job(s): ` +
+        (failed[0].reason?.message ?? ""));
+    } else {
+      setActionError("");
+      setNotice(`Cancel requested for ${results.length} job(s).`);
+    }
     setSelected(new Set());
     setTick((x) => x + 1);
   };
@@ -237,6 +242,11 @@ export function JobsPage(props: { project: string; url: URL }) {
         </div>
       )}
       {notice && <div class="notice">{notice}</div>}
+      {actionError && (
+        <div class="error" id="action-error" role="alert">
+          {actionError}
+        </div>
+      )}
       <div class="actions">
         <button
           type="button"
@@ -331,7 +341,7 @@ export function JobsPage(props: { project: string; url: URL }) {
                     <span class="muted small"> #{j.jobPosition}</span>
                   ) : null}
                 </td>
-                <td title={j.createTime}>{localTime(j.createTime)}</td>
+                <td title={utcTitle(j.createTime)}>{localTime(j.createTime)}</td>
                 <td>{duration(j.startTime, j.endTime)}</td>
                 <td>{jobType(j)}</td>
                 <td>{machines(j)}</td>

@@ -2,8 +2,9 @@
 //  - Positional (no severity filter): logs:summary gives the line count at a snapshot, and
 //    logs:lines fetches any page of 1,000 lines by its offset, so the viewer opens at the tail
 //    with two requests and jumps anywhere with one. Pages are cached (LRU, 200 pages).
-//  - Filtered (a minimum severity): the server cannot count matches by position, so matching
-//    lines are read in order (afterInsertId paging, up to MEM_CAP) and kept in memory.
+//  - Filtered (a minimum severity or a time range): the server cannot count matches by
+//    position, so matching lines are read in order (afterInsertId paging, up to MEM_CAP) and
+//    kept in memory.
 // Both follow a running job by polling `logs?afterInsertId=<cursor>`: every new line exactly
 // once, appended at the end.
 import { api, enc, LogEntry, LogsSummary } from "./api";
@@ -16,6 +17,8 @@ export interface LogFilters {
   task: string; // "" = every task
   severity: string; // "" = every line
   trial?: string; // "" = every trial (and the job's own service lines)
+  since?: string; // RFC 3339: lines at or after it ("" = from the first)
+  until?: string; // RFC 3339: lines before it ("" = to the last)
 }
 
 function toLine(e: LogEntry, n: number): Line {
@@ -56,12 +59,20 @@ export class LogSource {
     private filters: LogFilters,
   ) {
     this.base = `/v1/projects/${enc(project)}/jobs/${enc(job)}/logs`;
-    if (filters.severity) this.mem = [];
+    if (filters.severity || filters.since || filters.until) this.mem = [];
   }
 
   private streamParams(): string {
     let q = this.filters.task ? `&taskName=${enc(this.filters.task)}` : "";
     if (this.filters.trial) q += `&trialId=${enc(this.filters.trial)}`;
+    return q;
+  }
+
+  // The filters the server applies to a filtered view's lines (and its download).
+  private filterParams(): string {
+    let q = this.filters.severity ? `&minSeverity=${enc(this.filters.severity)}` : "";
+    if (this.filters.since) q += `&startTime=${enc(this.filters.since)}`;
+    if (this.filters.until) q += `&endTime=${enc(this.filters.until)}`;
     return q;
   }
 
@@ -178,19 +189,17 @@ export class LogSource {
     };
   }
 
-  // logs:download of what this view shows (task and severity), as a link's href.
+  // logs:download of what this view shows (task, trial, severity, time range), as a link's
+  // href.
   downloadUrl(): string {
-    const q = new URLSearchParams();
-    if (this.filters.task) q.set("taskName", this.filters.task);
-    if (this.filters.severity) q.set("minSeverity", this.filters.severity);
-    const s = q.toString();
-    return `${this.base}:download${s ? "?" + s : ""}`;
+    const q = (this.streamParams() + this.filterParams()).replace(/^&/, "?");
+    return `${this.base}:download${q}`;
   }
 
   // Reads the lines stored after the cursor (at most `max`), appends them; returns how many.
   async follow(max = 1000): Promise<number> {
     let url = `${this.base}?afterInsertId=${this.cursor}&pageSize=${max}${this.streamParams()}`;
-    if (this.filters.severity) url += `&minSeverity=${enc(this.filters.severity)}`;
+    url += this.filterParams();
     const r = await api<{ entries: LogEntry[]; nextAfterInsertId: string }>("GET", url);
     if (this.closed) return 0;
     for (const e of r.entries) {

@@ -1,5 +1,5 @@
-// The Logs view of a job: every replica's lines, filters by task and severity, follow live,
-// open at the tail, jump anywhere. Only the visible rows exist in the DOM (a pool of about a
+// The Logs view of a job: every replica's lines, filters by task, trial, severity and time,
+// follow live, open at the tail, jump anywhere. Only the visible rows exist in the DOM (a pool of about a
 // screenful), so a million-line log scrolls like a short one (docs/console.md "Logs").
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
 import { api, enc, LogsSummary } from "./api";
@@ -12,6 +12,24 @@ import { navigate, withParams } from "./router";
 const SEVERITIES = ["", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"];
 const FOLLOW_MS = 1000;
 
+// The time filter's inputs show the viewer's local time; the URL and the API take UTC.
+function toLocalInput(rfc3339: string): string {
+  if (!rfc3339) return "";
+  const d = new Date(rfc3339);
+  if (isNaN(d.getTime())) return "";
+  const p = (n: number) => String(n).padStart(2, "0");
+  return (
+    `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T` +
+    `${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`
+  );
+}
+
+function fromLocalInput(value: string): string {
+  if (!value) return "";
+  const d = new Date(value); // "YYYY-MM-DDTHH:MM[:SS]" without a zone is local time
+  return isNaN(d.getTime()) ? "" : d.toISOString().replace(".000Z", "Z");
+}
+
 function lineFromHash(): number | null {
   const m = /(?:^#|&)line=(\d+)/.exec(location.hash);
   return m ? Math.max(0, Number(m[1]) - 1) : null;
@@ -22,6 +40,8 @@ export function LogsPanel(props: { project: string; job: string; url: URL; runni
   const task = url.searchParams.get("task") ?? "";
   const severity = url.searchParams.get("severity") ?? "";
   const trial = url.searchParams.get("trial") ?? "";
+  const since = url.searchParams.get("since") ?? "";
+  const until = url.searchParams.get("until") ?? "";
   const query = url.searchParams.get("q") ?? "";
   const [tasks, setTasks] = useState<LogsSummary["streams"]>([]);
   useEffect(() => {
@@ -86,14 +106,36 @@ export function LogsPanel(props: { project: string; job: string; url: URL; runni
             ))}
           </select>
         </label>
+        <label title="Lines at or after this time (your time zone)">
+          From{" "}
+          <input
+            type="datetime-local"
+            step={1}
+            id="log-since"
+            value={toLocalInput(since)}
+            onChange={(e) => set("since", fromLocalInput((e.target as HTMLInputElement).value))}
+          />
+        </label>
+        <label title="Lines before this time (your time zone)">
+          to{" "}
+          <input
+            type="datetime-local"
+            step={1}
+            id="log-until"
+            value={toLocalInput(until)}
+            onChange={(e) => set("until", fromLocalInput((e.target as HTMLInputElement).value))}
+          />
+        </label>
       </div>
       <LogViewer
-        key={`${project}/${job}/${task}/${severity}/${trial}`}
+        key={`${project}/${job}/${task}/${severity}/${trial}/${since}/${until}`}
         project={project}
         job={job}
         task={task}
         severity={severity}
         trial={trial}
+        since={since}
+        until={until}
         running={running}
         query={query}
         setQuery={(q) => set("q", q)}
@@ -108,15 +150,19 @@ function LogViewer(props: {
   task: string;
   severity: string;
   trial?: string;
+  since?: string;
+  until?: string;
   running: boolean;
   query: string;
   setQuery: (q: string) => void;
 }) {
   const { project, job, task, severity, running, query, setQuery } = props;
   const trial = props.trial ?? "";
+  const since = props.since ?? "";
+  const until = props.until ?? "";
   const source = useMemo(
-    () => new LogSource(project, job, { task, severity, trial }),
-    [project, job, task, severity, trial],
+    () => new LogSource(project, job, { task, severity, trial, since, until }),
+    [project, job, task, severity, trial, since, until],
   );
   const [, setVersion] = useState(0);
   const scroller = useRef<HTMLDivElement>(null);

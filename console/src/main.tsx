@@ -48,10 +48,36 @@ function App() {
   );
 }
 
+// The header's links to the project's pages (keyboard users reach them first, after the skip
+// link and the brand).
+function MainNav() {
+  const url = useLocation();
+  const parts = url.pathname.split("/").filter(Boolean).map(decodeURIComponent);
+  const project =
+    parts[1] === "projects" && parts[2] ? parts[2] : (url.searchParams.get("project") ?? "default");
+  const p = `/console/projects/${encodeURIComponent(project)}`;
+  const on = (page: string) => (parts[1] === "projects" && parts[3] === page ? "on" : "");
+  return (
+    <>
+      <a href={`${p}/jobs`} id="nav-jobs" class={on("jobs")}>
+        Jobs
+      </a>
+      <a href={`${p}/queue`} id="nav-queue-top" class={on("queue")}>
+        Queue
+      </a>
+      <a href={`${p}/storage`} id="nav-storage" class={on("storage")}>
+        Storage
+      </a>
+    </>
+  );
+}
+
 const root = document.getElementById("app");
 if (root) {
   root.textContent = "";
   render(<App />, root);
 }
+const nav = document.getElementById("main-nav");
+if (nav) render(<MainNav />, nav);
 const bar = document.getElementById("session-bar");
 if (bar) render(<SessionBar />, bar);

@@ -4,7 +4,7 @@
 // One request, GET /v1/projects/P/jobs:queue, refreshed every 3 s while the tab is visible.
 import { useEffect, useState } from "preact/hooks";
 import { api, enc, Job } from "./api";
-import { duration, localTime } from "./format";
+import { duration, localTime, utcTitle } from "./format";
 import { StateBadge } from "./jobs";
 import { withParams } from "./router";
 
@@ -196,7 +196,7 @@ export function QueuePage(props: { project: string; url: URL }) {
                       <StateBadge state={j.state} />
                     </td>
                     <td>
-                      <span title={j.startTime}>{localTime(j.startTime)}</span>
+                      <span title={utcTitle(j.startTime)}>{localTime(j.startTime)}</span>
                     </td>
                     <td>{duration(j.startTime)}</td>
                     <td>
@@ -248,7 +248,7 @@ export function QueuePage(props: { project: string; url: URL }) {
                     <td class="num">{j.jobPosition}</td>
                     <td>{jobLink(j.jobId)}</td>
                     <td>
-                      <span title={j.createTime}>{localTime(j.createTime)}</span>
+                      <span title={utcTitle(j.createTime)}>{localTime(j.createTime)}</span>
                     </td>
                     <td class="num">
                       {(j.trainingInput?.scheduling as { priority?: number } | undefined)?.priority ?? 0}

@@ -4,7 +4,7 @@
 // on, the session cookie authorizes the GET). Read-only.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, enc } from "./api";
-import { fmtCount, localTime } from "./format";
+import { fmtCount, localTime, utcTitle } from "./format";
 import { navigate, withParams } from "./router";
 
 const PAGE_SIZE = 100;
@@ -245,7 +245,7 @@ export function ObjectsPage(props: { url: URL }) {
                     {humanBytes(size)}
                   </td>
                   <td class="muted">{o.contentType ?? ""}</td>
-                  <td title={o.updated}>{localTime(o.updated)}</td>
+                  <td title={utcTitle(o.updated)}>{localTime(o.updated)}</td>
                   <td>
                     <a
                       class="download"

@@ -1,13 +1,28 @@
 // The Trials tab of a hyperparameter tuning job (docs/console.md "Trials"): a table sortable by
 // any parameter or metric with the best trial pinned, parallel coordinates with brushing, a
 // parameter-vs-objective scatter plot and each trial's metric curve (allMetrics, from
-// GET …/jobs/J/trials). Plain SVG, no chart library. Every view state is in the URL: sort,
-// brushes, the scatter's parameter and the selected trial.
+// GET …/jobs/J/trials, loaded page by page after the rest is on screen). The lines and points
+// are drawn on canvas (plots.ts), axes, brushes and the selection in SVG on top; no chart
+// library. Every view state is in the URL: sort, brushes, the scatter's parameter and the
+// selected trial.
 import { Component, ComponentChildren } from "preact";
-import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
 import { api, enc, Job, jobPath, TERMINAL } from "./api";
-import { duration, localTime } from "./format";
+import { duration, localTime, utcTitle } from "./format";
 import { StateBadge } from "./jobs";
+import {
+  brushKey,
+  eventPoint,
+  nearestLine,
+  nearestPoint,
+  onRedrawNeeded,
+  prepareCanvas,
+  Pt,
+  SHADES,
+  shadeBucket,
+  Size,
+  themeColor,
+} from "./plots";
 import { navigate, withParams } from "./router";
 import {
   Axis,
@@ -28,7 +43,10 @@ import {
 } from "./trialmodel";
 
 const METRICS_POLL_MS = 5000;
-const TABLE_ROWS = 100; // rows rendered before "Show all" (1,000 rows cost a frame budget)
+// Rows rendered at first and added by "Show more": 1,000 rows would cost several frames on
+// every sort and brush, and a screen shows fewer.
+const TABLE_ROWS = 50;
+const MORE_ROWS = 200;
 
 // Renders `render()` again only when one of `deps` changed (by identity): with 1,000 trials,
 // selecting one must not re-diff every line, point and row. Handlers inside read the URL, not
@@ -48,9 +66,12 @@ interface TrialsPage {
   nextPageToken?: string;
 }
 
-// Every trial's allMetrics (pages of 1,000), refreshed while the job runs.
+// Every trial's allMetrics, in pages of METRICS_PAGE trials, each page shown as it arrives (the
+// first curves appear while the daemon still reads the rest); refreshed while the job runs.
+const METRICS_PAGE = 500;
 function useAllMetrics(project: string, id: string, running: boolean, tick: number) {
   const [metrics, setMetrics] = useState<Map<string, Metric[]>>(new Map());
+  const [loading, setLoading] = useState(true);
   const [error, setError] = useState("");
   const last = useRef(0);
   useEffect(() => {
@@ -60,35 +81,102 @@ function useAllMetrics(project: string, id: string, running: boolean, tick: numb
     let live = true;
     (async () => {
       const out = new Map<string, Metric[]>();
+      const first = metrics.size === 0;
       let token = "";
       do {
-        const q = `?pageSize=1000${token ? `&pageToken=${enc(token)}` : ""}`;
+        const q = `?pageSize=${METRICS_PAGE}${token ? `&pageToken=${enc(token)}` : ""}`;
         const page = await api<TrialsPage>("GET", `${jobPath(project, id)}/trials${q}`);
         for (const t of page.trials ?? []) out.set(t.trialId, t.allMetrics ?? []);
         token = page.nextPageToken ?? "";
+        // A first load shows each page; a refresh swaps the whole set at the end.
+        if (live && first && token) setMetrics(new Map(out));
       } while (token && live);
       if (live) {
         setMetrics(out);
+        setLoading(false);
         setError("");
       }
-    })().catch((e) => live && setError((e as Error).message));
+    })().catch((e) => {
+      if (!live) return;
+      setLoading(false);
+      setError(`Could not read the trials' intermediate reports: ${(e as Error).message}`);
+    });
     return () => {
       live = false;
     };
   }, [project, id, running, tick]);
-  return { metrics, error };
+  return { metrics, loading, error };
 }
 
-// SVG geometry of the parallel-coordinates plot (viewBox units; the SVG scales to its box).
+// Geometry of the parallel-coordinates plot (viewBox units; the SVG and the canvas under it
+// scale to their box).
 const PC = { w: 1000, h: 320, left: 50, right: 50, top: 28, bottom: 30 };
 const pcX = (i: number, n: number) =>
   n <= 1 ? PC.w / 2 : PC.left + (i * (PC.w - PC.left - PC.right)) / (n - 1);
 const pcY = (t: number) => PC.top + (1 - t) * (PC.h - PC.top - PC.bottom);
 
-function objectiveShade(axis: Axis, r: TrialRow, minimize: boolean): string {
+// The objective's position for the colour ramp: 0 = worst for the goal, 1 = best.
+function objectiveT(axis: Axis, r: TrialRow, minimize: boolean): number | undefined {
   const p = axis.pos(r);
-  if (p === undefined) return "var(--muted)";
-  return rampColor(minimize ? 1 - p : p);
+  return p === undefined ? undefined : minimize ? 1 - p : p;
+}
+
+function objectiveShade(axis: Axis, r: TrialRow, minimize: boolean): string {
+  const t = objectiveT(axis, r, minimize);
+  return t === undefined ? "var(--muted)" : rampColor(t);
+}
+
+function traceRuns(ctx: CanvasRenderingContext2D, runs: Pt[][]) {
+  for (const run of runs) {
+    ctx.moveTo(run[0][0], run[0][1]);
+    if (run.length === 1) ctx.lineTo(run[0][0] + 0.01, run[0][1]);
+    for (let i = 1; i < run.length; i++) ctx.lineTo(run[i][0], run[i][1]);
+  }
+}
+
+function pathOf(runs: Pt[][]): string {
+  return runs
+    .map((run) => run.map((p, i) => `${i ? "L" : "M"}${p[0].toFixed(1)} ${p[1].toFixed(1)}`).join(""))
+    .join("");
+}
+
+// Strokes the lines in colour buckets of the objective (a few dozen strokes for 1,000 lines).
+function strokeByShade(
+  ctx: CanvasRenderingContext2D,
+  lines: { runs: Pt[][]; t?: number }[],
+  muted: string,
+) {
+  const buckets: { runs: Pt[][] }[][] = Array.from({ length: SHADES + 1 }, () => []);
+  for (const l of lines) buckets[l.t === undefined ? SHADES : shadeBucket(l.t)].push(l);
+  buckets.forEach((ls, b) => {
+    if (ls.length === 0) return;
+    ctx.strokeStyle = b === SHADES ? muted : rampColor((b + 0.5) / SHADES);
+    ctx.beginPath();
+    for (const l of ls) traceRuns(ctx, l.runs);
+    ctx.stroke();
+  });
+}
+
+// A <canvas> under an SVG overlay, redrawn by `draw` after every render whose `deps` changed,
+// on resizes and when the colour scheme changes. Its size comes from a ResizeObserver (which
+// runs after layout, before paint), so drawing never forces a layout of the page.
+function useCanvas(draw: (c: HTMLCanvasElement, size: Size) => void, deps: unknown[]) {
+  const canvas = useRef<HTMLCanvasElement>(null);
+  const size = useRef<Size | null>(null);
+  const latest = useRef(draw);
+  latest.current = draw;
+  useLayoutEffect(() => {
+    if (canvas.current && size.current) draw(canvas.current, size.current);
+  }, deps);
+  useEffect(() => {
+    const c = canvas.current;
+    if (!c) return;
+    return onRedrawNeeded(c, (s) => {
+      size.current = s;
+      if (canvas.current) latest.current(canvas.current, s);
+    });
+  }, []);
+  return canvas;
 }
 
 function ParallelCoordinates(props: {
@@ -113,24 +201,52 @@ function ParallelCoordinates(props: {
     setDragState(d);
   };
   const objective = axes[axes.length - 1];
-  // The path of each trial, computed once per data change (brushing only changes classes).
-  const paths = useMemo(
+  // Each trial's polyline (runs of points: a missing value leaves a gap), once per data change.
+  const lines = useMemo(
     () =>
       rows.map((r) => {
-        let d = "";
-        let pen = false;
+        const runs: Pt[][] = [];
+        let run: Pt[] = [];
         axes.forEach((a, i) => {
           const p = a.pos(r);
           if (p === undefined) {
-            pen = false;
+            if (run.length) runs.push(run);
+            run = [];
             return;
           }
-          d += `${pen ? "L" : "M"}${pcX(i, axes.length).toFixed(1)} ${pcY(p).toFixed(1)}`;
-          pen = true;
+          run.push([pcX(i, axes.length), pcY(p)]);
         });
-        return { id: r.id, d, color: objectiveShade(objective, r, minimize) };
+        if (run.length) runs.push(run);
+        return { id: r.id, runs, t: objectiveT(objective, r, minimize) };
       }),
     [rows, axes, minimize],
+  );
+  const canvas = useCanvas(
+    (c, size) => {
+      const ctx = prepareCanvas(c, size, PC);
+      if (!ctx) return;
+      const muted = themeColor(c, "--muted", "#888");
+      const ins = lines.filter((l) => inside.has(l.id));
+      ctx.lineWidth = 1.2;
+      ctx.globalAlpha = 0.35;
+      ctx.strokeStyle = themeColor(c, "--line", "#ccc");
+      ctx.beginPath();
+      for (const l of lines) if (!inside.has(l.id)) traceRuns(ctx, l.runs);
+      ctx.stroke();
+      ctx.globalAlpha = 0.55;
+      strokeByShade(ctx, ins, muted);
+      const b = ins.find((l) => l.id === best);
+      if (b) {
+        ctx.globalAlpha = 1;
+        ctx.lineWidth = 2.5;
+        strokeByShade(ctx, [b], muted);
+      }
+      // What is drawn, for tests and tools (the plot's text alternative is the table).
+      c.dataset.drawn = String(lines.length);
+      c.dataset.in = ins.map((l) => l.id).join(",");
+      c.dataset.best = b ? b.id : "";
+    },
+    [lines, inside, best],
   );
   const posOf = (clientY: number): number => {
     const box = svg.current!.getBoundingClientRect();
@@ -141,93 +257,94 @@ function ParallelCoordinates(props: {
     drag && drag.key === key
       ? [Math.min(drag.from, drag.to), Math.max(drag.from, drag.to)]
       : brushes[key];
+  const sel = lines.find((l) => l.id === selected);
   return (
-    <svg
-      ref={svg}
+    <div
+      class="plot"
       id="trials-pc"
-      class="chart pc"
-      viewBox={`0 0 ${PC.w} ${PC.h}`}
-      role="img"
-      aria-label="Parallel coordinates: one line per trial across every parameter and the objective; drag on an axis to filter"
+      onClick={(e) => {
+        if ((e.target as Element).closest(".brush-area")) return;
+        const at = eventPoint(e, svg.current!, PC);
+        const id = nearestLine(lines.filter((l) => inside.has(l.id)), at, 8);
+        if (id) props.onSelect(id);
+      }}
     >
-      <Memo
-        deps={[paths, inside, best]}
-        render={() => (
-          <g class="lines">
-            {paths.map((p) => (
-              <path
-                key={p.id}
-                data-trial={p.id}
-                d={p.d}
-                stroke={inside.has(p.id) ? p.color : undefined}
-                class={(inside.has(p.id) ? "in" : "out") + (p.id === best ? " best" : "")}
-                onClick={() => props.onSelect(p.id)}
-              />
-            ))}
-          </g>
-        )}
-      />
-      {paths
-        .filter((p) => p.id === selected)
-        .map((p) => (
-          <path class="sel overlay" data-sel={p.id} d={p.d} />
-        ))}
-      {axes.map((a, i) => {
-        const x = pcX(i, axes.length);
-        const b = shown(a.key);
-        return (
-          <g class="axis" data-axis={a.key}>
-            <line x1={x} x2={x} y1={pcY(0)} y2={pcY(1)} />
-            <text x={x} y={PC.top - 12} class="axis-label">
-              {a.label}
-              {a.log ? " (log)" : ""}
-            </text>
-            <text x={x + 4} y={pcY(1) + 4} class="tick">
-              {a.valueAt(1)}
-            </text>
-            <text x={x + 4} y={pcY(0) + 4} class="tick">
-              {a.valueAt(0)}
-            </text>
-            {b && (
+      <canvas ref={canvas} class="lines" />
+      <svg
+        ref={svg}
+        class="chart pc"
+        viewBox={`0 0 ${PC.w} ${PC.h}`}
+        role="img"
+        aria-label="Parallel coordinates: one line per trial across every parameter and the objective; drag on an axis, or focus it and use the arrow keys, to filter"
+      >
+        {sel && <path class="sel overlay" data-sel={sel.id} d={pathOf(sel.runs)} />}
+        {axes.map((a, i) => {
+          const x = pcX(i, axes.length);
+          const b = shown(a.key);
+          return (
+            <g class="axis" data-axis={a.key}>
+              <line x1={x} x2={x} y1={pcY(0)} y2={pcY(1)} />
+              <text x={x} y={PC.top - 12} class="axis-label">
+                {a.label}
+                {a.log ? " (log)" : ""}
+              </text>
+              <text x={x + 4} y={pcY(1) + 4} class="tick">
+                {a.valueAt(1)}
+              </text>
+              <text x={x + 4} y={pcY(0) + 4} class="tick">
+                {a.valueAt(0)}
+              </text>
+              {b && (
+                <rect
+                  class="brush"
+                  data-brush={a.key}
+                  x={x - 8}
+                  width={16}
+                  y={pcY(b[1])}
+                  height={Math.max(2, pcY(b[0]) - pcY(b[1]))}
+                />
+              )}
               <rect
-                class="brush"
-                data-brush={a.key}
-                x={x - 8}
-                width={16}
-                y={pcY(b[1])}
-                height={Math.max(2, pcY(b[0]) - pcY(b[1]))}
+                class="brush-area"
+                data-axis-area={a.key}
+                x={x - 14}
+                width={28}
+                y={pcY(1) - 4}
+                height={pcY(0) - pcY(1) + 8}
+                tabindex={0} /* lowercase: an SVG element's attribute, not a property */
+                aria-label={`${a.label} axis: arrow keys move a range filter, + and - resize it, Escape clears it`}
+                onKeyDown={(e) => {
+                  // From the URL, not props: keys can come faster than renders.
+                  const now = parseBrushes(new URL(location.href).searchParams.get("brush"));
+                  const next = brushKey(now[a.key], e.key);
+                  if (next === undefined) return;
+                  e.preventDefault();
+                  props.onBrush(a.key, next);
+                }}
+                onPointerDown={(e) => {
+                  (e.currentTarget as Element).setPointerCapture?.(e.pointerId);
+                  const t = posOf(e.clientY);
+                  setDrag({ key: a.key, from: t, to: t });
+                }}
+                onPointerMove={(e) => {
+                  const d = dragRef.current;
+                  if (d && d.key === a.key) setDrag({ ...d, to: posOf(e.clientY) });
+                }}
+                onPointerUp={(e) => {
+                  const drag = dragRef.current;
+                  if (!drag || drag.key !== a.key) return;
+                  const to = posOf(e.clientY);
+                  setDrag(null);
+                  // A click without a drag clears the axis' brush.
+                  if (Math.abs(to - drag.from) < 0.01) props.onBrush(a.key, null);
+                  else props.onBrush(a.key, [Math.min(drag.from, to), Math.max(drag.from, to)]);
+                }}
               />
-            )}
-            <rect
-              class="brush-area"
-              data-axis-area={a.key}
-              x={x - 14}
-              width={28}
-              y={pcY(1) - 4}
-              height={pcY(0) - pcY(1) + 8}
-              onPointerDown={(e) => {
-                (e.currentTarget as Element).setPointerCapture?.(e.pointerId);
-                const t = posOf(e.clientY);
-                setDrag({ key: a.key, from: t, to: t });
-              }}
-              onPointerMove={(e) => {
-                const d = dragRef.current;
-                if (d && d.key === a.key) setDrag({ ...d, to: posOf(e.clientY) });
-              }}
-              onPointerUp={(e) => {
-                const drag = dragRef.current;
-                if (!drag || drag.key !== a.key) return;
-                const to = posOf(e.clientY);
-                setDrag(null);
-                // A click without a drag clears the axis' brush.
-                if (Math.abs(to - drag.from) < 0.01) props.onBrush(a.key, null);
-                else props.onBrush(a.key, [Math.min(drag.from, to), Math.max(drag.from, to)]);
-              }}
-            />
-          </g>
-        );
-      })}
-    </svg>
+            </g>
+          );
+        })}
+      </svg>
+    </div>
   );
 }
 
@@ -271,120 +388,187 @@ function Scatter(props: {
   minimize: boolean;
   onSelect: (id: string) => void;
 }) {
-  const { rows, x, objective, selected, best } = props;
+  const { rows, x, objective, selected, best, minimize } = props;
+  const svg = useRef<SVGSVGElement>(null);
+  const points = useMemo(() => {
+    const out: { id: string; at: Pt; t?: number; r: TrialRow }[] = [];
+    for (const r of rows) {
+      const px = x.pos(r);
+      const py = objective.pos(r);
+      if (px === undefined || py === undefined) continue;
+      out.push({ id: r.id, at: [scX(px), scY(py)], t: objectiveT(objective, r, minimize), r });
+    }
+    return out;
+  }, [rows, x, objective, minimize]);
+  const canvas = useCanvas(
+    (c, size) => {
+      const ctx = prepareCanvas(c, size, SC);
+      if (!ctx) return;
+      const buckets: Pt[][] = Array.from({ length: SHADES + 1 }, () => []);
+      for (const p of points) buckets[p.t === undefined ? SHADES : shadeBucket(p.t)].push(p.at);
+      ctx.lineWidth = 0.5;
+      ctx.strokeStyle = themeColor(c, "--bg", "#fff");
+      const muted = themeColor(c, "--muted", "#888");
+      buckets.forEach((pts, b) => {
+        if (pts.length === 0) return;
+        ctx.fillStyle = b === SHADES ? muted : rampColor((b + 0.5) / SHADES);
+        ctx.beginPath();
+        for (const [px, py] of pts) {
+          ctx.moveTo(px + 3.5, py);
+          ctx.arc(px, py, 3.5, 0, 2 * Math.PI);
+        }
+        ctx.fill();
+        ctx.stroke();
+      });
+      const b = points.find((p) => p.id === best);
+      if (b) {
+        ctx.lineWidth = 2;
+        ctx.strokeStyle = themeColor(c, "--ok", "#1a7f37");
+        ctx.beginPath();
+        ctx.arc(b.at[0], b.at[1], 3.5, 0, 2 * Math.PI);
+        ctx.stroke();
+      }
+      c.dataset.drawn = String(points.length);
+      c.dataset.in = points.map((p) => p.id).join(",");
+      c.dataset.best = b ? b.id : "";
+    },
+    [points, best],
+  );
+  const sel = points.find((p) => p.id === selected);
+  const near = (e: MouseEvent) => nearestPoint(points, eventPoint(e, svg.current!, SC), 8);
   return (
-    <svg id="trials-scatter" class="chart scatter" viewBox={`0 0 ${SC.w} ${SC.h}`} role="img"
-      aria-label={`${x.label} against the objective, one point per trial`}>
-      <Frame x={x} y={{ lo: objective.valueAt(0), hi: objective.valueAt(1) }} xLabel={x.label}
-        yLabel="objective" />
-      <Memo
-        deps={[rows, x, objective, best, props.minimize]}
-        render={() => (
-          <g>
-            {rows.map((r) => {
-              const px = x.pos(r);
-              const py = objective.pos(r);
-              if (px === undefined || py === undefined) return null;
-              return (
-                <circle
-                  key={r.id}
-                  data-trial={r.id}
-                  cx={scX(px)}
-                  cy={scY(py)}
-                  r={3.5}
-                  fill={objectiveShade(objective, r, props.minimize)}
-                  class={r.id === best ? "best" : ""}
-                  onClick={() => props.onSelect(r.id)}
-                >
-                  <title>
-                    Trial {r.id}: {x.label} = {r.params[x.key.slice(2)] ?? ""}, objective ={" "}
-                    {r.objective}
-                  </title>
-                </circle>
-              );
-            })}
-          </g>
+    <div
+      class="plot"
+      id="trials-scatter"
+      onClick={(e) => {
+        const id = near(e);
+        if (id) props.onSelect(id);
+      }}
+      onMouseMove={(e) => {
+        // The point under the pointer, as a tooltip.
+        const p = points.find((q) => q.id === near(e));
+        (e.currentTarget as HTMLElement).title = p
+          ? `Trial ${p.id}: ${x.label} = ${p.r.params[x.key.slice(2)] ?? ""}, objective = ${p.r.objective}`
+          : "";
+      }}
+    >
+      <canvas ref={canvas} class="points" />
+      <svg ref={svg} class="chart scatter" viewBox={`0 0 ${SC.w} ${SC.h}`} role="img"
+        aria-label={`${x.label} against the objective, one point per trial`}>
+        <Frame x={x} y={{ lo: objective.valueAt(0), hi: objective.valueAt(1) }} xLabel={x.label}
+          yLabel="objective" />
+        {sel && (
+          <circle class="sel overlay" data-sel={sel.id} cx={sel.at[0]} cy={sel.at[1]} r={6}
+            fill={objectiveShade(objective, sel.r, minimize)} />
         )}
-      />
-      {rows
-        .filter((r) => r.id === selected && x.pos(r) !== undefined && objective.pos(r) !== undefined)
-        .map((r) => (
-          <circle class="sel overlay" data-sel={r.id} cx={scX(x.pos(r)!)} cy={scY(objective.pos(r)!)} r={6}
-            fill={objectiveShade(objective, r, props.minimize)} />
-        ))}
-    </svg>
+      </svg>
+    </div>
   );
 }
 
 function Curves(props: {
   rows: TrialRow[];
   metrics: Map<string, Metric[]>;
+  loading: boolean;
   selected: string;
   best?: string;
   onSelect: (id: string) => void;
 }) {
   const { rows, metrics, selected, best } = props;
-  const series = useMemo(() => {
-    let s0 = Infinity, s1 = -Infinity, v0 = Infinity, v1 = -Infinity;
-    const out: { id: string; pts: [number, number][] }[] = [];
-    for (const r of rows) {
-      const ms = metrics.get(r.id);
-      if (!ms || ms.length === 0) continue;
+  const svg = useRef<SVGSVGElement>(null);
+  // Each trial's reports as sorted (step, value) points, parsed once per metrics change (a
+  // brush only picks among them).
+  const parsed = useMemo(() => {
+    const out = new Map<string, [number, number][]>();
+    metrics.forEach((ms, id) => {
       const pts: [number, number][] = [];
       for (const m of ms) {
         const s = Number(m.trainingStep ?? 0);
         const v = m.objectiveValue;
         if (typeof v !== "number" || !isFinite(v) || isNaN(s)) continue;
         pts.push([s, v]);
-        s0 = Math.min(s0, s); s1 = Math.max(s1, s);
-        v0 = Math.min(v0, v); v1 = Math.max(v1, v);
       }
       pts.sort((a, b) => a[0] - b[0]);
-      if (pts.length) out.push({ id: r.id, pts });
+      if (pts.length) out.set(id, pts);
+    });
+    return out;
+  }, [metrics]);
+  const series = useMemo(() => {
+    let s0 = Infinity, s1 = -Infinity, v0 = Infinity, v1 = -Infinity;
+    const raw: { id: string; pts: [number, number][] }[] = [];
+    for (const r of rows) {
+      const pts = parsed.get(r.id);
+      if (!pts) continue;
+      for (const [s, v] of pts) {
+        if (s < s0) s0 = s;
+        if (s > s1) s1 = s;
+        if (v < v0) v0 = v;
+        if (v > v1) v1 = v;
+      }
+      raw.push({ id: r.id, pts });
     }
+    const fx = (s: number) => scX(s1 === s0 ? 0.5 : (s - s0) / (s1 - s0));
+    const fy = (v: number) => scY(v1 === v0 ? 0.5 : (v - v0) / (v1 - v0));
+    const out = raw.map((c) => ({ id: c.id, runs: [c.pts.map((p): Pt => [fx(p[0]), fy(p[1])])] }));
     return { out, s0, s1, v0, v1 };
-  }, [rows, metrics]);
+  }, [rows, parsed]);
   const { out, s0, s1, v0, v1 } = series;
-  if (out.length === 0) {
-    return (
-      <p class="muted" id="trials-curves-empty">
-        No intermediate reports yet: a trainer reports them with hypertune's
-        report_hyperparameter_tuning_metric(global_step=…).
-      </p>
-    );
-  }
-  const fx = (s: number) => scX(s1 === s0 ? 0.5 : (s - s0) / (s1 - s0));
-  const fy = (v: number) => scY(v1 === v0 ? 0.5 : (v - v0) / (v1 - v0));
+  const canvas = useCanvas(
+    (c, size) => {
+      const ctx = prepareCanvas(c, size, SC);
+      if (!ctx) return;
+      ctx.lineWidth = 1;
+      ctx.globalAlpha = 0.45;
+      ctx.strokeStyle = themeColor(c, "--muted", "#888");
+      ctx.beginPath();
+      for (const l of out) if (l.id !== best) traceRuns(ctx, l.runs);
+      ctx.stroke();
+      // The best trial last, on top.
+      const b = out.find((l) => l.id === best);
+      if (b) {
+        ctx.globalAlpha = 1;
+        ctx.lineWidth = 2;
+        ctx.strokeStyle = themeColor(c, "--ok", "#1a7f37");
+        ctx.beginPath();
+        traceRuns(ctx, b.runs);
+        ctx.stroke();
+      }
+      c.dataset.drawn = String(out.length);
+      c.dataset.in = out.map((l) => l.id).join(",");
+      c.dataset.best = b ? b.id : "";
+    },
+    [series, best],
+  );
   const fmt = (x: number) => String(Number(x.toPrecision(4)));
-  const d = (c: { pts: [number, number][] }) =>
-    c.pts.map((p, i) => `${i ? "L" : "M"}${fx(p[0]).toFixed(1)} ${fy(p[1]).toFixed(1)}`).join("");
   const sel = out.find((c) => c.id === selected);
+  const empty = out.length === 0;
   return (
-    <svg id="trials-curves" class="chart curves" viewBox={`0 0 ${SC.w} ${SC.h}`} role="img"
-      aria-label="The objective reported at each training step, one line per trial">
-      <Frame x={null} y={{ lo: fmt(v0), hi: fmt(v1) }} xLabel={`training step ${fmt(s0)} – ${fmt(s1)}`}
-        yLabel="objective" />
-      <Memo
-        deps={[series, best]}
-        render={() => (
-          <g>
-            {/* The best trial last, on top. */}
-            {[...out]
-              .sort((a, b) => Number(a.id === best) - Number(b.id === best))
-              .map((c) => (
-                <path
-                  key={c.id}
-                  data-trial={c.id}
-                  d={d(c)}
-                  class={"curve" + (c.id === best ? " best" : "")}
-                  onClick={() => props.onSelect(c.id)}
-                />
-              ))}
-          </g>
-        )}
-      />
-      {sel && <path class="curve sel overlay" data-sel={sel.id} d={d(sel)} />}
-    </svg>
+    <>
+      {empty && !props.loading && (
+        <p class="muted" id="trials-curves-empty">
+          No intermediate reports yet: a trainer reports them with hypertune's
+          report_hyperparameter_tuning_metric(global_step=…).
+        </p>
+      )}
+      <div
+        class={"plot" + (empty ? " hidden" : "")}
+        id="trials-curves"
+        onClick={(e) => {
+          const id = nearestLine(out, eventPoint(e, svg.current!, SC), 6);
+          if (id) props.onSelect(id);
+        }}
+      >
+        <canvas ref={canvas} class="curves" />
+        <svg ref={svg} class="chart curves" viewBox={`0 0 ${SC.w} ${SC.h}`} role="img"
+          aria-label="The objective reported at each training step, one line per trial">
+          {!empty && (
+            <Frame x={null} y={{ lo: fmt(v0), hi: fmt(v1) }}
+              xLabel={`training step ${fmt(s0)} – ${fmt(s1)}`} yLabel="objective" />
+          )}
+          {sel && <path class="curve sel overlay" data-sel={sel.id} d={pathOf(sel.runs)} />}
+        </svg>
+      </div>
+    </>
   );
 }
 
@@ -398,7 +582,7 @@ export function TrialsPanel(props: { project: string; job: Job; url: URL }) {
     const t = window.setTimeout(() => setTick((x) => x + 1), 0);
     return () => clearTimeout(t);
   }, [job]);
-  const { metrics, error } = useAllMetrics(project, job.jobId, running, tick);
+  const { metrics, loading, error } = useAllMetrics(project, job.jobId, running, tick);
   const specs = useMemo(() => paramSpecs(job), [job.trainingInput]);
   const trials = (job.trainingOutput?.trials ?? []) as Trial[];
   const rows = useMemo(() => rowsOf(trials), [job.trainingOutput]);
@@ -422,7 +606,9 @@ export function TrialsPanel(props: { project: string; job: Job; url: URL }) {
     navigate(withParams(new URL(location.href), changes), true);
   const select = (id: string) =>
     set({ trial: id === new URL(location.href).searchParams.get("trial") ? null : id });
-  const [showAll, setShowAll] = useState(false);
+  const [limit, setLimit] = useState(TABLE_ROWS);
+  const limitRef = useRef(limit);
+  limitRef.current = limit;
   const onBrush = (key: string, range: [number, number] | null) => {
     const next = { ...parseBrushes(new URL(location.href).searchParams.get("brush")) };
     if (range) next[key] = range;
@@ -443,6 +629,9 @@ export function TrialsPanel(props: { project: string; job: Job; url: URL }) {
       if (e.key === "j" || e.key === "k") {
         const next = list[Math.max(0, Math.min(list.length - 1, i + (e.key === "j" ? 1 : -1)))];
         if (next) {
+          // A row past the rendered ones is rendered first (the best is pinned above them).
+          const at = list.indexOf(next);
+          if (at >= limitRef.current) setLimit(at + TABLE_ROWS);
           set({ trial: next.id });
           document.querySelector(`#trials-table tr[data-trial="${next.id}"]`)?.scrollIntoView({ block: "nearest" });
         }
@@ -494,12 +683,15 @@ export function TrialsPanel(props: { project: string; job: Job; url: URL }) {
       data-trial={r.id}
       class={(r.id === selected ? "selected " : "") + (pinned ? "pinned" : "")}
       onClick={(e) => {
-        if ((e.target as HTMLElement).closest("a")) return;
+        if ((e.target as HTMLElement).closest("a, button")) return;
         select(r.id);
       }}
     >
       <td>
-        {r.id}
+        <button type="button" class="link trial-select" aria-pressed={r.id === selected}
+          onClick={() => select(r.id)}>
+          {r.id}
+        </button>
         {pinned && <span class="badge best-badge">best</span>}
       </td>
       <td>
@@ -587,8 +779,8 @@ export function TrialsPanel(props: { project: string; job: Job; url: URL }) {
         </div>
         <div>
           <h2>Metric curves</h2>
-          <Curves rows={inside} metrics={metrics} selected={selected} best={best?.id}
-            onSelect={select} />
+          <Curves rows={inside} metrics={metrics} loading={loading} selected={selected}
+            best={best?.id} onSelect={select} />
         </div>
       </div>
       {sel && (
@@ -598,8 +790,8 @@ export function TrialsPanel(props: { project: string; job: Job; url: URL }) {
             <StateBadge state={sel.state} /> objective {sel.objective ?? "none"}
             {sel.step !== undefined && ` at step ${sel.step}`} ·{" "}
             {Object.entries(sel.params).map(([k, v]) => `${k}=${v}`).join(", ")} ·{" "}
-            <span title={sel.start}>{localTime(sel.start)}</span> → {" "}
-            <span title={sel.end}>{localTime(sel.end)}</span> · {metrics.get(sel.id)?.length ?? 0}{" "}
+            <span title={utcTitle(sel.start)}>{localTime(sel.start)}</span> → {" "}
+            <span title={utcTitle(sel.end)}>{localTime(sel.end)}</span> · {metrics.get(sel.id)?.length ?? 0}{" "}
             reports · <a href={`${base}/logs?trial=${enc(sel.id)}`} id="trial-detail-logs">its logs</a>
           </p>
           {sel.message && <p id="trial-detail-message">{sel.message}</p>}
@@ -622,16 +814,20 @@ export function TrialsPanel(props: { project: string; job: Job; url: URL }) {
         <tbody id="trials-body">
           {sorted
             .filter((r) => r.id !== best?.id)
-            .slice(0, showAll ? undefined : TABLE_ROWS)
+            .slice(0, limit)
             .map((r) => row(r, false))}
         </tbody>
       </table>
-      {!showAll && sorted.length > TABLE_ROWS + 1 && (
+      {sorted.length > limit + (best ? 1 : 0) && (
         <p>
-          <button type="button" id="trials-show-all" onClick={() => setShowAll(true)}>
-            Show all {sorted.length} trials
+          <button type="button" id="trials-show-more" onClick={() => setLimit(limit + MORE_ROWS)}>
+            Show {Math.min(MORE_ROWS, sorted.length - limit - (best ? 1 : 0))} more
           </button>{" "}
-          <span class="muted small">(the first {TABLE_ROWS} in this order are shown)</span>
+          <button type="button" class="link" id="trials-show-all"
+            onClick={() => setLimit(sorted.length)}>
+            all {sorted.length}
+          </button>{" "}
+          <span class="muted small">({limit} of {sorted.length} in this order are shown)</span>
         </p>
       )}
     </section>

@@ -332,6 +332,11 @@ class Handlers {
     if (!body.ok()) return WriteError(res, body.status());
     WriteJson(res, *body);
   }
+  void JobHistory(const httplib::Request& req, httplib::Response& res) {
+    auto body = api::StateHistory(store_, req.matches[1], req.matches[2], req.params);
+    if (!body.ok()) return WriteError(res, body.status());
+    WriteJson(res, *body);
+  }
   void JobsQueue(const httplib::Request& req, httplib::Response& res) {
     auto body = api::QueuePage(scheduler_, req.matches[1], req.params);
     if (!body.ok()) return WriteError(res, body.status());
@@ -1976,6 +1981,15 @@ const Route kRoutes[] = {
      {},
      "ml.jobs.list",
      Scope::kProject},
+    {"GET",
+     R"(/v1/projects/([^/]+)/jobs/([^/:]+)/history)",
+     "a job's state changes, oldest first (the console's state history)",
+     false,
+     RouteKind::kMl,
+     &H::JobHistory,
+     {},
+     "ml.jobs.get",
+     Scope::kJob},
 };
 
 }  // namespace

@@ -54,6 +54,23 @@ Result<std::string> JobsSummary(store::JobStore& store, const std::string& proje
   return json{{"jobStateCounts", by_state}, {"totalJobs", std::to_string(total)}}.dump();
 }
 
+Result<std::string> StateHistory(store::JobStore& store, const std::string& project,
+                                 const std::string& job_id, const QueryParams& params) {
+  TRAINYARD_RETURN_IF_ERROR(CheckKnown(params, {}));
+  TRAINYARD_ASSIGN_OR_RETURN(model::Job job, store.GetJob(project, job_id));
+  TRAINYARD_ASSIGN_OR_RETURN(auto changes, store.GetStateHistory(project, job_id));
+  ordered_json list = ordered_json::array();
+  list.push_back({{"state", "QUEUED"}, {"time", FormatRfc3339Micros(job.create_time)}});
+  for (const store::StateChange& c : changes) {
+    ordered_json row = {{"state", model::JobStateName(c.to)},
+                        {"fromState", model::JobStateName(c.from)},
+                        {"time", FormatRfc3339Micros(c.time)}};
+    if (!c.reason.empty()) row["reason"] = c.reason;
+    list.push_back(std::move(row));
+  }
+  return ordered_json{{"stateChanges", std::move(list)}}.dump();
+}
+
 Result<std::string> LogsSummary(store::JobStore& store, const std::string& project,
                                 const std::string& job_id, const QueryParams& params) {
   TRAINYARD_RETURN_IF_ERROR(CheckKnown(params, {"taskName", "trialId"}));
@@ -447,8 +464,8 @@ Result<std::string> SearchLogs(store::JobStore& store, const std::string& projec
 
 Result<LogDownload> LogDownload::Start(store::JobStore& store, const std::string& project,
                                        const std::string& job_id, const QueryParams& params) {
-  TRAINYARD_RETURN_IF_ERROR(
-      CheckKnown(params, {"taskName", "trialId", "minSeverity", "format", "snapshotInsertId"}));
+  TRAINYARD_RETURN_IF_ERROR(CheckKnown(params, {"taskName", "trialId", "minSeverity", "startTime",
+                                                "endTime", "format", "snapshotInsertId"}));
   LogDownload d;
   d.store_ = &store;
   if (const std::string* f = QueryParam(params, "format"); f != nullptr && !f->empty()) {
@@ -462,6 +479,9 @@ Result<LogDownload> LogDownload::Start(store::JobStore& store, const std::string
   }
   TRAINYARD_ASSIGN_OR_RETURN(auto min_severity, MinSeverityParam(params));
   if (min_severity) d.query_.min_severity = *min_severity;
+  // A time range, as the job-log route takes it (the console's time filter).
+  TRAINYARD_ASSIGN_OR_RETURN(d.query_.min_timestamp, TimeParam(params, "startTime"));
+  TRAINYARD_ASSIGN_OR_RETURN(d.query_.max_timestamp, TimeParam(params, "endTime"));
   TRAINYARD_ASSIGN_OR_RETURN(int64_t snapshot, SnapshotParam(store, params));
   TRAINYARD_RETURN_IF_ERROR(store.GetJob(project, job_id).status());
   d.query_.project = project;

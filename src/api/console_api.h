@@ -47,6 +47,13 @@ Result<std::string> TrialsPage(scheduler::JobService& jobs, const std::string& p
 // at most 500; pageToken).
 Result<std::string> QueuePage(scheduler::JobService& jobs, const std::string& project,
                               const QueryParams& params);
+// GET /v1/projects/P/jobs/J/history: the job's state changes, oldest first, from the store's
+// state history: {"stateChanges": [{"state": "QUEUED", "time": createTime}, {"state",
+// "fromState", "time", "reason"?}, ...]} (the first entry is the creation). What the console's
+// job page shows as "State history"; AI Platform's Job has no such field.
+Result<std::string> StateHistory(store::JobStore& store, const std::string& project,
+                                 const std::string& job_id, const QueryParams& params);
+
 // GET /v1/projects/P/jobs/J/logs:search?text=T: the lines whose message contains T (ASCII
 // case-insensitive unless matchCase=true) among the lines logs:lines counts (taskName,
 // trialId, snapshotInsertId as there), nearest first: after afterLineOffset (exclusive; absent:
@@ -63,7 +70,9 @@ Result<std::string> SearchLogs(store::JobStore& store, const std::string& projec
 // from the store batch by batch while the answer streams (no size limit). One line per entry:
 // "TIMESTAMP<TAB>SEVERITY<TAB>TASK<TAB>MESSAGE" (TASK "master-replica-0", or
 // "master-replica-0/trial-3" in a trial), or only the message with format=message. Filters:
-// taskName, trialId, minSeverity; snapshotInsertId (default: now) bounds it.
+// taskName, trialId, minSeverity, startTime (inclusive) / endTime (exclusive), RFC 3339;
+// snapshotInsertId
+// (default: now) bounds it.
 class LogDownload {
  public:
   // Checks the parameters and the job (NOT_FOUND); the first batch is read by Next.

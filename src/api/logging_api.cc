@@ -327,6 +327,8 @@ json JobLogEntryJson(const model::LogEntry& e) {
   return j;
 }
 
+}  // namespace
+
 Result<Timestamp> TimeParam(const QueryParams& params, const char* name) {
   const std::string* v = QueryParam(params, name);
   if (v == nullptr || v->empty()) return Timestamp{0};
@@ -337,8 +339,6 @@ Result<Timestamp> TimeParam(const QueryParams& params, const char* name) {
   }
   return *t;
 }
-
-}  // namespace
 
 std::string JobLogEntryToJson(const model::LogEntry& entry) {
   return JobLogEntryJson(entry).dump(-1, ' ', false, json::error_handler_t::replace);

@@ -61,6 +61,9 @@ Result<int64_t> IntQueryParam(const QueryParams& params, const char* name, int64
 // The minSeverity query parameter, case-insensitive (nullopt when absent or empty);
 // INVALID_ARGUMENT naming it and the severities when it is none of them.
 Result<std::optional<model::Severity>> MinSeverityParam(const QueryParams& params);
+// An RFC 3339 time query parameter (startTime, endTime) in microseconds, 0 when absent or
+// empty; INVALID_ARGUMENT naming it when it is not such a time.
+Result<Timestamp> TimeParam(const QueryParams& params, const char* name);
 
 // Answers `GET /v1/projects/P/jobs/J/logs` (docs/api.md, "Job logs"). Two modes:
 //  * afterInsertId=N (followers): lines with insert ids above N in ingestion order, and

@@ -426,6 +426,13 @@ class CommandTree {
     binder_.Add(c, "--page-size", &q->page_size, "Queued jobs to show (default 50, at most 500).");
     binder_.Add(c, "--format", &q->format, "table (default) or json.");
     leaves_[c] = Leaf{[q](const Invocation& inv) { return RunJobsQueue(inv, *q); }, false};
+    c = jobs->add_subcommand("history",
+                             "Show a job's state changes: when it was queued, admitted, started "
+                             "and ended, and why.");
+    auto* h = Keep<JobHistoryArgs>();
+    c->add_option("JOB", h->job, "Name of the job.")->required();
+    binder_.Add(c, "--format", &h->format, "table (default) or json.");
+    leaves_[c] = Leaf{[h](const Invocation& inv) { return RunJobHistory(inv, *h); }, false};
   }
 
   void AddLocalTrain(CLI::App* local) {

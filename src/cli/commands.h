@@ -211,6 +211,13 @@ struct JobTrialsArgs {
 };
 int RunJobTrials(const Invocation& inv, const JobTrialsArgs& args);
 
+// trainyard jobs history JOB: the job's state changes (GET …/jobs/J/history).
+struct JobHistoryArgs {
+  std::string job;
+  std::optional<std::string> format;  // table (default) or json
+};
+int RunJobHistory(const Invocation& inv, const JobHistoryArgs& args);
+
 struct JobsQueueArgs {
   std::optional<std::string> page_size;
   std::optional<std::string> format;  // table (default) or json

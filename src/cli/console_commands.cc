@@ -1,6 +1,7 @@
-// `trainyard jobs trials` and `trainyard jobs queue`: the console's API additions from the
-// command line (docs/cli.md): a tuning job's trials with their intermediate reports
-// (GET …/jobs/J/trials), and what runs and what waits (GET …/jobs:queue).
+// `trainyard jobs trials`, `trainyard jobs queue` and `trainyard jobs history`: the console's
+// API additions from the command line (docs/cli.md): a tuning job's trials with their
+// intermediate reports (GET …/jobs/J/trials), what runs and what waits (GET …/jobs:queue), and
+// a job's state changes (GET …/jobs/J/history).
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
@@ -92,6 +93,32 @@ int RunJobTrials(const Invocation& inv, const JobTrialsArgs& args) {
     }
   }
   inv.Out() << FormatTable(headers, rows);
+  return kExitOk;
+}
+
+int RunJobHistory(const Invocation& inv, const JobHistoryArgs& args) {
+  const std::string format = args.format.value_or("table");
+  if (format != "table" && format != "json") {
+    return inv.Fail("Invalid value for [--format]: \"" + format + "\" (table or json)");
+  }
+  auto c = inv.MakeClient();
+  auto body = c->CallJson("GET", "/v1/projects/" + PercentEncode(c->options().project) + "/jobs/" +
+                                     PercentEncode(args.job) + "/history");
+  if (!body.ok()) return inv.Fail(body.status());
+  json h = json::parse(*body, nullptr, false);
+  if (!h.is_object()) return inv.Fail("The daemon's answer is not a JSON object");
+  if (format == "json") {
+    inv.Out() << h.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& change : h.value("stateChanges", json::array())) {
+    // One line per change: a reason's line breaks (a traceback's last lines) become spaces.
+    std::string reason = Str(change, "reason");
+    std::replace(reason.begin(), reason.end(), '\n', ' ');
+    rows.push_back({Str(change, "time"), Str(change, "state"), reason});
+  }
+  inv.Out() << FormatTable({"TIME", "STATE", "REASON"}, rows);
   return kExitOk;
 }
 

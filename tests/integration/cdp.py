@@ -179,6 +179,43 @@ class Browser:
                        "e.requestSubmit(); return true; })()" % json.dumps(selector))
         assert ok, "no form %s to submit" % selector
 
+    # Real input events (the browser's own focus moves, default actions and key handlers run),
+    # not JavaScript-dispatched ones.
+    KEYS = {"Tab": 9, "Enter": 13, "Escape": 27, "Backspace": 8, "Delete": 46, "Home": 36,
+            "End": 35, "PageUp": 33, "PageDown": 34, "ArrowLeft": 37, "ArrowUp": 38,
+            "ArrowRight": 39, "ArrowDown": 40, " ": 32}
+
+    def press(self, key, shift=False):
+        """Presses and releases one key: a name of KEYS or one printable character."""
+        mods = 8 if shift else 0
+        down = {"type": "keyDown", "key": key, "modifiers": mods}
+        if key in self.KEYS:
+            down.update(code=key if len(key) > 1 else "Space", windowsVirtualKeyCode=self.KEYS[key],
+                        nativeVirtualKeyCode=self.KEYS[key])
+            if key in ("Enter", " "):
+                down["text"] = "\r" if key == "Enter" else " "
+        else:
+            down.update(text=key, unmodifiedText=key)
+        self.send("Input.dispatchKeyEvent", down)
+        up = {k: v for k, v in down.items() if k not in ("text", "unmodifiedText")}
+        up["type"] = "keyUp"
+        self.send("Input.dispatchKeyEvent", up)
+
+    def mouse_click(self, x, y):
+        """A left click at viewport coordinates (CSS pixels)."""
+        for kind in ("mousePressed", "mouseReleased"):
+            self.send("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y,
+                                                   "button": "left", "clickCount": 1})
+
+    def viewport(self, width, height):
+        """Emulates a window of width x height CSS pixels (None restores the real one)."""
+        if width is None:
+            self.send("Emulation.clearDeviceMetricsOverride")
+        else:
+            self.send("Emulation.setDeviceMetricsOverride", {
+                "width": width, "height": height, "deviceScaleFactor": 1,
+                "mobile": False})
+
     def screenshot(self, path):
         data = self.send("Page.captureScreenshot", {"format": "png"})["data"]
         os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -88,9 +88,10 @@ def env(tmp_path_factory):
     d.stop()
 
 
-def sign_in(b, d, token=None):
-    """Signs in through the console's form as the daemon's administrator (or `token`)."""
-    b.goto(d.url + "/console/")
+def sign_in(b, d, token=None, path="/console/"):
+    """Signs in through the console's form as the daemon's administrator (or `token`), on the
+    page at `path`."""
+    b.goto(d.url + path)
     b.wait("document.querySelector('#signin-form')", what="the sign-in form")
     b.fill("#signin-token", token or d.token)
     b.submit("#signin-form")
@@ -236,6 +237,7 @@ def test_sign_in_form_and_sign_out(env, browser):
     assert "ty_console_session" not in b.eval("document.cookie")  # HttpOnly
     b.click("#signout")
     b.wait("document.querySelector('#signin-form')", what="the sign-in form after sign-out")
+    b.screenshot(os.path.join(ARTIFACTS, "signin.png"))
     b.fill("#signin-token", "ty1.0123456789abcdef.wrong")
     b.submit("#signin-form")
     b.wait("document.querySelector('#signin-error')")
@@ -351,6 +353,21 @@ def test_job_page_of_a_failed_job_via_gcloud_link(env, browser):
     assert b.eval("document.querySelector('#ov-state td').textContent") == "FAILED"
     assert b.eval("document.querySelector('#job-replicas tr[data-role=\"master\"]') !== null")
     assert b.eval("document.querySelector('#job-cancel').disabled")
+    # The state history: the API's changes, the last one FAILED with its reason.
+    status, hist = env.request("GET", "%s/bad_job/history" % JOBS)
+    assert status == 200, hist
+    changes = hist["stateChanges"]
+    assert changes[0]["state"] == "QUEUED" and changes[-1]["state"] == "FAILED"
+    assert changes[-1]["time"] >= changes[0]["time"]
+    shown = b.wait("document.querySelectorAll('#job-history tbody tr').length === %d && "
+                   "Array.from(document.querySelectorAll('#job-history tbody tr'))"
+                   ".map(r => r.dataset.state)" % len(changes))
+    assert shown == [c["state"] for c in changes]
+    out = env.cli("jobs", "history", "bad_job").stdout.splitlines()
+    assert out[0].split() == ["TIME", "STATE", "REASON"]
+    assert len(out) == len(changes) + 1  # one line each, a multi-line reason included
+    assert [line.split()[1] for line in out[1:]] == [c["state"] for c in changes]
+    assert changes[-1]["reason"].split("\n")[0] in out[-1]
     b.click("#tab-json")
     text = b.wait("document.querySelector('#job-json') && "
                   "document.querySelector('#job-json').textContent")
@@ -412,6 +429,43 @@ def test_logs_severity_filter(env, browser):
                    "x.classList.contains('sev-CRITICAL')) && r.map(x => "
                    "x.querySelector('.msg').textContent); })()")
     assert shown == errors[-len(shown):]
+
+
+def test_logs_time_filter(env, browser):
+    """From / to: the lines in a time range (the API's startTime / endTime), in the URL as UTC,
+    shown in the inputs as local time; the download is of the same lines."""
+    import datetime
+    b = browser
+    # The printer at 10 lines a second: its lines' times differ.
+    wait_for(lambda: len(api_logs(env, "long_job", lineOffset=0, pageSize=40,
+                                  taskName=MASTER)["entries"]) >= 40, what="40 lines")
+    entries = api_logs(env, "long_job", lineOffset=0, pageSize=40, taskName=MASTER)["entries"]
+    t = lambda e: datetime.datetime.fromisoformat(e["timestamp"].replace("Z", "+00:00"))
+    lo, hi = t(entries[10]), t(entries[30])
+    inside = [e["jsonPayload"]["message"] for e in entries if lo <= t(e) < hi]
+    assert 0 < len(inside) < len(entries)
+    since, until = entries[10]["timestamp"], entries[30]["timestamp"]
+    b.goto(console(env, "jobs/long_job/logs?" + urllib.parse.urlencode(
+        {"task": MASTER, "since": since, "until": until})))
+    b.wait("document.querySelector('#log-count').textContent === %s"
+           % json.dumps("%s lines" % format(len(inside), ",")))
+    last = b.wait("(() => { const l = document.querySelector('.viewer .ln:last-child .msg'); "
+                  "return l && l.textContent; })()")
+    assert last == inside[-1]
+    local = b.eval("document.querySelector('#log-since').value")
+    assert local == b.eval("(() => { const d = new Date(%s); const p = n => String(n)"
+                           ".padStart(2, '0'); return d.getFullYear() + '-' + p(d.getMonth() + 1)"
+                           " + '-' + p(d.getDate()) + 'T' + p(d.getHours()) + ':' + "
+                           "p(d.getMinutes()) + ':' + p(d.getSeconds()); })()" % json.dumps(since))
+    href = b.eval("document.querySelector('#log-download').getAttribute('href')")
+    assert "startTime=" in href and "endTime=" in href
+    text = b.eval("fetch(%s).then(r => r.text())" % json.dumps(href))
+    assert [line.split("\t")[-1] for line in text.splitlines()] == inside
+    # Choosing a time in the input (the viewer's zone) sets the UTC bound in the URL.
+    b.eval("(() => { const i = document.querySelector('#log-since'); i.value = %s; "
+           "i.dispatchEvent(new Event('change', {bubbles: true})); })()" % json.dumps(local))
+    b.wait("new URL(location.href).searchParams.get('since') === %s" % json.dumps(
+        lo.replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")))
 
 
 def test_logs_follow_a_running_job_then_cancel_it(env, browser):
@@ -566,6 +620,23 @@ def test_trials_api_fills_all_metrics_and_pages(tenv):
     assert len(js["trials"]) == 1 and len(js["trials"][0]["allMetrics"]) == 5
 
 
+def drawn(b, plot, what="drawn"):
+    """What a canvas plot drew: its data-drawn count, or the ids of data-in / data-best."""
+    v = b.eval("(() => { const c = document.querySelector('#%s canvas'); "
+               "return c ? (c.dataset.%s ?? null) : null; })()" % (plot, what))
+    if v is None or what == "best":
+        return v
+    return int(v) if what == "drawn" else [x for x in v.split(",") if x]
+
+
+def painted(b, plot):
+    """How many of a canvas plot's pixels are not transparent (0: it drew nothing)."""
+    return b.eval("(() => { const c = document.querySelector('#%s canvas'); "
+                  "const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; "
+                  "let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i]) n++; return n; })()"
+                  % plot)
+
+
 def trial_rows(b):
     return b.eval("Array.from(document.querySelectorAll('#trials-body tr'))"
                   ".map(r => r.dataset.trial)")
@@ -596,13 +667,13 @@ def test_trials_tab_table_best_sort_plots(tenv, tbrowser):
     b.wait("new URL(location.href).searchParams.get('sort') === '-p:lr'")
     assert trial_rows(b) == sorted(others, key=lambda k: (-lr[k], int(k)))
     assert b.eval("document.querySelector('#trials-best tr').dataset.trial") == best
-    # Plots: a line per trial in the parallel coordinates, a point per trial in the scatter,
-    # a curve per trial from allMetrics.
-    assert b.eval("document.querySelectorAll('#trials-pc path[data-trial]').length") == TRIALS
-    assert b.eval("document.querySelectorAll('#trials-scatter circle[data-trial]').length") == \
-        TRIALS
-    b.wait("document.querySelectorAll('#trials-curves path[data-trial]').length === %d" % TRIALS)
-    assert b.eval("document.querySelector('#trials-pc path.best').dataset.trial") == best
+    # Plots (canvas): a line per trial in the parallel coordinates, a point per trial in the
+    # scatter, a curve per trial from allMetrics; each canvas has pixels on it.
+    assert drawn(b, "trials-pc") == TRIALS and drawn(b, "trials-scatter") == TRIALS
+    b.wait("document.querySelector('#trials-curves canvas').dataset.drawn === '%d'" % TRIALS)
+    for plot in ("trials-pc", "trials-scatter", "trials-curves"):
+        assert painted(b, plot) > 500, plot
+    assert drawn(b, "trials-pc", "best") == best and drawn(b, "trials-curves", "best") == best
     # Another parameter for the scatter plot (in the URL).
     b.eval("(() => { const s = document.querySelector('#scatter-param'); s.value = 'p:layers'; "
            "s.dispatchEvent(new Event('change', {bubbles: true})); })()")
@@ -616,6 +687,24 @@ def test_trials_tab_table_best_sort_plots(tenv, tbrowser):
         sorted(others, key=lambda k: (-lr[k], int(k)))[0]))
     assert b.eval("document.querySelector('#trials-curves path.sel') !== null")
     assert b.eval("document.querySelector('#trial-detail') !== null")
+    # A click on a point of the canvas selects its trial: the best one's point, where the
+    # overlay drew it when j selected it.
+    b.eval("document.dispatchEvent(new KeyboardEvent('keydown', {key: 'k'}))")
+    b.wait("new URL(location.href).searchParams.get('trial') === %s" % json.dumps(best))
+    # (Its offset in the plot: the page's layout changes when the selection is cleared.)
+    dx, dy = b.eval("(() => { const c = document.querySelector('#trials-scatter circle.sel'); "
+                    "const r = c.getBoundingClientRect(); const p = document.querySelector("
+                    "'#trials-scatter').getBoundingClientRect(); "
+                    "return [r.left + r.width / 2 - p.left, r.top + r.height / 2 - p.top]; })()")
+    b.eval("history.replaceState(null, '', location.pathname + '?x=p:layers'); "
+           "window.dispatchEvent(new PopStateEvent('popstate'))")
+    b.wait("!document.querySelector('#trial-detail')")
+    x, y = b.eval("(() => { const p = document.querySelector('#trials-scatter'); "
+                  "p.scrollIntoView({block: 'center'}); const r = p.getBoundingClientRect(); "
+                  "return [r.left + %f, r.top + %f]; })()" % (dx, dy))
+    b.mouse_click(x, y)
+    b.wait("new URL(location.href).searchParams.get('trial') === %s" % json.dumps(best),
+           what="the clicked point's trial selected")
 
 
 def brush(b, axis, lo, hi):
@@ -636,26 +725,65 @@ def test_trials_brushing_filters(tenv, tbrowser):
     b = tbrowser
     trials = tenv.job("tune_job")["trainingOutput"]["trials"]
     b.goto(console(tenv, "jobs/tune_job/trials"))
-    b.wait("document.querySelectorAll('#trials-pc path.in').length === %d" % TRIALS)
+    b.wait("document.querySelector('#trials-pc canvas[data-drawn=\"%d\"]')" % TRIALS)
+    assert len(drawn(b, "trials-pc", "in")) == TRIALS
     # Brush the upper half of the categorical axis `opt`: only the sgd trials stay.
     brush(b, "p:opt", 0.6, 1.0)
     b.wait("new URL(location.href).searchParams.get('brush')")
     sgd = sorted(t["trialId"] for t in trials if t["hyperparameters"]["opt"] == "sgd")
-    b.wait("document.querySelectorAll('#trials-pc path.in').length === %d" % len(sgd))
-    inside = sorted(b.eval("Array.from(document.querySelectorAll('#trials-pc path.in'))"
-                           ".map(p => p.dataset.trial)"))
-    assert inside == sgd
-    shown = b.eval("Array.from(document.querySelectorAll('#trials-scatter circle'))"
-                   ".map(c => c.dataset.trial)")
-    assert sorted(shown) == sgd
+    b.wait("document.querySelector('#trials-pc canvas').dataset.in.split(',').length === %d"
+           % len(sgd))
+    assert sorted(drawn(b, "trials-pc", "in")) == sgd
+    assert sorted(drawn(b, "trials-scatter", "in")) == sgd
     body = set(trial_rows(b))
     assert body <= set(sgd) and len(body) >= len(sgd) - 1  # the best may be pinned above
     # The view is in the URL: a reload keeps the brush.
     b.goto(b.eval("location.href"))
-    b.wait("document.querySelectorAll('#trials-pc path.in').length === %d" % len(sgd))
+    b.wait("document.querySelector('#trials-pc canvas[data-drawn]') && document.querySelector("
+           "'#trials-pc canvas').dataset.in.split(',').length === %d" % len(sgd))
     b.wait("document.querySelector('#trials-pc rect.brush[data-brush=\"p:opt\"]')")
     b.click("#trials-clear")
-    b.wait("document.querySelectorAll('#trials-pc path.in').length === %d" % TRIALS)
+    b.wait("document.querySelector('#trials-pc canvas').dataset.in.split(',').length === %d"
+           % TRIALS)
+    # The keyboard form: focus the axis, a key starts a range in the middle, arrows move it, +
+    # widens it, Escape clears it. The adam trials sit at the bottom of `opt`, sgd at the top.
+    adam = sorted(t["trialId"] for t in trials if t["hyperparameters"]["opt"] == "adam")
+    b.eval("document.querySelector('[data-axis-area=\"p:opt\"]').focus()")
+    b.press("ArrowDown")
+    b.wait("new URL(location.href).searchParams.get('brush') === 'p:opt:0.400:0.600'")
+    for _ in range(4):
+        b.press("ArrowDown")
+    b.wait("new URL(location.href).searchParams.get('brush') === 'p:opt:0.000:0.200'")
+    b.wait("document.querySelector('#trials-pc canvas').dataset.in === %s"
+           % json.dumps(",".join(sorted(adam, key=int))))
+    b.press("+")
+    b.wait("new URL(location.href).searchParams.get('brush') === 'p:opt:0.000:0.250'")
+    assert b.eval("document.activeElement.dataset.axisArea") == "p:opt"
+    b.press("Escape")
+    b.wait("!new URL(location.href).searchParams.get('brush')")
+
+
+def test_trials_page_at_common_widths(tenv, tbrowser):
+    """The Trials tab does not scroll sideways at any common width (its table scrolls in its
+    own box), and its canvases are redrawn to their new size; screenshots in widths/."""
+    b = tbrowser
+    b.goto(console(tenv, "jobs/tune_job/trials"))
+    b.wait("document.querySelector('#trials-pc canvas[data-drawn=\"%d\"]')" % TRIALS)
+    try:
+        for width in WIDTHS:
+            b.viewport(width, 900)
+            b.wait("window.innerWidth === %d" % width)
+            over = b.eval("document.documentElement.scrollWidth - "
+                          "document.documentElement.clientWidth")
+            assert over <= 0, "trials at %d px scrolls sideways by %d px" % (width, over)
+            # The canvas's pixels follow its box (a redraw after the resize).
+            b.wait("(() => { const c = document.querySelector('#trials-pc canvas'); return "
+                   "Math.abs(c.width - c.getBoundingClientRect().width * devicePixelRatio) < 2; "
+                   "})()", what="the parallel coordinates redrawn at %d px" % width)
+            assert painted(b, "trials-pc") > 200
+            b.screenshot(os.path.join(ARTIFACTS, "widths", "trials-%d.png" % width))
+    finally:
+        b.viewport(None, None)
 
 
 def test_trial_logs_link_filters_by_trial(tenv, tbrowser):
@@ -722,6 +850,18 @@ def test_queue_page_shows_running_and_waiting(tenv, tbrowser):
     out = tenv.cli("jobs", "queue").stdout
     assert "Admission: admitting" in out and "gpu_runner" in out and "gpu_waiter" in out
     assert "running-jobs limit" in out
+    # The job pages say the same: why the queued one waits, what the running one holds.
+    b.goto(console(tenv, "jobs/gpu_waiter"))
+    wait = b.wait("document.querySelector('#ov-wait td') && "
+                  "document.querySelector('#ov-wait td').textContent")
+    assert wait == waiter["waitReason"]
+    assert b.eval("document.querySelector('#ov-position td').textContent") == "1"
+    b.goto(console(tenv, "jobs/gpu_runner"))
+    holds = b.wait("document.querySelector('#ov-allocation td') && "
+                   "document.querySelector('#ov-allocation td').textContent")
+    assert "1 GPU (GPU %d)" % held in holds, holds
+    b.goto(console(tenv, "queue"))
+    b.wait("document.querySelector('#queue-admission-state')")
     # Paused admission shows on the page at the next refresh.
     tenv.request("PUT", "/v1/admin/admission", {"paused": True})
     b.wait("document.querySelector('#queue-admission-state').textContent === 'paused'",
@@ -1061,3 +1201,227 @@ def test_log_download_from_the_viewer(env, browser, tmp_path):
     last = api_logs(env, "ok_job", lineOffset=n - 1, pageSize=1, taskName=MASTER)["entries"][0]
     assert lines[-1].endswith("\t" + last["jsonPayload"]["message"])
     assert any(line.endswith("\tline 2999") for line in lines)
+
+
+# --- usability: widths, keyboard, themes, time zones, empty states, errors, a denied action --
+
+PAGES = [  # (name, path under /console/, what shows the page is ready)
+    ("jobs", "projects/%s/jobs" % PROJECT, "#jobs-table"),
+    ("job", "projects/%s/jobs/ok_job" % PROJECT, "#job-history"),
+    ("logs", "projects/%s/jobs/ok_job/logs" % PROJECT, ".viewer .ln:not(.loading)"),
+    ("json", "projects/%s/jobs/ok_job/json" % PROJECT, "#job-json"),
+    ("clone", "projects/%s/jobs:new?from=ok_job" % PROJECT, "textarea.spec"),
+    ("queue", "projects/%s/queue" % PROJECT, "#queue-capacity"),
+    ("storage", "projects/%s/storage" % PROJECT, "#buckets-table, #buckets-empty"),
+    ("bucket", "storage/console-itest", "#objects-table, #objects-empty"),
+]
+WIDTHS = (375, 768, 1280, 1920)
+
+
+def test_every_page_is_readable_at_common_widths(env, browser):
+    """No page scrolls sideways at phone, tablet, laptop and desktop widths (wide tables scroll
+    in their own box), text stays at least 12 px; a screenshot of each page at each width goes
+    to the artifacts (widths/PAGE-WIDTH.png)."""
+    b = browser
+    try:
+        for name, path, ready in PAGES:
+            b.goto(env.url + "/console/" + path)
+            b.wait("document.querySelector(%s)" % json.dumps(ready), what=name + " ready")
+            for width in WIDTHS:
+                b.viewport(width, 900)
+                b.wait("window.innerWidth === %d" % width)
+                over = b.eval("document.documentElement.scrollWidth - "
+                              "document.documentElement.clientWidth")
+                wide = b.eval("""Array.from(document.querySelectorAll('body *')).filter(e => {
+                  const r = e.getBoundingClientRect(); return r.width && r.right >
+                  document.documentElement.clientWidth + 0.5 && !e.closest('table'); })
+                  .slice(0, 5).map(e => e.tagName + '#' + e.id + '.' + e.className)""")
+                assert over <= 0, "%s at %d px scrolls sideways by %d px: %s" % (
+                    name, width, over, wide)
+                small = b.eval("""Array.from(document.querySelectorAll('main *, header *'))
+                  .filter(e => e.childNodes.length && Array.from(e.childNodes).some(
+                    n => n.nodeType === 3 && n.textContent.trim()) && e.getClientRects().length)
+                  .map(e => parseFloat(getComputedStyle(e).fontSize)).filter(f => f < 11.5).length""")
+                assert small == 0, "%s at %d px has text under 12 px" % (name, width)
+                b.screenshot(os.path.join(ARTIFACTS, "widths", "%s-%d.png" % (name, width)))
+            b.viewport(None, None)
+    finally:
+        b.viewport(None, None)
+
+
+def focused(b):
+    return b.eval("(() => { const e = document.activeElement; if (!e || e === document.body) "
+                  "return ''; return e.id || e.getAttribute('href') || e.getAttribute('aria-label')"
+                  " || e.tagName; })()")
+
+
+def tab_until(b, predicate, limit=120):
+    """Presses Tab until `predicate` (JS, on document.activeElement as `e`) holds; returns the
+    focus path."""
+    seen = []
+    for _ in range(limit):
+        b.press("Tab")
+        seen.append(focused(b))
+        if b.eval("(() => { const e = document.activeElement; return !!(e && (%s)); })()"
+                  % predicate):
+            return seen
+    raise AssertionError("Tab never reached %s; focus went %s" % (predicate, seen))
+
+
+def test_keyboard_only_jobs_to_job_to_logs(env, browser):
+    """The console with the keyboard alone: the skip link first, the header's pages, "/" to
+    the filter, a job opened with Enter, its tabs, the log viewer's Home / End, and a focus
+    ring on whatever has the focus."""
+    b = browser
+    b.goto(console(env, "jobs"))
+    b.wait("document.querySelector('#jobs-table')")
+    path = tab_until(b, "e.classList.contains('skip')", limit=3)
+    assert len(path) == 1, path  # the first stop
+    ring = b.eval("getComputedStyle(document.activeElement).outlineStyle")
+    assert ring != "none", "no focus ring on the skip link"
+    b.press("Enter")
+    b.wait("document.activeElement && document.activeElement.id === 'app'")
+    # "/" focuses the filter; typing and Enter apply it.
+    b.press("/")
+    b.wait("document.activeElement && document.activeElement.id === 'filter'")
+    b.send("Input.insertText", {"text": "state:FAILED"})
+    b.press("Enter")
+    b.wait("new URL(location.href).searchParams.get('filter') === 'state:FAILED' && "
+           "document.querySelectorAll('#jobs-table tbody tr').length === 1")
+    # Tab from the filter to the job's link; Enter opens it.
+    tab_until(b, "e.getAttribute('href') && e.getAttribute('href').endsWith('/jobs/bad_job')")
+    assert b.eval("getComputedStyle(document.activeElement).outlineStyle") != "none"
+    b.press("Enter")
+    b.wait("location.pathname.endsWith('/jobs/bad_job') && document.querySelector('#tab-logs')")
+    # Every control of the job page is reachable: Cancel (disabled: the job ended) is skipped,
+    # Clone and the tabs are not.
+    seen = tab_until(b, "e.id === 'tab-logs'")
+    assert "job-clone" in seen and "job-cancel" not in seen, seen
+    b.press("Enter")
+    b.wait("location.pathname.endsWith('/jobs/bad_job/logs') && "
+           "document.querySelector('.viewer .ln:not(.loading)')")
+    n = int(env.request("GET", "%s/bad_job/logs:summary" % JOBS)[1]["lineCount"])
+    tab_until(b, "e.classList.contains('scroll')")
+    b.press("Home")
+    b.wait("document.querySelector('.viewer .ln.sel[data-line=\"1\"], "
+           ".viewer .ln[data-line=\"1\"]:not(.loading)')")
+    b.press("End")
+    b.wait("document.querySelector('.viewer .ln[data-line=\"%d\"]:not(.loading)')" % n)
+
+
+def test_themes_follow_the_system(env, browser):
+    b = browser
+    b.goto(console(env, "jobs/ok_job"))
+    b.wait("document.querySelector('#job-overview')")
+    bg = "getComputedStyle(document.body).backgroundColor"
+    fg = "getComputedStyle(document.body).color"
+    try:
+        b.send("Emulation.setEmulatedMedia",
+               {"features": [{"name": "prefers-color-scheme", "value": "light"}]})
+        assert (b.eval(bg), b.eval(fg)) == ("rgb(255, 255, 255)", "rgb(31, 35, 40)")
+        # The system turns dark: the open page follows, no reload.
+        b.send("Emulation.setEmulatedMedia",
+               {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+        assert (b.eval(bg), b.eval(fg)) == ("rgb(13, 17, 23)", "rgb(230, 237, 243)")
+        b.screenshot(os.path.join(ARTIFACTS, "job-dark.png"))
+    finally:
+        b.send("Emulation.setEmulatedMedia", {"features": []})
+
+
+def test_times_in_the_viewers_zone_with_utc_on_hover(env, browser):
+    import datetime
+    b = browser
+    job = env.job("ok_job")
+    created = datetime.datetime.fromisoformat(job["createTime"].replace("Z", "+00:00"))
+    for zone, offset in (("Asia/Kolkata", 330), ("America/Sao_Paulo", -180)):
+        b.send("Emulation.setTimezoneOverride", {"timezoneId": zone})
+        try:
+            b.goto(console(env, "jobs/ok_job"))
+            text = b.wait("(() => { const r = Array.from(document.querySelectorAll("
+                          "'#job-overview tr')).find(r => r.querySelector('th').textContent === "
+                          "'Created'); return r && r.querySelector('td span') && "
+                          "[r.querySelector('td span').textContent, "
+                          "r.querySelector('td span').title]; })()")
+            local = created + datetime.timedelta(minutes=offset)
+            assert text[0] == local.strftime("%Y-%m-%d %H:%M:%S"), (zone, text)
+            assert text[1] == created.strftime("%Y-%m-%d %H:%M:%S UTC"), (zone, text)
+            # The jobs list and the state history say the same.
+            hist = b.wait("document.querySelector('#job-history time') && "
+                          "[document.querySelector('#job-history time').textContent, "
+                          "document.querySelector('#job-history time').title]")
+            assert hist == text
+        finally:
+            b.send("Emulation.setTimezoneOverride", {"timezoneId": ""})
+
+
+def test_empty_states_say_what_to_do_and_errors_what_failed(env, browser):
+    b = browser
+    # A project without jobs: how to submit one.
+    b.goto(env.url + "/console/projects/nothing-here/jobs")
+    text = b.wait("document.querySelector('#jobs-empty') && "
+                  "document.querySelector('#jobs-empty').textContent")
+    assert "No jobs in project nothing-here" in text and "trainyard jobs submit" in text
+    # A filter that matches nothing: clear it.
+    b.goto(console(env, "jobs?filter=" + urllib.parse.quote("jobId:zzz_no_such*")))
+    text = b.wait("document.querySelector('#jobs-empty') && "
+                  "document.querySelector('#jobs-empty').textContent")
+    assert "No job matches this filter" in text
+    # Its queue: nothing runs, nothing waits.
+    b.goto(env.url + "/console/projects/nothing-here/queue")
+    b.wait("document.querySelector('#queue-running-empty') && "
+           "document.querySelector('#queue-waiting-empty')")
+    # An unknown job: the page says which and why.
+    b.goto(console(env, "jobs/no_such_job"))
+    text = b.wait("document.querySelector('#job-error') && "
+                  "document.querySelector('#job-error').textContent")
+    assert "no_such_job" in text and "not found" in text.lower(), text
+    errors = b.take_errors()
+    assert errors and all("404" in str(e) for e in errors), errors
+    # An unknown page: where to go instead.
+    b.goto(env.url + "/console/projects/%s/nowhere" % PROJECT)
+    text = b.wait("document.querySelector('main h1') && "
+                  "document.querySelector('main').textContent")
+    assert "Not found" in text and "jobs" in text
+
+
+def test_a_denied_action_says_which_permission(env, browser):
+    """Signed in as a viewer (roles/ml.viewer): the pages read, and cancelling a job is refused
+    with the API's message naming the permission; nothing changes."""
+    b = browser
+    email = "console-viewer@example.com"
+    status, out = env.request("POST", "/v1/admin/principals", {"email": email, "kind": "user"})
+    assert status in (200, 409), out
+    status, tok = env.request("POST", "/v1/admin/principals/%s/tokens" % email,
+                              {"description": "console test"})
+    assert status == 200, tok
+    status, policy = env.request("POST", "/v1/projects/%s:getIamPolicy" % PROJECT, {})
+    bindings = policy.get("bindings", [])
+    bindings.append({"role": "roles/ml.viewer", "members": ["user:" + email]})
+    status, out = env.request("POST", "/v1/projects/%s:setIamPolicy" % PROJECT,
+                              {"policy": {"bindings": bindings, "etag": policy.get("etag", "")}})
+    assert status == 200, out
+    target = "paged_59"
+    assert env.job(target)["state"] == "QUEUED"
+    try:
+        b.eval("fetch('/console/session', {method: 'DELETE', headers: "
+               "{'X-Trainyard-Console': '1'}})")
+        sign_in(b, env, token=tok["token"], path="/console/projects/%s/jobs" % PROJECT)
+        b.take_errors()
+        assert b.eval("document.querySelector('#session-email').textContent") == email
+        b.goto(console(env, "jobs/" + target))
+        b.wait("document.querySelector('#job-cancel') && "
+               "!document.querySelector('#job-cancel').disabled")
+        b.click("#job-cancel")
+        b.wait("document.querySelector('#confirm-yes')")
+        b.click("#confirm-yes")
+        text = b.wait("document.querySelector('#action-error') && "
+                      "document.querySelector('#action-error').textContent")
+        assert "Could not cancel %s" % target in text and "ml.jobs.cancel" in text, text
+        errors = b.take_errors()
+        assert errors and all("403" in str(e) for e in errors), errors
+        assert env.job(target)["state"] == "QUEUED"
+    finally:
+        b.eval("fetch('/console/session', {method: 'DELETE', headers: "
+               "{'X-Trainyard-Console': '1'}})")
+        sign_in(b, env)
+        b.take_errors()

@@ -83,6 +83,44 @@ TEST_P(ConsoleApiTest, JobsSummaryCountsOneProjectByState) {
             json({{"jobStateCounts", json::object()}, {"totalJobs", "0"}}));
 }
 
+TEST_P(ConsoleApiTest, StateHistoryListsTheCreationThenEveryChange) {
+  AddJob("p", "h", model::JobState::kQueued);
+  auto job = store_->GetJob("p", "h");
+  ASSERT_TRUE(job.ok());
+  model::Job j = *job;
+  const std::pair<model::JobState, const char*> steps[] = {
+      {model::JobState::kPreparing, ""},
+      {model::JobState::kRunning, ""},
+      {model::JobState::kFailed, "The replica master 0 exited with a non-zero status of 3."}};
+  model::JobState from = model::JobState::kQueued;
+  int64_t t = 2'000'000;
+  for (const auto& [to, reason] : steps) {
+    j.state = to;
+    ASSERT_TRUE(store_->UpdateJob(j, store::StateChange{from, to, t, reason}).ok());
+    from = to;
+    t += 1'500'000;
+  }
+  json h = Get(StateHistory(*store_, "p", "h", {}));
+  ASSERT_EQ(h["stateChanges"].size(), 4u) << h.dump();
+  EXPECT_EQ(h["stateChanges"][0],
+            json({{"state", "QUEUED"}, {"time", "1970-01-01T00:00:00.000001Z"}}));
+  EXPECT_EQ(h["stateChanges"][1], json({{"state", "PREPARING"},
+                                        {"fromState", "QUEUED"},
+                                        {"time", "1970-01-01T00:00:02.000000Z"}}));
+  EXPECT_EQ(h["stateChanges"][3]["state"], "FAILED");
+  EXPECT_EQ(h["stateChanges"][3]["fromState"], "RUNNING");
+  EXPECT_EQ(h["stateChanges"][3]["time"], "1970-01-01T00:00:05.000000Z");
+  EXPECT_EQ(h["stateChanges"][3]["reason"], steps[2].second);
+  EXPECT_FALSE(h["stateChanges"][1].contains("reason"));
+  // Unknown jobs and parameters are refused.
+  EXPECT_EQ(StateHistory(*store_, "p", "nope", {}).status().code(), StatusCode::kNotFound);
+  QueryParams bad;
+  bad.emplace("x", "1");
+  auto refused = StateHistory(*store_, "p", "h", bad);
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("\"x\""), std::string::npos);
+}
+
 TEST_P(ConsoleApiTest, LogsSummaryCountsStreamsAtASnapshot) {
   AddJob("p", "j", model::JobState::kRunning);
   AddJob("p", "other", model::JobState::kRunning);
@@ -313,7 +351,18 @@ TEST_P(ConsoleApiTest, LogDownloadStreamsEveryLineAsText) {
   EXPECT_EQ(code({{"format", "xml"}}), StatusCode::kInvalidArgument);
   EXPECT_EQ(code({{"minSeverity", "LOUD"}}), StatusCode::kInvalidArgument);
   EXPECT_EQ(code({{"lineOffset", "0"}}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code({{"startTime", "yesterday"}}), StatusCode::kInvalidArgument);
   EXPECT_EQ(LogDownload::Start(*store_, "p", "nope", {}).status().code(), StatusCode::kNotFound);
+  // A time range (the console's time filter): startTime inclusive, endTime exclusive.
+  auto range =
+      SplitLines(DownloadAll(LogDownload::Start(*store_, "p", "j",
+                                                {{"format", "message"},
+                                                 {"taskName", "master-replica-0"},
+                                                 {"startTime", "1970-01-01T00:00:00.001010Z"},
+                                                 {"endTime", "1970-01-01T00:00:00.001020Z"}})));
+  ASSERT_EQ(range.size(), 10u);
+  EXPECT_EQ(range.front(), "master-replica-0 10");
+  EXPECT_EQ(range.back(), "master-replica-0 19");
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, ConsoleApiTest, ::testing::Values(false, true),
