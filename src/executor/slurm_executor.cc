@@ -296,6 +296,9 @@ class SlurmExecutor final : public Executor {
   std::vector<RecoveredReplica> Recover(const std::vector<ReplicaKey>& keys) override;
   std::vector<MetricRecord> ReplicaMetrics(const ReplicaKey& key, const std::string& tag) override;
   std::vector<std::string> ReplicaMetricTags(const ReplicaKey& key) override;
+  // A gang is one allocation: a lost replica's run restarts whole (a new allocation, new
+  // addresses for every replica, the same identities).
+  bool RestartsWholeRuns() const override { return true; }
   int RunningCount() const override {
     std::lock_guard<std::mutex> lock(mu_);
     return static_cast<int>(replicas_.size());
@@ -693,6 +696,7 @@ void SlurmExecutor::Kill(const ReplicaKey& key, Duration grace, const std::strin
   std::shared_ptr<Gang> gang;
   bool whole_gang = false;
   bool running = false;  // squeue last said RUNNING (its steps may be up)
+  bool ended = false;    // Slurm's job ended already (its exits are on their way)
   std::string slurm_id;  // "" while sbatch has not answered
   const int64_t now = MonotonicMicros();
   if (grace < 0) grace = 0;
@@ -711,6 +715,7 @@ void SlurmExecutor::Kill(const ReplicaKey& key, Duration grace, const std::strin
       return m == replicas_.end() || m->second->kill_requested;
     });
     running = gang->seen && gang->state == "RUNNING";
+    ended = gang->ended;
     slurm_id = gang->slurm_id;
     if (whole_gang) {
       if (gang->hard_cancel_at == 0 || gang->hard_cancel_at > now + grace) {
@@ -728,7 +733,7 @@ void SlurmExecutor::Kill(const ReplicaKey& key, Duration grace, const std::strin
                              /*durable=*/false);
   if (!s.ok()) TY_LOG_WARN(kLog, "{}", s.ToString());
   // Not submitted yet: the poll that learns its id cancels it (hard_cancel_at is set).
-  if (slurm_id.empty()) return;
+  if (slurm_id.empty() || ended) return;
   TY_LOG_INFO(kLog, "stopping {} of job {} (Slurm job {}, grace {})", key.TaskName(), key.job_id,
               slurm_id, FormatDuration(grace));
   if (whole_gang) {

@@ -1,6 +1,7 @@
 """`executor: slurm` when things die (issue 12): the daemon killed at the two seams of a
 submission (failpoints `executor.slurm.before_sbatch` and `executor.slurm.after_sbatch`,
-docs/faults.md). A real trainyardd on a real Slurm dev cluster
+docs/faults.md), and a node taken down under a distributed job, which must restart as a whole
+gang in a new allocation. A real trainyardd on a real Slurm dev cluster
 (scripts/slurm-dev-cluster.sh), real trainers under trainyard-launcher. Each trainer appends
 what it saw to <out>/<task>.jsonl when it starts, so a test counts how often it ran.
 
@@ -199,3 +200,67 @@ def test_daemon_killed_after_sbatch_adopts_the_job_by_name(env):
     assert len(slurm_jobs(c, "adopted")) == 1, slurm_jobs(c, "adopted")  # never submitted twice
     lines = [m for m in messages(d, "adopted", "master-replica-0") if "line " in m]
     assert lines == ["attempt 0: line %d of master-0" % i for i in range(5)]
+
+
+def test_node_failure_restarts_the_whole_gang_with_new_addresses(env):
+    d = env["daemon"]
+    c = env["cluster"]
+    names = ["master-0", "worker-0", "worker-1"]
+    out = submit(env, "gang", ["--connect", "--lines=3000", "--line_sleep=0.1",
+                               "--lines_after=3"],
+                 scaleTier="CUSTOM", masterType="n1-standard-4", workerType="n1-standard-4",
+                 workerCount=2)
+    # Every replica connected and is printing: the first attempt's gang is up.
+    wait_for(lambda: all(("attempt 0: line 2 of %s" % n) in messages(d, "gang") for n in names),
+             timeout=180, what="the first attempt running")
+    first = slurm_jobs(c, "gang")
+    assert len(first) == 1, first
+    with open(os.path.join(env["shared"], "jobs", PROJECT, "gang", "worker-replica-1",
+                           "slurm.json")) as f:
+        node = json.load(f)["node"]
+    c.node_down(node, reason="ty-gang-test")
+    try:
+        job = d.wait_state("gang", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=240)
+    finally:
+        # ReturnToService=2 may have brought it back already.
+        if any(s in c.node_states().get(node, "") for s in ("down", "drain", "fail")):
+            c.node_resume(node)
+    assert job["state"] == "SUCCEEDED", job
+    service = messages(d, "gang", "service")
+    restarts = [m for m in service if "restarting all 3 together in a new allocation" in m]
+    assert len(restarts) == 1, service
+    # Exactly two attempts, each one Slurm job; the first ended with its node.
+    jobs = slurm_jobs(c, "gang")
+    assert len(jobs) == 2, jobs
+    assert [r[1] for r in jobs if r[0] == first[0][0]] == ["NODE_FAIL"], jobs
+    views = {n: starts(out, n) for n in names}
+    assert all(len(v) == 2 for v in views.values()), views
+    # The second attempt: one cluster for all, with the real new addresses, and the master
+    # reachable at MASTER_ADDR:MASTER_PORT (the workers got there: the master heard them).
+    clusters = {json.dumps(json.loads(v[1]["TF_CONFIG"])["cluster"], sort_keys=True)
+                for v in views.values()}
+    assert len(clusters) == 1, clusters
+    cluster = json.loads(clusters.pop())
+    old = json.loads(views["master-0"][0]["TF_CONFIG"])["cluster"]
+    assert cluster != old
+    assert len(set(cluster["master"] + cluster["worker"])) == 3
+    for n in names:
+        assert "%s:%s" % (views[n][1]["MASTER_ADDR"], views[n][1]["MASTER_PORT"]) == \
+            cluster["master"][0]
+        task = json.loads(views[n][1]["TF_CONFIG"])["task"]
+        assert "%s-%d" % (task["type"], task["index"]) == n  # the same identity
+    master = messages(d, "gang", "master-replica-0")
+    assert "attempt 1: master heard worker-0,worker-1" in master, master
+    # Both attempts' lines are kept, each once.
+    for n, task in zip(names, ["master-replica-0", "worker-replica-0", "worker-replica-1"]):
+        lines = messages(d, "gang", task)
+        assert "start 0 of %s" % n in lines and "start 1 of %s" % n in lines, lines
+        assert [m for m in lines if m.startswith("attempt 1: line ")] == \
+            ["attempt 1: line %d of %s" % (i, n) for i in range(3)]
+        first_lines = [m for m in lines if m.startswith("attempt 0: line ")]
+        assert first_lines == ["attempt 0: line %d of %s" % (i, n)
+                               for i in range(len(first_lines))]
+    # Nothing of either attempt is left in Slurm or on the nodes.
+    wait_for(lambda: not live_jobs(c), timeout=60, what="no Slurm job left")
+    wait_for(lambda: not c.job_pids(), timeout=60,
+             what="no process of a job left: %s" % c.describe(c.job_pids()))
