@@ -26,10 +26,18 @@ first clock reading. `--side both` (the default) interleaves the two sides run b
 
 --queries counts slurmctld RPCs per minute by message type and by user (the difference of two
 `sdiag` readings) while --loop CMD runs in a shell loop, or while something else (a trainyardd
-using the cluster) runs, for --duration seconds.
+using the cluster) runs, for --duration seconds. With --trainyard-jobs N it first starts a
+trainyardd (executor: slurm, the default poll_interval) and submits N jobs whose trainers sleep:
+as many run as the cluster holds (12 on the dev cluster), the rest wait in Slurm's queue, and
+the count is taken once all N are in Slurm and the daemon is in its steady state.
+
+--log-lines L times log ingestion: one job of 8 replicas placed on the 3 nodes (3+3+2: each
+replica asks for a third of a node's memory) whose trainers print L lines each as fast as they
+can; lines per second from the first trainer's start until all 8 x L lines are in the store.
 """
 
 import argparse
+import json
 import os
 import pwd
 import re
@@ -129,7 +137,20 @@ class Cluster:
 # Side "sbatch": a bare allocation whose batch script starts the tasks
 
 
-def batch_script(shape, shared, steps):
+# --task python: each task is a Python interpreter (what a trainer is) instead of a shell.
+PY_TASK = """import json, os, sys, time
+t = time.time()
+d = sys.argv[1]
+n = "%s.%s.%s.%s" % (os.environ["SLURM_JOB_ID"], os.environ["C"], os.environ["SLURM_PROCID"],
+                     os.environ["SLURM_STEP_ID"])
+with open(os.path.join(d, "." + n), "w") as f:
+    f.write(repr(t))
+os.rename(os.path.join(d, "." + n), os.path.join(d, n))
+time.sleep(3600)
+"""
+
+
+def batch_script(shape, shared, steps, task_kind="shell"):
     """The batch script: #SBATCH lines per component, then the task launches. Each task writes
     its first clock reading to shared/<job>.<component>.<task>, then sleeps until cancelled."""
     lines = ["#!/bin/bash"]
@@ -145,6 +166,12 @@ def batch_script(shape, shared, steps):
             "mv %s/.$SLURM_JOB_ID.$C.$SLURM_PROCID.$SLURM_STEP_ID "
             "%s/$SLURM_JOB_ID.$C.$SLURM_PROCID.$SLURM_STEP_ID; exec sleep 3600") % (
                 shared, shared, shared)
+    if task_kind == "python":
+        path = os.path.join(shared, "task.py")
+        if not os.path.exists(path):
+            with open(path, "w") as f:
+                f.write(PY_TASK)
+        task = "exec /usr/bin/python3 %s %s" % (path, shared)
     for i, (tasks, cpus, gpus) in enumerate(shape):
         group = "--het-group=%d " % i if het else ""
         res = "--cpus-per-task=%d --mem-per-cpu=256M %s" % (
@@ -159,8 +186,8 @@ def batch_script(shape, shared, steps):
     return "\n".join(lines) + "\n"
 
 
-def submit_sbatch(cluster, shape, shared, poll, steps):
-    script = batch_script(shape, shared, steps)
+def submit_sbatch(cluster, shape, shared, poll, steps, task_kind="shell"):
+    script = batch_script(shape, shared, steps, task_kind)
     ntasks = sum(t for t, _, _ in shape)
     t0 = time.time()
     job = cluster.run("sbatch", "--parsable", "--no-requeue", "-o", "/dev/null",
@@ -309,7 +336,7 @@ def bench_latency(args, cluster):
     def submit(side, shape):
         if side == "trainyard":
             return submit_trainyard(cluster, shape, shared, args.poll, args.steps, ty)
-        return submit_sbatch(cluster, shape, shared, args.poll, args.steps)
+        return submit_sbatch(cluster, shape, shared, args.poll, args.steps, args.task)
 
     try:
         for name in args.shapes:
@@ -336,13 +363,178 @@ def bench_latency(args, cluster):
         if ty is not None:
             ty.close()
         shutil.rmtree(shared, ignore_errors=True)
-    common.table("Submit -> running, sides %s, sbatch steps %s, ms after the submit started "
-                 "(N=%d per shape, poll %.0f ms)" % ("+".join(sides), args.steps, args.runs,
-                                                     args.poll * 1000),
+    common.table("Submit -> running, sides %s, sbatch steps %s, tasks %s, ms after the submit "
+                 "started (N=%d per shape, poll %.0f ms)" % ("+".join(sides), args.steps,
+                                                             args.task, args.runs,
+                                                             args.poll * 1000),
                  ["shape", "side", "measure", "median", "p90", "max"], rows)
 
 
+SLEEPER = """
+import time
+time.sleep(3600)
+"""
+
+
+def start_trainyard_jobs(cluster, n):
+    """A trainyardd on the cluster with n sleeping jobs, all of them in Slurm; returns it."""
+    shared = tempfile.mkdtemp(prefix="trainyard-bench-slurm-q-")
+    config = os.path.join(shared, "config.yaml")
+    with open(config, "w") as f:
+        f.write("executor: slurm\nslurm:\n  shared_dir: %s\n  cpu_scale: 0.25\n"
+                "  memory_scale: 0.01\n  max_submitted_jobs: %d\n" % (shared, max(n, 1)))
+    daemon = common.Daemon(extra_args=["--config", config], env=cluster.env)
+    daemon.start()
+    client = daemon.client()
+    uri = common.stage_package(client, SLEEPER, "bench-slurm-q")
+    t0 = time.time()
+    for i in range(n):
+        client.check("POST", "/v1/projects/%s/jobs" % common.PROJECT,
+                     {"jobId": "q%d" % i, "trainingInput": {
+                         "scaleTier": "CUSTOM", "masterType": "n1-standard-4",
+                         "packageUris": [uri], "pythonModule": "trainer.task",
+                         "region": "us-central1"}})
+    deadline = time.time() + 600
+    while True:
+        names = [line for line in cluster.run("squeue", "-h", "-o", "%j").splitlines()
+                 if line.startswith("ty-")]
+        if len(names) >= n:
+            break
+        if time.time() > deadline:
+            raise RuntimeError("only %d of %d jobs reached Slurm in 600 s" % (len(names), n))
+        time.sleep(1)
+    print("%d Trainyard jobs in Slurm after %.1f s (%s)" % (
+        n, time.time() - t0, " ".join("%s %d" % (st, c) for st, c in sorted(
+            _count(cluster.run("squeue", "-h", "-o", "%T").split()).items()))))
+    return {"daemon": daemon, "client": client, "shared": shared, "n": n}
+
+
+def _count(items):
+    out = {}
+    for x in items:
+        out[x] = out.get(x, 0) + 1
+    return out
+
+
+def stop_trainyard_jobs(cluster, ty):
+    for i in range(ty["n"]):
+        ty["client"].check("POST", "/v1/projects/%s/jobs/q%d:cancel" % (common.PROJECT, i), {})
+    deadline = time.time() + 600
+    while any(line.startswith("ty-") for line in cluster.run("squeue", "-h", "-o", "%j").split()):
+        if time.time() > deadline:
+            raise RuntimeError("the jobs did not end within 600 s of their cancel")
+        time.sleep(1)
+    ty["client"].close()
+    ty["daemon"].stop()
+    shutil.rmtree(ty["shared"], ignore_errors=True)
+
+
 def bench_queries(args, cluster):
+    ty = None
+    if args.trainyard_jobs:
+        ty = start_trainyard_jobs(cluster, args.trainyard_jobs)
+        time.sleep(args.settle)  # the submits' quick polls are over: the steady state
+    try:
+        _bench_queries(args, cluster)
+    finally:
+        if ty is not None:
+            stop_trainyard_jobs(cluster, ty)
+
+
+LOGGER = """
+import json, os, sys, time
+n = int([a.split("=", 1)[1] for a in sys.argv if a.startswith("--lines=")][0])
+out = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--out=")][0]
+tf = json.loads(os.environ["TF_CONFIG"])
+name = "%s-%d" % (tf["task"]["type"], tf["task"]["index"])
+t0 = time.time()
+w = sys.stdout.write
+for i in range(n):
+    w("line %d of %s: the quick brown fox jumps over the lazy dog\\n" % (i, name))
+sys.stdout.flush()
+with open(os.path.join(out, name), "w") as f:
+    f.write("%r %r" % (t0, time.time()))
+"""
+
+
+def bench_logs(args, cluster):
+    """8 replicas on 3 nodes print --log-lines lines each as fast as they can."""
+    shared = tempfile.mkdtemp(prefix="trainyard-bench-slurm-logs-")
+    out = os.path.join(shared, "out")
+    os.makedirs(out)
+    config = os.path.join(shared, "config.yaml")
+    # n1-highmem-8 (8 vCPUs, 52 GB) as 1 CPU and 624 MB: 3 fit on a 4-CPU, 2000 MB dev node,
+    # so Slurm spreads the 8 replicas over the 3 nodes.
+    with open(config, "w") as f:
+        f.write("executor: slurm\nslurm:\n  shared_dir: %s\n  cpu_scale: 0.125\n"
+                "  memory_scale: 0.012\n  poll_interval: 1s\n" % shared)
+    daemon = common.Daemon(extra_args=["--config", config], env=cluster.env)
+    daemon.start()
+    client = daemon.client()
+    try:
+        uri = common.stage_package(client, LOGGER, "bench-slurm-logs")
+        rows = []
+        for run in range(args.runs + 1):  # the first one builds the environment: not counted
+            job_id = "logs%d" % run
+            run_out = os.path.join(out, job_id)
+            os.makedirs(run_out)
+            client.check("POST", "/v1/projects/%s/jobs" % common.PROJECT,
+                         {"jobId": job_id, "trainingInput": {
+                             "scaleTier": "CUSTOM", "masterType": "n1-highmem-8",
+                             "workerType": "n1-highmem-8", "workerCount": 7,
+                             "packageUris": [uri], "pythonModule": "trainer.task",
+                             "region": "us-central1",
+                             "args": ["--lines=%d" % args.log_lines, "--out=" + run_out]}})
+            job = client.wait_state(job_id, ("SUCCEEDED", "FAILED", "CANCELLED"), timeout=900,
+                                    interval=0.05)
+            done = time.time()
+            if job["state"] != "SUCCEEDED":
+                raise RuntimeError("job %s: %s" % (job_id, job))
+            times = []
+            for name in os.listdir(run_out):
+                with open(os.path.join(run_out, name)) as f:
+                    times.append([float(x) for x in f.read().split()])
+            nodes = set()
+            for d in os.listdir(os.path.join(shared, "jobs", common.PROJECT, job_id)):
+                p = os.path.join(shared, "jobs", common.PROJECT, job_id, d, "slurm.json")
+                if os.path.exists(p):
+                    with open(p) as f:
+                        nodes.add(json.load(f)["node"])
+            stored = _count_lines(client, job_id)
+            total = 8 * args.log_lines
+            if stored != total:
+                raise RuntimeError("job %s: %d of %d lines stored" % (job_id, stored, total))
+            first = min(t[0] for t in times)
+            printed = max(t[1] for t in times)
+            if run == 0:
+                continue
+            rows.append([job_id, len(nodes), total, "%.1f" % (printed - first),
+                         "%.1f" % (done - first), "%.0f" % (total / (printed - first)),
+                         "%.0f" % (total / (done - first))])
+        common.table("Log lines from 8 replicas on 3 nodes to the store (%d lines each)"
+                     % args.log_lines,
+                     ["job", "nodes", "lines", "trainers printing (s)", "until stored (s)",
+                      "printed / s", "stored / s"], rows)
+    finally:
+        client.close()
+        daemon.stop()
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+def _count_lines(client, job_id):
+    """Trainer lines of the job in the store (every replica's, not the service's)."""
+    n, after = 0, 0
+    while True:
+        entries = client.logs(job_id, after=after, page_size=10000).get("entries", [])
+        if not entries:
+            return n
+        for e in entries:
+            if e["jsonPayload"]["message"].startswith("line "):
+                n += 1
+        after = int(entries[-1]["insertId"])
+
+
+def _bench_queries(args, cluster):
     loop = None
     if args.loop:
         loop = subprocess.Popen(["bash", "-c", "while :; do %s; done" % args.loop],
@@ -387,6 +579,9 @@ def main():
     ap.add_argument("--poll", type=float, default=0.02, help="squeue interval in s (0.02)")
     ap.add_argument("--steps", choices=("single", "per-task"), default="single",
                     help="sbatch side: one srun per component or one per task")
+    ap.add_argument("--task", choices=("shell", "python"), default="shell",
+                    help="sbatch side: each task a shell writing its clock (default), or "
+                    "/usr/bin/python3 doing the same (what Trainyard's trainer is)")
     ap.add_argument("--use-cluster", action="store_true",
                     help="use the cluster SLURM_CONF names instead of starting one")
     ap.add_argument("--queries", action="store_true",
@@ -394,17 +589,28 @@ def main():
     ap.add_argument("--loop", help="--queries: shell command run in a loop meanwhile, e.g. "
                     "'squeue -h -u $USER -t all >/dev/null; sleep 1'")
     ap.add_argument("--duration", type=float, default=60, help="--queries: seconds (60)")
+    ap.add_argument("--trainyard-jobs", type=int, default=0,
+                    help="--queries: first submit this many sleeping jobs to a trainyardd "
+                    "(executor: slurm) on the cluster and count while they are in Slurm")
+    ap.add_argument("--settle", type=float, default=30,
+                    help="--queries --trainyard-jobs: seconds to wait before counting (30)")
+    ap.add_argument("--log-lines", type=int, default=0,
+                    help="time log ingestion: 8 replicas on 3 nodes print this many lines "
+                    "each (--runs jobs after one warm-up)")
     args = ap.parse_args()
     if args.side != "sbatch" and args.queries and "--side" in " ".join(sys.argv):
         ap.error("--queries measures the cluster, not a side")
 
-    print("bench_slurm_submit: %s" % ("RPC counts" if args.queries else "side %s, shapes %s" % (
-        args.side, " ".join(args.shapes))))
+    print("bench_slurm_submit: %s" % (
+        "RPC counts" if args.queries else "log ingestion" if args.log_lines else
+        "side %s, shapes %s" % (args.side, " ".join(args.shapes))))
     print("machine: %s" % common.machine_description())
     try:
         with Cluster(args.use_cluster) as cluster:
             if args.queries:
                 bench_queries(args, cluster)
+            elif args.log_lines:
+                bench_logs(args, cluster)
             else:
                 bench_latency(args, cluster)
     except NotImplementedError as e:

@@ -9,18 +9,25 @@
 //
 // Crash safety: gang.json names the Slurm job before sbatch runs and gets its id after; a
 // daemon that died in between finds the job by its unique name (squeue lists every job of
-// ours), so a gang is never submitted twice.
+// ours), so a gang is never submitted twice. sbatch runs holding a lock on the gang's
+// sbatch.lock (flock, passed to it as fd 3), which outlives a daemon killed while sbatch
+// runs: a gang whose id is unknown is judged only once no sbatch of it is in flight, from a
+// squeue that began after that. Listed by name: adopted. Not listed, and no trace of a run
+// (driver.out, a launcher's files): it never reached Slurm, and is submitted (again).
 //
 // Threads: callers touch the tables under mu_; the monitor thread runs squeue, tails the work
 // dirs and is the only caller of the listener.
+#include <fcntl.h>
 #include <poll.h>
 #include <pwd.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <map>
@@ -33,6 +40,7 @@
 #include "hypertune_metrics.h"
 #include "proc_util.h"
 #include "protocol_private.h"
+#include "trainyard/core/failpoint.h"
 #include "trainyard/core/log.h"
 #include "trainyard/core/util.h"
 #include "trainyard/executor/launcher_protocol.h"
@@ -51,6 +59,8 @@ constexpr const char* kGangFile = "gang.json";
 constexpr const char* kPlanFile = "plan.json";
 constexpr const char* kDriverOut = "driver.out";
 constexpr const char* kSlurmReplicaFile = "slurm.json";
+constexpr const char* kScriptFile = "job.sh";
+constexpr const char* kSbatchLock = "sbatch.lock";
 constexpr Duration kCommandTimeout = 30 * kMicrosPerSecond;
 // After an exit was seen, polls spent re-delivering lines the store refused.
 constexpr int kMaxDrainRetries = 200;
@@ -132,6 +142,17 @@ std::vector<std::string> SlurmClientEnv() {
 
 std::string ToMinutesCeil(Duration d) {
   return std::to_string((d + 60 * kMicrosPerSecond - 1) / (60 * kMicrosPerSecond));
+}
+
+// Whether an sbatch of the gang in `gang_dir` may still be running (one started by a daemon
+// that died holds the lock until it exits).
+bool SbatchInFlight(const std::string& gang_dir) {
+  const std::string path = Join(gang_dir, kSbatchLock);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;  // never started
+  const bool busy = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // also drops the lock this probe took
+  return busy;
 }
 
 }  // namespace
@@ -224,9 +245,14 @@ struct Gang {
   std::string reason;
   bool seen = false;
   bool submitting = false;  // sbatch not yet answered
+  // sbatch may or may not have run (the daemon stopped before it answered, or it timed out):
+  // the next squeue that starts with no sbatch of it in flight decides (adopt or submit).
+  bool unconfirmed = false;
+  bool probe_free = false;  // no sbatch of it in flight when the current squeue began
   bool ended = false;
   int64_t ended_at = 0;      // monotonic
   int64_t submitted_at = 0;  // monotonic
+  int tasks = 0;
   std::vector<ReplicaKey> members;
   std::string note;            // a warning for the job's log once it is submitted ("" = none)
   std::string told;            // the waiting reason last written to the job's log
@@ -270,6 +296,9 @@ class SlurmExecutor final : public Executor {
   std::vector<RecoveredReplica> Recover(const std::vector<ReplicaKey>& keys) override;
   std::vector<MetricRecord> ReplicaMetrics(const ReplicaKey& key, const std::string& tag) override;
   std::vector<std::string> ReplicaMetricTags(const ReplicaKey& key) override;
+  // A gang is one allocation: a lost replica's run restarts whole (a new allocation, new
+  // addresses for every replica, the same identities).
+  bool RestartsWholeRuns() const override { return true; }
   int RunningCount() const override {
     std::lock_guard<std::mutex> lock(mu_);
     return static_cast<int>(replicas_.size());
@@ -301,6 +330,11 @@ class SlurmExecutor final : public Executor {
   void ReportExit(SReplica& r);
   void Scancel(const std::vector<std::string>& args);
   void EnforceDeadlines();
+  // Whether a gang Slurm does not list left any trace of running (its driver's output, a
+  // launcher's files): a job that ran and left squeue (MinJobAge) is never submitted again.
+  bool GangRan(const Gang& gang, const std::vector<ReplicaKey>& members) const;
+  // Queues the gang's sbatch (mu_ held).
+  void QueueSubmitLocked(const std::shared_ptr<Gang>& gang);
   std::string WorkDirFor(const ReplicaKey& key) const {
     return RunDirOf(options_.jobs_dir, key) + "/" + key.TaskName();
   }
@@ -322,12 +356,7 @@ class SlurmExecutor final : public Executor {
   int64_t next_squeue_ = 0;                                   // guarded by mu_
   int fast_polls_ = 0;   // guarded by mu_: quick squeue polls left after an event
   std::string problem_;  // guarded by mu_: why the last squeue failed ("" = it answered)
-  struct PendingSubmit {
-    std::shared_ptr<Gang> gang;
-    std::string script;
-    int tasks = 0;
-  };
-  std::deque<PendingSubmit> submit_queue_;  // guarded by mu_
+  std::deque<std::shared_ptr<Gang>> submit_queue_;  // guarded by mu_
   std::condition_variable submit_cv_;
   std::thread monitor_;
   std::thread submitter_;
@@ -492,7 +521,7 @@ Status SlurmExecutor::Submit(const std::shared_ptr<Gang>& gang, const json& plan
                              const SlurmGangPlan& shape) {
   TRAINYARD_RETURN_IF_ERROR(
       WriteFileAtomic(shape.plan_path, plan.dump(-1, ' ', false, json::error_handler_t::replace)));
-  const std::string script_path = Join(gang->dir, "job.sh");
+  const std::string script_path = Join(gang->dir, kScriptFile);
   TRAINYARD_RETURN_IF_ERROR(WriteFileAtomic(script_path, SlurmBatchScript(options_, shape)));
   // The name first: a daemon that dies before it learns the id adopts the job by its name.
   TRAINYARD_RETURN_IF_ERROR(
@@ -501,15 +530,31 @@ Status SlurmExecutor::Submit(const std::shared_ptr<Gang>& gang, const json& plan
   // waits for the controller. A refusal comes back as the replicas' exits.
   {
     std::lock_guard<std::mutex> lock(mu_);
-    gang->submitting = true;
-    gang->submitted_at = MonotonicMicros();
+    gang->tasks = 0;
+    for (const auto& c : shape.components) gang->tasks += c.tasks;
     gangs_.insert(gang);
-    int tasks = 0;
-    for (const auto& c : shape.components) tasks += c.tasks;
-    submit_queue_.push_back({gang, script_path, tasks});
+    QueueSubmitLocked(gang);
   }
-  submit_cv_.notify_one();
   return Status::Ok();
+}
+
+void SlurmExecutor::QueueSubmitLocked(const std::shared_ptr<Gang>& gang) {
+  gang->submitting = true;
+  gang->unconfirmed = false;
+  gang->submitted_at = MonotonicMicros();
+  submit_queue_.push_back(gang);
+  submit_cv_.notify_one();
+}
+
+bool SlurmExecutor::GangRan(const Gang& gang, const std::vector<ReplicaKey>& members) const {
+  if (FileExists(Join(gang.dir, kDriverOut))) return true;
+  for (const ReplicaKey& key : members) {
+    const std::string dir = WorkDirFor(key);
+    for (const char* f : {kPidFile, kRunningFile, kLogFile, kExitFile, kSlurmReplicaFile}) {
+      if (FileExists(Join(dir, f))) return true;
+    }
+  }
+  return false;
 }
 
 void SlurmExecutor::SubmitLoop() {
@@ -517,14 +562,27 @@ void SlurmExecutor::SubmitLoop() {
   while (true) {
     submit_cv_.wait(lock, [&] { return stop_ || !submit_queue_.empty(); });
     if (stop_) return;
-    PendingSubmit next = std::move(submit_queue_.front());
+    std::shared_ptr<Gang> gang = std::move(submit_queue_.front());
     submit_queue_.pop_front();
     lock.unlock();
-    const auto& gang = next.gang;
-    auto res = RunCommand({"sbatch", "--parsable", next.script}, SlurmClientEnv(), kCommandTimeout);
+    // Held by sbatch until it exits, even when this daemon dies meanwhile (SbatchInFlight).
+    const std::string lock_path = Join(gang->dir, kSbatchLock);
+    const int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lock_fd < 0 || ::flock(lock_fd, LOCK_EX) != 0) {
+      TY_LOG_WARN(kLog, "{}: cannot lock {}: {}", gang->name, lock_path, std::strerror(errno));
+    }
+    TY_FAILPOINT("executor.slurm.before_sbatch");  // the gang's files written, no sbatch yet
+    auto res = RunCommand({"sbatch", "--parsable", Join(gang->dir, kScriptFile)}, SlurmClientEnv(),
+                          kCommandTimeout, lock_fd);
+    if (lock_fd >= 0) ::close(lock_fd);
     std::string id;
     std::string refused;
-    if (!res.ok()) {
+    bool unsure = false;
+    if (!res.ok() && res.status().code() == StatusCode::kDeadlineExceeded) {
+      // Slurm may have taken the job before sbatch was stopped: squeue decides.
+      unsure = true;
+      TY_LOG_WARN(kLog, "{}: {}; looking for it by name", gang->name, res.status().message());
+    } else if (!res.ok()) {
       refused = "cannot submit to Slurm: " + res.status().message();
     } else if (res->exit_code != 0) {
       // Slurm's own words: "Requested node configuration is not available" and the like.
@@ -532,14 +590,19 @@ void SlurmExecutor::SubmitLoop() {
     } else {
       id = Trim(res->out);
       if (size_t semi = id.find(';'); semi != std::string::npos) id = id.substr(0, semi);
+      TY_FAILPOINT("executor.slurm.after_sbatch");  // Slurm has the job, gang.json no id
       Status w = WriteFileAtomic(Join(gang->dir, kGangFile),
                                  json({{"name", gang->name}, {"jobId", id}}).dump());
       if (!w.ok()) TY_LOG_WARN(kLog, "{} (the job is adopted by its name)", w.ToString());
-      TY_LOG_INFO(kLog, "submitted {} as Slurm job {} ({} tasks)", gang->name, id, next.tasks);
+      TY_LOG_INFO(kLog, "submitted {} as Slurm job {} ({} tasks)", gang->name, id, gang->tasks);
     }
     lock.lock();
     gang->submitting = false;
-    if (!refused.empty()) {
+    if (unsure) {
+      gang->unconfirmed = true;
+      fast_polls_ = 4;
+      next_squeue_ = 0;
+    } else if (!refused.empty()) {
       TY_LOG_WARN(kLog, "{}: {}", gang->name, refused);
       gang->ended = true;
       gang->ended_at = MonotonicMicros() - options_.file_grace;  // nothing to wait for
@@ -633,6 +696,7 @@ void SlurmExecutor::Kill(const ReplicaKey& key, Duration grace, const std::strin
   std::shared_ptr<Gang> gang;
   bool whole_gang = false;
   bool running = false;  // squeue last said RUNNING (its steps may be up)
+  bool ended = false;    // Slurm's job ended already (its exits are on their way)
   std::string slurm_id;  // "" while sbatch has not answered
   const int64_t now = MonotonicMicros();
   if (grace < 0) grace = 0;
@@ -651,6 +715,7 @@ void SlurmExecutor::Kill(const ReplicaKey& key, Duration grace, const std::strin
       return m == replicas_.end() || m->second->kill_requested;
     });
     running = gang->seen && gang->state == "RUNNING";
+    ended = gang->ended;
     slurm_id = gang->slurm_id;
     if (whole_gang) {
       if (gang->hard_cancel_at == 0 || gang->hard_cancel_at > now + grace) {
@@ -668,7 +733,7 @@ void SlurmExecutor::Kill(const ReplicaKey& key, Duration grace, const std::strin
                              /*durable=*/false);
   if (!s.ok()) TY_LOG_WARN(kLog, "{}", s.ToString());
   // Not submitted yet: the poll that learns its id cancels it (hard_cancel_at is set).
-  if (slurm_id.empty()) return;
+  if (slurm_id.empty() || ended) return;
   TY_LOG_INFO(kLog, "stopping {} of job {} (Slurm job {}, grace {})", key.TaskName(), key.job_id,
               slurm_id, FormatDuration(grace));
   if (whole_gang) {
@@ -731,13 +796,30 @@ std::vector<RecoveredReplica> SlurmExecutor::Recover(const std::vector<ReplicaKe
           gang->name = j.value("name", "");
           gang->slurm_id = j.value("jobId", "");
         }
+      } else if (!gang_dir.empty() && FileExists(Join(gang_dir, kScriptFile))) {
+        // The daemon stopped between the batch script and gang.json: sbatch never ran.
+        if (auto p = ReadFile(Join(gang_dir, kPlanFile)); p.ok()) {
+          json j = json::parse(*p, nullptr, false);
+          if (j.is_object()) gang->name = j.value("name", "");
+        }
       }
       if (gang_dir.empty() || gang->name.empty()) {
         gang->ended = true;  // nothing was submitted: the replica never started
         gang->state = "NOT_SUBMITTED";
+      } else if (gang->slurm_id.empty()) {
+        gang->unconfirmed = true;  // the next squeue (with no sbatch in flight) decides
+      }
+      if (auto p = ReadFile(Join(gang_dir, kPlanFile)); p.ok() && !gang_dir.empty()) {
+        json j = json::parse(*p, nullptr, false);
+        if (j.is_object() && j.contains("replicas")) {
+          gang->tasks = static_cast<int>(j["replicas"].size());
+        }
       }
     }
-    gang->members.push_back(key);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      gang->members.push_back(key);
+    }
     r->gang = gang;
     if (auto kill_text = ReadFile(Join(dir, kKillFile)); kill_text.ok()) {
       r->kill_requested = true;
@@ -802,6 +884,21 @@ void SlurmExecutor::Shutdown() {
 }
 
 void SlurmExecutor::PollSlurm() {
+  // Gangs whose sbatch may or may not have run: whether one is in flight is asked before
+  // squeue starts, so a job it submitted is in this squeue's answer.
+  std::vector<std::pair<std::shared_ptr<Gang>, std::vector<ReplicaKey>>> unconfirmed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& g : gangs_) {
+      if (g->unconfirmed && !g->ended) unconfirmed.emplace_back(g, g->members);
+    }
+  }
+  std::map<Gang*, bool> free_before;
+  std::map<Gang*, bool> ran;  // for the ones that may need submitting
+  for (const auto& [g, members] : unconfirmed) {
+    free_before[g.get()] = !SbatchInFlight(g->dir);
+    if (free_before[g.get()]) ran[g.get()] = GangRan(*g, members);
+  }
   auto res = RunCommand({"squeue", "-h", "-u", user_, "-t", "all", "-o", "%i|%T|%r|%N|%j"},
                         SlurmClientEnv(), kCommandTimeout);
   if (!res.ok() || res->exit_code != 0) {
@@ -866,6 +963,8 @@ void SlurmExecutor::PollSlurm() {
     auto it = by_name.find(gang->name);
     if (it != by_name.end()) {
       const SlurmJobState& s = it->second;
+      if (gang->submitting) continue;  // a resubmission's own answer comes first
+      gang->unconfirmed = false;
       if (gang->slurm_id.empty()) {
         gang->slurm_id = s.id;  // adopted by name (the daemon died right after sbatch)
         Status w = WriteFileAtomic(Join(gang->dir, kGangFile),
@@ -912,6 +1011,32 @@ void SlurmExecutor::PollSlurm() {
       if (!gang->cancel_sent && gang->hard_cancel_at != 0 && !gang->ended) {
         to_cancel.emplace_back(gang, s.state == "RUNNING" ? "TERM" : "");
         gang->cancel_sent = true;
+      }
+    } else if (gang->unconfirmed) {
+      auto f = free_before.find(gang.get());
+      if (f == free_before.end() || !f->second) continue;  // an sbatch may still be running
+      const bool all_killed =
+          std::all_of(gang->members.begin(), gang->members.end(), [&](const ReplicaKey& k) {
+            auto m = replicas_.find(k);
+            return m == replicas_.end() || m->second->kill_requested;
+          });
+      if (ran[gang.get()]) {
+        // It ran and left the queue (MinJobAge) while nobody watched: its files tell how.
+        gang->unconfirmed = false;
+        gang->ended = true;
+        gang->ended_at = now;
+        gang->state = "UNKNOWN";
+        gang->reason = "the job left the Slurm queue";
+      } else if (all_killed) {
+        gang->unconfirmed = false;
+        gang->ended = true;
+        gang->ended_at = now - options_.file_grace;  // nothing ran: nothing to wait for
+        gang->state = "NOT_SUBMITTED";
+      } else {
+        // Slurm never got it (the daemon stopped before sbatch ran, or sbatch failed).
+        TY_LOG_INFO(kLog, "{}: Slurm has no job of this name and it left no trace: submitting it",
+                    gang->name);
+        QueueSubmitLocked(gang);
       }
     } else if (!gang->submitting &&
                (gang->seen || now - gang->submitted_at > 60 * kMicrosPerSecond)) {

@@ -18,13 +18,26 @@ namespace trainyard::executor {
 
 Result<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                  const std::vector<std::string>& env, Duration timeout) {
+  return RunCommand(argv, env, timeout, -1);
+}
+
+Result<CommandResult> RunCommand(const std::vector<std::string>& argv,
+                                 const std::vector<std::string>& env, Duration timeout,
+                                 int pass_fd) {
   if (argv.empty()) return InvalidArgument("empty command");
+  // A copy above 3, so that dup2 onto 3 always clears close-on-exec in the child.
+  const int extra = pass_fd >= 0 ? ::fcntl(pass_fd, F_DUPFD_CLOEXEC, 10) : -1;
+  if (pass_fd >= 0 && extra < 0) return Internal(std::string("fcntl: ") + strerror(errno));
   int out_pipe[2];
   int err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return Internal(std::string("pipe: ") + strerror(errno));
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
+    if (extra >= 0) ::close(extra);
+    return Internal(std::string("pipe: ") + strerror(errno));
+  }
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
     ::close(out_pipe[0]);
     ::close(out_pipe[1]);
+    if (extra >= 0) ::close(extra);
     return Internal(std::string("pipe: ") + strerror(errno));
   }
   posix_spawn_file_actions_t fa;
@@ -32,6 +45,7 @@ Result<CommandResult> RunCommand(const std::vector<std::string>& argv,
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
   posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
+  if (extra >= 0) posix_spawn_file_actions_adddup2(&fa, extra, 3);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   sigset_t none;
@@ -57,6 +71,7 @@ Result<CommandResult> RunCommand(const std::vector<std::string>& argv,
   posix_spawnattr_destroy(&attr);
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
+  if (extra >= 0) ::close(extra);
   if (rc != 0) {
     ::close(out_pipe[0]);
     ::close(err_pipe[0]);

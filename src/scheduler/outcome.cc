@@ -108,8 +108,15 @@ RestartDecision DecideRestart(const RestartInput& in) {
     return d;
   }
   d.kind = RestartDecision::kRestart;
-  d.message = who + how + "; restarting it with the same identity (restart " +
-              std::to_string(in.restarts + 1) + " of " + std::to_string(in.max_restarts) + ").";
+  const std::string count = "(restart " + std::to_string(in.restarts + 1) + " of " +
+                            std::to_string(in.max_restarts) + ").";
+  if (in.whole_run && in.run.size() > 1) {
+    d.message = who + how + "; stopping the other replicas and restarting all " +
+                std::to_string(in.run.size()) +
+                " together in a new allocation, each with the same identity " + count;
+  } else {
+    d.message = who + how + "; restarting it with the same identity " + count;
+  }
   return d;
 }
 

@@ -651,6 +651,9 @@ void SchedulerCore::FinishLocked(ActiveJob& aj, JobState to, const std::string& 
 // fails fails the run. Asks the other replicas to stop once the run is decided.
 SchedulerCore::RunOutcome SchedulerCore::EvaluateRunLocked(ActiveJob& aj,
                                                            const std::string& trial_id) {
+  // Being restarted whole: its lost replica is no failure, and nothing is decided until it
+  // runs again (or the restart is given up, ContinueRunRestartLocked).
+  if (aj.run_restarts.count(trial_id) != 0) return RunOutcome{false, false, ""};
   std::vector<const outcome::ReplicaState*> run;
   for (const auto& r : aj.replicas) {
     if (r.key.trial_id == trial_id) run.push_back(&r);
@@ -754,6 +757,15 @@ void SchedulerCore::OnReplicaExit(const executor::ReplicaKey& key,
     if (r.key == key) {
       r.exited = true;
       r.exit = exit;
+      if (aj.run_restarts.count(key.trial_id) != 0) {
+        // One more replica of a run being restarted whole is gone (stopped, or lost with
+        // the others): whatever it reported, the run starts again.
+        if (ContinueRunRestartLocked(aj, key.trial_id)) {
+          cv_.notify_all();
+          return;
+        }
+        break;  // given up: the usual rules decide
+      }
       if (MaybeRestartLocked(aj, r)) return;
     }
   }
@@ -776,12 +788,26 @@ bool SchedulerCore::MaybeRestartLocked(ActiveJob& aj, Replica& r) {
   in.max_restarts = options_.replica_restarts;
   in.run_ending = !aj.cancel_reason.empty() || !aj.job.error_message.empty() ||
                   model::IsTerminal(aj.job.state) || !r.has_spec || TrialEndingLocked(aj, r);
+  in.whole_run = executor_.RestartsWholeRuns();
   const outcome::RestartDecision d = outcome::DecideRestart(in);
   if (d.kind == outcome::RestartDecision::kExhausted ||
       d.kind == outcome::RestartDecision::kPermanent) {
     ServiceLogLocked(aj.job, model::Severity::kError, d.message);
   }
   if (d.kind != outcome::RestartDecision::kRestart) return false;
+  if (in.whole_run) {
+    // One allocation per run on this backend: every replica stops (the lost one's peers with
+    // their grace, to checkpoint), then the run starts again in a new one, each replica with
+    // its identity, all with the new addresses (ContinueRunRestartLocked).
+    ServiceLogLocked(aj.job, model::Severity::kWarning, d.message);
+    aj.run_restarts.insert(r.key.trial_id);
+    for (auto& other : aj.replicas) {
+      if (&other != &r && other.key.trial_id == r.key.trial_id) {
+        StopReplicaLocked(other, options_.cancel_grace);
+      }
+    }
+    return ContinueRunRestartLocked(aj, r.key.trial_id);
+  }
   ++r.restarts;
   ++restarts_total_;
   // The executor keeps the attempt with the spec, so a restarted daemon continues the count.
@@ -797,6 +823,48 @@ bool SchedulerCore::MaybeRestartLocked(ActiveJob& aj, Replica& r) {
   r.exited = false;
   r.stop_sent = false;
   r.exit = executor::ReplicaExit();
+  return true;
+}
+
+bool SchedulerCore::ContinueRunRestartLocked(ActiveJob& aj, const std::string& trial_id) {
+  // Given up when the run ends anyway: a cancel, a recorded failure, a trial being stopped,
+  // or a master that finished on its own before it could be stopped (it decides, compat §12).
+  bool give_up =
+      !aj.cancel_reason.empty() || !aj.job.error_message.empty() || model::IsTerminal(aj.job.state);
+  bool waiting = false;
+  for (const auto& r : aj.replicas) {
+    if (r.key.trial_id != trial_id) continue;
+    if (r.launched && !r.exited) waiting = true;
+    if (TrialEndingLocked(aj, r)) give_up = true;
+    if (r.key.task_type == "master" && r.exited && !r.exit.killed_by_request &&
+        outcome::ExitedCleanly(r.exit)) {
+      give_up = true;
+    }
+  }
+  if (give_up) {
+    aj.run_restarts.erase(trial_id);
+    return false;
+  }
+  if (waiting) return true;
+  aj.run_restarts.erase(trial_id);
+  // Every replica starts its next attempt (a new log stream each, a new spec), so the run's
+  // restarts count as one restart of each replica against replica_restarts.
+  for (auto& r : aj.replicas) {
+    if (r.key.trial_id != trial_id) continue;
+    ++r.restarts;
+    ++restarts_total_;
+    r.launched = false;
+    r.exited = false;
+    r.running = false;
+    r.stop_sent = false;
+    r.exit = executor::ReplicaExit();
+  }
+  FlushServiceLogsLocked();
+  Status st = LaunchLocked(aj, trial_id);
+  if (!st.ok()) {
+    MarkLaunchFailedLocked(aj, trial_id, Status(st.code(), "restart failed: " + st.message()));
+    return false;
+  }
   return true;
 }
 

@@ -107,6 +107,10 @@ class SchedulerCore {
   struct ActiveJob {
     model::Job job;
     std::vector<Replica> replicas;
+    // Runs (trial ids, "" = the job's own) being restarted whole (Executor::RestartsWholeRuns):
+    // a replica was lost, the others are being stopped, and all start again together once
+    // every one is gone. Nothing is decided about such a run meanwhile.
+    std::set<std::string> run_restarts;
     std::string cancel_reason;  // set once a cancel was requested (user or deadline)
     // The terminal state FinishLocked could not store (the store was unavailable), with its
     // message: stored again every tick until it is (CheckDeadlinesLocked).
@@ -190,6 +194,9 @@ class SchedulerCore {
   RunOutcome EvaluateRunLocked(ActiveJob& aj, const std::string& trial_id);
   // Restarts a replica killed from outside when the policy allows; true when it did.
   bool MaybeRestartLocked(ActiveJob& aj, Replica& r);
+  // A run being restarted whole: launches it again once every replica is gone. False when
+  // the restart was given up (the job is ending, or its master finished meanwhile).
+  bool ContinueRunRestartLocked(ActiveJob& aj, const std::string& trial_id);
   // Queues a stop request for a running replica, once per run of it.
   void StopReplicaLocked(Replica& r, Duration grace, const std::string& reason = "");
   void AccrueUnitsLocked(ActiveJob& aj, Timestamp now);

@@ -125,7 +125,9 @@ def test_single_replica_job_succeeds_with_its_logs(env):
     assert (s["MASTER_ADDR"], s["MASTER_PORT"]) == (host, port)
     assert s["SLURM_JOB_ID"] is None  # the trainer's environment is Trainyard's, not Slurm's
     assert s["CUDA_VISIBLE_DEVICES"] == ""
-    assert not ours(env["cluster"])
+    # The job ends with its master's report; the Slurm job ends once its driver has seen the
+    # step exit, a moment later.
+    wait_for(lambda: not ours(env["cluster"]), timeout=60, what="no Slurm job left")
 
 
 def test_distributed_job_gets_real_addresses_and_its_own_gpus(env):
@@ -176,7 +178,9 @@ def test_more_shapes_than_nodes_run_as_one_envelope_job(env):
     assert any("the replicas have 4 shapes" in m and "partition has 3" in m
                for m in service), service
     assert seen(out, "evaluator-0")["RANK"] is None
-    assert not ours(env["cluster"])
+    # The job ends with its master's report; the Slurm job ends once its driver has seen the
+    # step exit, a moment later.
+    wait_for(lambda: not ours(env["cluster"]), timeout=60, what="no Slurm job left")
 
 
 def test_failing_worker_fails_the_job_and_stops_the_others(env):

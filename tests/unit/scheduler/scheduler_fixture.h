@@ -76,6 +76,7 @@ class FakeExecutor : public executor::Executor {
     return it != metric_tags.end() ? it->second : std::vector<std::string>{};
   }
   int RunningCount() const override { return 0; }
+  bool RestartsWholeRuns() const override { return whole_runs; }
   void Shutdown() override {}
 
   std::vector<executor::ReplicaSpec> Launched() {
@@ -100,6 +101,7 @@ class FakeExecutor : public executor::Executor {
   std::map<executor::ReplicaKey, std::vector<std::string>> metric_tags;  // in the metric file
   std::vector<executor::ReplicaKey> recover_keys;
   std::set<executor::ReplicaKey> reattach;  // still running at Recover
+  bool whole_runs = false;                  // a backend like Slurm's (RestartsWholeRuns)
 };
 
 inline executor::ReplicaExit CleanExit() {

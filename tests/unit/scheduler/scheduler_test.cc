@@ -690,6 +690,82 @@ TEST_F(SchedulerTest, AReplicaKilledFromOutsideIsRestartedWithTheSameSpec) {
             lines.end());
 }
 
+// A backend with one allocation per run (Slurm): a lost replica's peers are stopped, and the
+// whole run starts again once every replica is gone, each with its identity and a new attempt.
+TEST_F(SchedulerTest, ABackendThatRestartsWholeRunsGetsEveryReplicaAgainTogether) {
+  options_.replica_restarts = 1;
+  exec_.whole_runs = true;
+  StartScheduler();
+  ASSERT_TRUE(sched_->Submit(CustomJob("wr", 2, 0, 0)).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 3; }));
+  const auto first = exec_.Launched();
+  executor::ReplicaExit lost;
+  lost.phase = "lost";
+  lost.exit_code = -1;
+  lost.message = "Slurm ended its allocation (job 7 NODE_FAIL)";
+  sched_->OnReplicaExit(Key("wr", "worker", 1), lost);
+  // Nothing starts until the others are gone; they are stopped with the grace.
+  EXPECT_EQ(exec_.Launched().size(), 3u);
+  const auto kills = exec_.Killed();
+  std::set<executor::ReplicaKey> killed(kills.begin(), kills.end());
+  EXPECT_EQ(killed,
+            (std::set<executor::ReplicaKey>{Key("wr", "master", 0), Key("wr", "worker", 0)}));
+  EXPECT_NE(StateOf("wr"), JobState::kFailed);
+  executor::ReplicaExit stopped = SignalExit(SIGTERM);
+  stopped.killed_by_request = true;
+  sched_->OnReplicaExit(Key("wr", "master", 0), stopped);
+  EXPECT_EQ(exec_.Launched().size(), 3u);
+  EXPECT_NE(StateOf("wr"), JobState::kFailed);
+  // The last one reports an error of its own (its peer vanished): the run restarts anyway.
+  executor::ReplicaExit error = CleanExit();
+  error.exit_code = 1;
+  sched_->OnReplicaExit(Key("wr", "worker", 0), error);
+  const auto launched = exec_.Launched();
+  ASSERT_EQ(launched.size(), 6u);
+  for (size_t i = 0; i < 3; ++i) {
+    const auto& again = launched[3 + i];
+    EXPECT_EQ(again.key, first[i].key);
+    EXPECT_EQ(again.attempt, 1);
+    EXPECT_EQ(again.work_dir, first[i].work_dir);
+  }
+  EXPECT_EQ(StateOf("wr"), JobState::kPreparing);
+  auto lines = ServiceLines("wr");
+  EXPECT_NE(std::find_if(lines.begin(), lines.end(),
+                         [](const std::string& l) {
+                           return l.find(
+                                      "The replica worker 1 was lost (Slurm ended its "
+                                      "allocation (job 7 NODE_FAIL)); stopping the other "
+                                      "replicas and restarting all 3 together in a new "
+                                      "allocation, each with the same identity (restart 1 "
+                                      "of 1).") != std::string::npos;
+                         }),
+            lines.end());
+  // The restart limit is the run's: a second loss fails the job once the others are gone.
+  sched_->OnReplicaExit(Key("wr", "master", 0), lost);
+  EXPECT_EQ(exec_.Launched().size(), 6u);
+  sched_->OnReplicaExit(Key("wr", "worker", 0), stopped);
+  sched_->OnReplicaExit(Key("wr", "worker", 1), stopped);
+  EXPECT_EQ(StateOf("wr"), JobState::kFailed);
+}
+
+TEST_F(SchedulerTest, ACancelWhileARunRestartsWholeCancelsTheJob) {
+  options_.replica_restarts = 3;
+  exec_.whole_runs = true;
+  StartScheduler();
+  ASSERT_TRUE(sched_->Submit(CustomJob("wc", 1, 0, 0)).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 2; }));
+  executor::ReplicaExit lost;
+  lost.phase = "lost";
+  lost.exit_code = -1;
+  sched_->OnReplicaExit(Key("wc", "master", 0), lost);
+  ASSERT_TRUE(sched_->Cancel("p", "wc").ok());
+  executor::ReplicaExit stopped = SignalExit(SIGTERM);
+  stopped.killed_by_request = true;
+  sched_->OnReplicaExit(Key("wc", "worker", 0), stopped);
+  EXPECT_EQ(exec_.Launched().size(), 2u);
+  EXPECT_EQ(StateOf("wc"), JobState::kCancelled);
+}
+
 TEST_F(SchedulerTest, AReplicaThatExitsWithAnErrorIsNotRestarted) {
   StartScheduler();
   ASSERT_TRUE(sched_->Submit(CustomJob("nr", 1, 0, 0)).ok());

@@ -278,6 +278,12 @@ class Executor {
     (void)key;
     return "";
   }
+  // Whether a lost replica is restarted with its whole run (every replica of the job, or of
+  // the trial, stopped and launched again together with LaunchGang): a backend that gives each
+  // gang attempt one allocation (Slurm) cannot add one replica to a running gang, and the
+  // peers of a replica started elsewhere would keep its old address. false: the lost replica
+  // alone is launched again (Launch), with the same identity and address.
+  virtual bool RestartsWholeRuns() const { return false; }
   // Number of replicas currently running (for /metrics).
   virtual int RunningCount() const = 0;
   // Resource use of the running replicas that have cgroups (for /metrics); empty where the

@@ -21,6 +21,11 @@ struct CommandResult {
 // is a result.
 Result<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                  const std::vector<std::string>& env, Duration timeout);
+// The same, and the command gets `pass_fd` as its descriptor 3 (the open file description is
+// shared: a lock held on it stays held while the command runs, also after this process died).
+Result<CommandResult> RunCommand(const std::vector<std::string>& argv,
+                                 const std::vector<std::string>& env, Duration timeout,
+                                 int pass_fd);
 
 // The first lines of a command's error output, for a message ("exit status N" when silent).
 std::string CommandError(const CommandResult& r);

@@ -64,6 +64,8 @@ struct RestartInput {
   // The job or trial is ending anyway (cancel requested, a failure recorded, terminal, its
   // trial is being stopped), or the replica cannot be launched again.
   bool run_ending = false;
+  // The backend restarts the whole run (Executor::RestartsWholeRuns): the message says so.
+  bool whole_run = false;
 };
 RestartDecision DecideRestart(const RestartInput& in);
 

@@ -1,0 +1,266 @@
+"""`executor: slurm` when things die (issue 12): the daemon killed at the two seams of a
+submission (failpoints `executor.slurm.before_sbatch` and `executor.slurm.after_sbatch`,
+docs/faults.md), and a node taken down under a distributed job, which must restart as a whole
+gang in a new allocation. A real trainyardd on a real Slurm dev cluster
+(scripts/slurm-dev-cluster.sh), real trainers under trainyard-launcher. Each trainer appends
+what it saw to <out>/<task>.jsonl when it starts, so a test counts how often it ran.
+
+Run with Debian's /usr/bin/python3 -m pytest tests/integration/test_slurm_recovery.py."""
+
+import json
+import os
+import signal
+import tempfile
+
+import pytest
+
+from conftest import PROJECT, Daemon, build_sdist, make_package, upload_package, wait_for
+from slurm_cluster import requires_slurm, slurm_cluster  # noqa: F401
+
+pytestmark = requires_slurm
+
+CONFIG = """executor: slurm
+cancel_grace: 10s
+replica_restarts: 2
+slurm:
+  shared_dir: {shared}
+  cpu_scale: 0.25
+  memory_scale: 0.01
+  poll_interval: 1s
+"""
+
+# --connect: the master listens on its own TF_CONFIG address until every worker has said its
+# name there; the workers reach it at MASTER_ADDR:MASTER_PORT. A run of a gang whose addresses
+# are stale or inconsistent never gets past this (it times out and fails).
+TRAINER = """
+import json, os, signal, socket, sys, time
+args = dict(a.split("=", 1) if "=" in a else (a, "1") for a in sys.argv[1:])
+tf = json.loads(os.environ["TF_CONFIG"])
+name = "%s-%d" % (tf["task"]["type"], tf["task"]["index"])
+path = os.path.join(args["--out"], name + ".jsonl")
+attempt = sum(1 for _ in open(path)) if os.path.exists(path) else 0
+with open(path, "a") as f:
+    f.write(json.dumps({k: os.environ.get(k) for k in ("TF_CONFIG", "MASTER_ADDR", "MASTER_PORT",
+                        "WORLD_SIZE", "RANK")}) + "\\n")
+print("start %d of %s" % (attempt, name), flush=True)
+def on_term(signum, frame):
+    print("TERM received by %s in attempt %d" % (name, attempt), flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, on_term)
+if "--connect" in args:
+    workers = tf["cluster"].get("worker", [])
+    if name == "master-0":
+        host, port = tf["cluster"]["master"][0].rsplit(":", 1)
+        srv = socket.socket()
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        srv.bind(("", int(port)))
+        srv.listen(8)
+        srv.settimeout(90)
+        heard = []
+        while len(heard) < len(workers):
+            conn, _ = srv.accept()
+            heard.append(conn.recv(100).decode())
+            conn.sendall(b"ok")
+            conn.close()
+        srv.close()
+        print("attempt %d: master heard %s" % (attempt, ",".join(sorted(heard))), flush=True)
+    else:
+        addr = (os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]))
+        deadline = time.time() + 90
+        while True:
+            try:
+                s = socket.create_connection(addr, timeout=5)
+                s.sendall(name.encode())
+                assert s.recv(10) == b"ok"
+                s.close()
+                break
+            except OSError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.2)
+        print("attempt %d: %s reached the master at %s:%d" % ((attempt, name) + addr), flush=True)
+lines = int(args.get("--lines_after" if attempt else "--lines", "3"))
+for i in range(lines):
+    print("attempt %d: line %d of %s" % (attempt, i, name), flush=True)
+    time.sleep(float(args.get("--line_sleep", "0.05")))
+print("done", name, flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def env(slurm_cluster, tmp_path_factory):
+    """The shared directory, a daemon on the cluster, the trainer package uploaded."""
+    shared = tempfile.mkdtemp(prefix="ty-slurm-rec-")
+    root = tmp_path_factory.mktemp("slurm-rec")
+    data = str(root / "data")
+    os.makedirs(data)
+    cfg = str(root / "config.yaml")
+    with open(cfg, "w") as f:
+        f.write(CONFIG.format(shared=shared))
+    d = Daemon(data, extra_args=["--config", cfg], env=slurm_cluster.env)
+    d.start()
+    sdist = build_sdist(make_package(root / "pkg", TRAINER))
+    uri = upload_package(d, sdist)
+    yield {"daemon": d, "uri": uri, "shared": shared, "root": root, "cluster": slurm_cluster}
+    d.stop()
+    assert not live_jobs(slurm_cluster), "Slurm jobs left behind: %s" % live_jobs(slurm_cluster)
+
+
+def slurm_jobs(cluster, job_id):
+    """Every Slurm job (live or ended within MinJobAge) of a Trainyard job: (id, state, name)."""
+    out = cluster.run("squeue", "-h", "-t", "all", "-o", "%i|%T|%j").stdout
+    rows = [line.split("|") for line in out.splitlines() if line.strip()]
+    return [r for r in rows if r[2].startswith("ty-") and ("-%s-" % job_id) in r[2]]
+
+
+def live_jobs(cluster):
+    out = cluster.run("squeue", "-h", "-o", "%i|%T|%j").stdout
+    return [line for line in out.splitlines() if "|ty-" in line]
+
+
+def submit(env, job_id, args=(), may_die=False, **training):
+    """Creates the job; `may_die`: the daemon may die before it answers (the job is stored
+    before admission starts it, so it is there after a restart)."""
+    out = os.path.join(str(env["root"]), "out-" + job_id)
+    os.makedirs(out, exist_ok=True)
+    ti = {"packageUris": [env["uri"]], "pythonModule": "trainer.task", "region": "us-central1",
+          "args": list(args) + ["--out=" + out]}
+    ti.update(training)
+    try:
+        status, body = env["daemon"].request("POST", "/v1/projects/%s/jobs" % PROJECT,
+                                             {"jobId": job_id, "trainingInput": ti})
+    except OSError:
+        if not may_die:
+            raise
+        return out
+    assert status == 200, body
+    return out
+
+
+def starts(out, name):
+    """What the trainer of `name` saw at each of its starts."""
+    path = os.path.join(out, name + ".jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def messages(d, job_id, task=None):
+    return [e["jsonPayload"]["message"] for e in d.logs(job_id)
+            if task is None or e["resource"]["labels"].get("task_name") == task]
+
+
+def kill_at(env, failpoint, job_id, args):
+    """Restarts the daemon with `failpoint` armed, submits, and waits for it to die there."""
+    d = env["daemon"]
+    d.stop()
+    d.env = dict(env["cluster"].env, TRAINYARD_FAILPOINTS=failpoint + "=kill")
+    d.start()
+    out = submit(env, job_id, args, may_die=True)
+    proc = d.proc
+    assert proc.wait(timeout=120) == -signal.SIGKILL, "the daemon did not die at " + failpoint
+    d.proc = None
+    d.env = env["cluster"].env
+    return out
+
+
+def test_daemon_killed_before_sbatch_submits_the_gang_on_restart(env):
+    d = env["daemon"]
+    c = env["cluster"]
+    out = kill_at(env, "executor.slurm.before_sbatch", "nosbatch", ["--lines=5"])
+    # The gang's files are written; Slurm never heard of it.
+    assert slurm_jobs(c, "nosbatch") == []
+    d.start()
+    job = d.wait_state("nosbatch", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=180)
+    assert job["state"] == "SUCCEEDED", job
+    assert len(starts(out, "master-0")) == 1  # the trainer ran exactly once
+    assert len(slurm_jobs(c, "nosbatch")) == 1, slurm_jobs(c, "nosbatch")
+    lines = [m for m in messages(d, "nosbatch", "master-replica-0") if "line " in m]
+    assert lines == ["attempt 0: line %d of master-0" % i for i in range(5)]
+    assert messages(d, "nosbatch", "service").count("Job completed successfully.") == 1
+
+
+def test_daemon_killed_after_sbatch_adopts_the_job_by_name(env):
+    d = env["daemon"]
+    c = env["cluster"]
+    out = kill_at(env, "executor.slurm.after_sbatch", "adopted", ["--lines=5"])
+    # Slurm has the job (it may be running or done by now); its id was never written down.
+    assert len(slurm_jobs(c, "adopted")) == 1, slurm_jobs(c, "adopted")
+    gang_dirs = [g for g in os.listdir(os.path.join(env["shared"], "jobs", PROJECT, "adopted"))
+                 if g.startswith("slurm-")]
+    assert len(gang_dirs) == 1
+    with open(os.path.join(env["shared"], "jobs", PROJECT, "adopted", gang_dirs[0],
+                           "gang.json")) as f:
+        assert "jobId" not in json.load(f)
+    d.start()
+    job = d.wait_state("adopted", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=180)
+    assert job["state"] == "SUCCEEDED", job
+    assert len(starts(out, "master-0")) == 1
+    assert len(slurm_jobs(c, "adopted")) == 1, slurm_jobs(c, "adopted")  # never submitted twice
+    lines = [m for m in messages(d, "adopted", "master-replica-0") if "line " in m]
+    assert lines == ["attempt 0: line %d of master-0" % i for i in range(5)]
+
+
+def test_node_failure_restarts_the_whole_gang_with_new_addresses(env):
+    d = env["daemon"]
+    c = env["cluster"]
+    names = ["master-0", "worker-0", "worker-1"]
+    out = submit(env, "gang", ["--connect", "--lines=3000", "--line_sleep=0.1",
+                               "--lines_after=3"],
+                 scaleTier="CUSTOM", masterType="n1-standard-4", workerType="n1-standard-4",
+                 workerCount=2)
+    # Every replica connected and is printing: the first attempt's gang is up.
+    wait_for(lambda: all(("attempt 0: line 2 of %s" % n) in messages(d, "gang") for n in names),
+             timeout=180, what="the first attempt running")
+    first = slurm_jobs(c, "gang")
+    assert len(first) == 1, first
+    with open(os.path.join(env["shared"], "jobs", PROJECT, "gang", "worker-replica-1",
+                           "slurm.json")) as f:
+        node = json.load(f)["node"]
+    c.node_down(node, reason="ty-gang-test")
+    try:
+        job = d.wait_state("gang", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=240)
+    finally:
+        # ReturnToService=2 may have brought it back already.
+        if any(s in c.node_states().get(node, "") for s in ("down", "drain", "fail")):
+            c.node_resume(node)
+    assert job["state"] == "SUCCEEDED", job
+    service = messages(d, "gang", "service")
+    restarts = [m for m in service if "restarting all 3 together in a new allocation" in m]
+    assert len(restarts) == 1, service
+    # Exactly two attempts, each one Slurm job; the first ended with its node.
+    jobs = slurm_jobs(c, "gang")
+    assert len(jobs) == 2, jobs
+    assert [r[1] for r in jobs if r[0] == first[0][0]] == ["NODE_FAIL"], jobs
+    views = {n: starts(out, n) for n in names}
+    assert all(len(v) == 2 for v in views.values()), views
+    # The second attempt: one cluster for all, with the real new addresses, and the master
+    # reachable at MASTER_ADDR:MASTER_PORT (the workers got there: the master heard them).
+    clusters = {json.dumps(json.loads(v[1]["TF_CONFIG"])["cluster"], sort_keys=True)
+                for v in views.values()}
+    assert len(clusters) == 1, clusters
+    cluster = json.loads(clusters.pop())
+    old = json.loads(views["master-0"][0]["TF_CONFIG"])["cluster"]
+    assert cluster != old
+    assert len(set(cluster["master"] + cluster["worker"])) == 3
+    for n in names:
+        assert "%s:%s" % (views[n][1]["MASTER_ADDR"], views[n][1]["MASTER_PORT"]) == \
+            cluster["master"][0]
+        task = json.loads(views[n][1]["TF_CONFIG"])["task"]
+        assert "%s-%d" % (task["type"], task["index"]) == n  # the same identity
+    master = messages(d, "gang", "master-replica-0")
+    assert "attempt 1: master heard worker-0,worker-1" in master, master
+    # Both attempts' lines are kept, each once.
+    for n, task in zip(names, ["master-replica-0", "worker-replica-0", "worker-replica-1"]):
+        lines = messages(d, "gang", task)
+        assert "start 0 of %s" % n in lines and "start 1 of %s" % n in lines, lines
+        assert [m for m in lines if m.startswith("attempt 1: line ")] == \
+            ["attempt 1: line %d of %s" % (i, n) for i in range(3)]
+        first_lines = [m for m in lines if m.startswith("attempt 0: line ")]
+        assert first_lines == ["attempt 0: line %d of %s" % (i, n)
+                               for i in range(len(first_lines))]
+    # Nothing of either attempt is left in Slurm or on the nodes.
+    wait_for(lambda: not live_jobs(c), timeout=60, what="no Slurm job left")
+    wait_for(lambda: not c.job_pids(), timeout=60,
+             what="no process of a job left: %s" % c.describe(c.job_pids()))
