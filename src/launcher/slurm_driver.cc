@@ -69,7 +69,12 @@ void ReportLostStep(const Step& s) {
   if (::access(path.c_str(), F_OK) == 0) return;
   executor::ReplicaExit exit;
   exit.exit_code = 1;
-  exit.phase = "launch";
+  // A launcher that reported its address had started: its step was taken from under it
+  // (most often with the allocation: a node failure or a preemption ends every step, and the
+  // driver may see that before Slurm says why). Lost, not a launch failure; and the stop was
+  // not Trainyard's, so the executor waits for Slurm's verdict on the job before reporting it.
+  exit.phase = s.reported ? "lost" : "launch";
+  exit.stop_requested = true;
   const int code = WIFEXITED(s.status) ? WEXITSTATUS(s.status) : 128 + WTERMSIG(s.status);
   exit.message = "the Slurm step of " + s.task_name + " ended (srun exit status " +
                  std::to_string(code) + ") before its launcher reported";

@@ -316,3 +316,21 @@ def slurm_cluster():
             cluster.stop()
         finally:
             shutil.rmtree(base, ignore_errors=True)
+
+
+def start_daemon_on_cluster(cluster, root, config, trainer, shared_prefix):
+    """A started trainyardd on `cluster` whose config is `config` (a template with {shared},
+    the job work dirs' shared directory, made here), with a package of `trainer` (its
+    trainer/task.py) uploaded. Returns {"daemon", "uri", "shared", "root", "cluster"}; the
+    caller stops the daemon."""
+    from conftest import Daemon, build_sdist, make_package, upload_package
+    shared = tempfile.mkdtemp(prefix=shared_prefix)
+    data = str(root / "data")
+    os.makedirs(data)
+    cfg = str(root / "config.yaml")
+    with open(cfg, "w") as f:
+        f.write(config.format(shared=shared))
+    d = Daemon(data, extra_args=["--config", cfg], env=cluster.env)
+    d.start()
+    uri = upload_package(d, build_sdist(make_package(root / "pkg", trainer)))
+    return {"daemon": d, "uri": uri, "shared": shared, "root": root, "cluster": cluster}

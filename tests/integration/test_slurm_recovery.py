@@ -10,12 +10,12 @@ Run with Debian's /usr/bin/python3 -m pytest tests/integration/test_slurm_recove
 import json
 import os
 import signal
-import tempfile
 
 import pytest
 
-from conftest import PROJECT, Daemon, build_sdist, make_package, upload_package, wait_for
-from slurm_cluster import requires_slurm, slurm_cluster  # noqa: F401
+from conftest import PROJECT, wait_for
+from slurm_cluster import slurm_cluster  # noqa: F401
+from slurm_cluster import requires_slurm, start_daemon_on_cluster
 
 pytestmark = requires_slurm
 
@@ -90,19 +90,10 @@ print("done", name, flush=True)
 @pytest.fixture(scope="module")
 def env(slurm_cluster, tmp_path_factory):
     """The shared directory, a daemon on the cluster, the trainer package uploaded."""
-    shared = tempfile.mkdtemp(prefix="ty-slurm-rec-")
     root = tmp_path_factory.mktemp("slurm-rec")
-    data = str(root / "data")
-    os.makedirs(data)
-    cfg = str(root / "config.yaml")
-    with open(cfg, "w") as f:
-        f.write(CONFIG.format(shared=shared))
-    d = Daemon(data, extra_args=["--config", cfg], env=slurm_cluster.env)
-    d.start()
-    sdist = build_sdist(make_package(root / "pkg", TRAINER))
-    uri = upload_package(d, sdist)
-    yield {"daemon": d, "uri": uri, "shared": shared, "root": root, "cluster": slurm_cluster}
-    d.stop()
+    e = start_daemon_on_cluster(slurm_cluster, root, CONFIG, TRAINER, "ty-slurm-rec-")
+    yield e
+    e["daemon"].stop()
     assert not live_jobs(slurm_cluster), "Slurm jobs left behind: %s" % live_jobs(slurm_cluster)
 
 
