@@ -64,17 +64,27 @@ double RankForward(const ParameterSpec& s, double v) {
 
 }  // namespace
 
-bool Space::Ranked(int i) const {
-  const ParameterSpec& s = continuous_spec(i);
-  return discrete_ == DiscreteEncoding::kRank && s.type == ParameterType::kDiscrete &&
-         s.discrete_values.size() >= 2;
-}
+bool Space::Ranked(int i) const { return ranked_[static_cast<size_t>(i)]; }
 
-Space::Space(const StudyConfig& config, DiscreteEncoding discrete)
-    : config_(config), discrete_(discrete) {
+Space::Space(const StudyConfig& config, DiscreteEncoding discrete) : config_(config) {
   for (size_t i = 0; i < config.params.size(); ++i) {
     (config.params[i].type == ParameterType::kCategorical ? cat_ : cont_)
         .push_back(static_cast<int>(i));
+  }
+  // kRank changes only uneven lists: a list already evenly spaced in its scale keeps the scale's
+  // coordinates bit for bit.
+  for (int idx : cont_) {
+    const ParameterSpec& s = config.params[idx];
+    bool uneven = false;
+    if (discrete == DiscreteEncoding::kRank && s.type == ParameterType::kDiscrete &&
+        s.discrete_values.size() >= 2) {
+      const auto n = static_cast<double>(s.discrete_values.size() - 1);
+      for (size_t k = 0; k < s.discrete_values.size(); ++k) {
+        uneven = uneven ||
+                 std::abs(Forward(s, s.discrete_values[k]) - static_cast<double>(k) / n) > 1e-9;
+      }
+    }
+    ranked_.push_back(uneven);
   }
 }
 

@@ -618,10 +618,9 @@ TEST(SpaceTest, RankEncodingSpacesDiscreteValuesEvenly) {
     EXPECT_EQ(ranked.SnapCoordinate(0, s), s);
     EXPECT_NEAR(s * 4, std::round(s * 4), 1e-12);
   }
-  // A list evenly spaced in its scale encodes the same either way.
-  for (double b : {16, 32, 64, 128, 256}) {
-    EXPECT_NEAR(ranked.ToUnit(1, b), scaled.ToUnit(1, b), 1e-12);
-  }
+  // A list evenly spaced in its scale encodes the same either way, bit for bit.
+  for (double b : {16, 32, 64, 128, 256}) EXPECT_EQ(ranked.ToUnit(1, b), scaled.ToUnit(1, b));
+  for (double u = 0; u <= 1; u += 0.01) EXPECT_EQ(ranked.FromUnit(1, u), scaled.FromUnit(1, u));
   // One value, and other types: unchanged.
   EXPECT_EQ(ranked.ToUnit(2, 7), scaled.ToUnit(2, 7));
   EXPECT_EQ(ranked.FromUnit(2, 0.9), 7);
