@@ -5,6 +5,8 @@
 // L-BFGS-B from the prior centre and a few seeded random starts — no warm start from an earlier
 // call, so the result depends on the trial history only). Then, one suggestion at a time, each
 // added to the pending set before the next:
+//   * Coordinates: Space's, except that DISCRETE values are placed by rank (DiscreteEncoding::
+//     kRank: neighbouring listed values one step apart, however the scale spaces them).
 //   * Seeding: the first trial is the centre of the scaled space; until a trial has completed,
 //     the others come from a Halton sequence (Vizier: quasi-random seed trials).
 //   * UCB = mean + beta std_all, or PE = std_all + 10 min(mean + 0.5 std - tau, 0), chosen with
@@ -260,7 +262,10 @@ class RefineObjective {
 class GpUcbPeDesigner : public Designer {
  public:
   GpUcbPeDesigner(const StudyConfig& config, const gp::GpUcbPeOptions& options)
-      : config_(config), space_(config_), options_(options) {
+      : config_(config),
+        space_(config_, DiscreteEncoding::kRank),
+        scaled_space_(config_),
+        options_(options) {
     dc_ = space_.num_continuous();
     dk_ = space_.num_categorical();
     finite_size_ = space_.FiniteSize();
@@ -349,7 +354,8 @@ class GpUcbPeDesigner : public Designer {
   }
 
   StudyConfig config_;
-  Space space_;
+  Space space_;         // the designer's coordinates: DISCRETE values by rank (space.h)
+  Space scaled_space_;  // Vizier's, for the first trial (the centre of the scaled space)
   gp::GpUcbPeOptions options_;
   int dc_ = 0, dk_ = 0;
   int64_t finite_size_ = -1;
@@ -684,7 +690,7 @@ std::optional<Point> GpUcbPeDesigner::SeedPoint(int64_t index, const PointSet& k
   for (int64_t i = index; i < index + 64; ++i) {
     Point p;
     if (i == 0) {
-      p = space_.Centre();
+      p = space_.Encode(scaled_space_.Decode(scaled_space_.Centre()));
     } else {
       // Radical inverse of i in the dimension's prime base (Halton), plus the rotation; dimensions
       // beyond the prime table repeat bases with their own rotation.

@@ -47,12 +47,44 @@ double Backward(const ParameterSpec& s, double u) {
   return std::clamp(v, lo, hi);
 }
 
+// kRank (space.h): the position of a raw value between the listed values, each step 1/(n-1).
+double RankForward(const ParameterSpec& s, double v) {
+  const std::vector<double>& vals = s.discrete_values;
+  const double x = Forward(s, v);
+  const size_t n = vals.size();
+  for (size_t k = 1; k < n; ++k) {
+    const double a = Forward(s, vals[k - 1]), b = Forward(s, vals[k]);
+    if (x <= b || k + 1 == n) {
+      const double t = b > a ? std::clamp((x - a) / (b - a), 0.0, 1.0) : 0.0;
+      return (static_cast<double>(k - 1) + t) / static_cast<double>(n - 1);
+    }
+  }
+  return 1.0;
+}
+
 }  // namespace
 
-Space::Space(const StudyConfig& config) : config_(config) {
+bool Space::Ranked(int i) const { return ranked_[static_cast<size_t>(i)]; }
+
+Space::Space(const StudyConfig& config, DiscreteEncoding discrete) : config_(config) {
   for (size_t i = 0; i < config.params.size(); ++i) {
     (config.params[i].type == ParameterType::kCategorical ? cat_ : cont_)
         .push_back(static_cast<int>(i));
+  }
+  // kRank changes only uneven lists: a list already evenly spaced in its scale keeps the scale's
+  // coordinates bit for bit.
+  for (int idx : cont_) {
+    const ParameterSpec& s = config.params[idx];
+    bool uneven = false;
+    if (discrete == DiscreteEncoding::kRank && s.type == ParameterType::kDiscrete &&
+        s.discrete_values.size() >= 2) {
+      const auto n = static_cast<double>(s.discrete_values.size() - 1);
+      for (size_t k = 0; k < s.discrete_values.size(); ++k) {
+        uneven = uneven ||
+                 std::abs(Forward(s, s.discrete_values[k]) - static_cast<double>(k) / n) > 1e-9;
+      }
+    }
+    ranked_.push_back(uneven);
   }
 }
 
@@ -89,10 +121,17 @@ int64_t Space::FiniteSize() const {
   return size;
 }
 
-double Space::ToUnit(int i, double value) const { return Forward(continuous_spec(i), value); }
+double Space::ToUnit(int i, double value) const {
+  return Ranked(i) ? RankForward(continuous_spec(i), value) : Forward(continuous_spec(i), value);
+}
 
 double Space::FromUnit(int i, double u) const {
   const ParameterSpec& s = continuous_spec(i);
+  if (Ranked(i)) {
+    // The nearest listed value in rank positions.
+    const auto n = static_cast<double>(s.discrete_values.size() - 1);
+    return s.discrete_values[static_cast<size_t>(std::lround(std::clamp(u, 0.0, 1.0) * n))];
+  }
   double v = Backward(s, u);
   if (s.type == ParameterType::kInteger) {
     return std::clamp(std::round(v), std::ceil(s.min_value), std::floor(s.max_value));

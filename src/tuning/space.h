@@ -3,6 +3,15 @@
 // OSS Vizier maps them), every CATEGORICAL parameter one index. INTEGER and DISCRETE coordinates
 // are "continuified": a coordinate decodes to the nearest feasible value, and Snap re-encodes it,
 // so a designer can score the point that will really run.
+//
+// DISCRETE coordinates have two encodings. kScaled (the default; random search, grid) places each
+// listed value where its scale puts it. kRank (the GP designer) places the k-th of n values at
+// k / (n - 1), with the scale's map interpolated linearly in between: every step between
+// neighbouring listed values is equally long. The two agree on lists evenly spaced in their scale
+// (16, 32, ..., 256 on a log scale), and such a list keeps the scaled coordinates exactly; on an
+// uneven list such as warm-up steps 0, 100, 500, 1000, 5000 on a linear scale, kScaled packs the
+// first three values into a tenth of the coordinate, where a model with one length scale per
+// coordinate cannot tell them apart.
 #pragma once
 
 #include <cstdint>
@@ -20,9 +29,11 @@ struct Point {
   bool operator==(const Point&) const = default;
 };
 
+enum class DiscreteEncoding { kScaled, kRank };
+
 class Space {
  public:
-  explicit Space(const StudyConfig& config);
+  explicit Space(const StudyConfig& config, DiscreteEncoding discrete = DiscreteEncoding::kScaled);
 
   int num_continuous() const { return static_cast<int>(cont_.size()); }
   int num_categorical() const { return static_cast<int>(cat_.size()); }
@@ -50,9 +61,12 @@ class Space {
   double FromUnit(int i, double u) const;  // feasible value (rounded for INTEGER/DISCRETE)
 
  private:
+  bool Ranked(int i) const;  // DISCRETE coordinate i encoded by rank (kRank, uneven list)
+
   std::vector<int> cont_;  // indices into params
   std::vector<int> cat_;
   const StudyConfig& config_;
+  std::vector<bool> ranked_;  // per continuous coordinate
 };
 
 }  // namespace trainyard::tuning

@@ -280,6 +280,19 @@ TEST(GpUcbPeTest, FirstSuggestionIsTheCentre) {
   EXPECT_NEAR(a[0][0].number, 1e-2, 1e-12);
 }
 
+TEST(GpUcbPeTest, FirstSuggestionIsTheScaledCentreWithRankedDiscreteValues) {
+  // The designer places DISCRETE values by rank (the middle of this list is 500), but its first
+  // trial stays Vizier's: the centre of the scaled space, 2500, whose nearest value is 1000.
+  StudyConfig c;
+  c.params = {Discrete("warmup", {0, 100, 500, 1000, 5000}), Double("x", 0, 1)};
+  Space space(c);
+  auto d = MakeGpUcbPeDesigner(c, space);
+  std::vector<Assignment> a = d->Suggest({}, 1);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0][0].number, 1000);
+  EXPECT_EQ(space.Encode(a[0]), space.Centre());
+}
+
 TEST(GpUcbPeTest, BeatsRandomSearchOnBranin) {
   auto f = [](const Assignment& a) { return Branin(a[0].number, a[1].number); };
   double gp_regret = 0, random_regret = 0;

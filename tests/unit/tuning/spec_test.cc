@@ -590,6 +590,47 @@ TEST(SpaceTest, DiscreteSnapsToTheNearestValueInScaledSpace) {
   EXPECT_EQ(space.FiniteSize(), 15);
 }
 
+TEST(SpaceTest, RankEncodingSpacesDiscreteValuesEvenly) {
+  StudyConfig c = Config({Discrete("warmup", {0, 100, 500, 1000, 5000}),
+                          Discrete("batch", {16, 32, 64, 128, 256}, ScaleType::kLog),
+                          Discrete("one", {7}), Double("x", 0, 10)});
+  Space scaled(c);
+  Space ranked(c, DiscreteEncoding::kRank);
+  // Scaled: 0, 100 and 500 share the first tenth of the coordinate; ranked: a quarter each.
+  EXPECT_NEAR(scaled.ToUnit(0, 500), 0.1, 1e-12);
+  const std::vector<double> warmup = {0, 100, 500, 1000, 5000};
+  for (size_t k = 0; k < warmup.size(); ++k) {
+    EXPECT_NEAR(ranked.ToUnit(0, warmup[k]), 0.25 * static_cast<double>(k), 1e-12);
+    EXPECT_EQ(ranked.FromUnit(0, 0.25 * static_cast<double>(k)), warmup[k]);
+  }
+  // Between listed values the scale's map is interpolated (monotone, continuous).
+  EXPECT_NEAR(ranked.ToUnit(0, 300), 0.375, 1e-12);
+  EXPECT_NEAR(ranked.ToUnit(0, 3000), 0.875, 1e-12);
+  // Decoding rounds to the nearest rank, and snapping is idempotent.
+  EXPECT_EQ(ranked.FromUnit(0, 0.37), 100);
+  EXPECT_EQ(ranked.FromUnit(0, 0.38), 500);
+  EXPECT_EQ(ranked.FromUnit(0, 0.12), 0);
+  EXPECT_EQ(ranked.FromUnit(0, 0.13), 100);
+  EXPECT_EQ(ranked.FromUnit(0, -1.0), 0);
+  EXPECT_EQ(ranked.FromUnit(0, 2.0), 5000);
+  for (double u = 0; u <= 1; u += 0.01) {
+    const double s = ranked.SnapCoordinate(0, u);
+    EXPECT_EQ(ranked.SnapCoordinate(0, s), s);
+    EXPECT_NEAR(s * 4, std::round(s * 4), 1e-12);
+  }
+  // A list evenly spaced in its scale encodes the same either way, bit for bit.
+  for (double b : {16, 32, 64, 128, 256}) EXPECT_EQ(ranked.ToUnit(1, b), scaled.ToUnit(1, b));
+  for (double u = 0; u <= 1; u += 0.01) EXPECT_EQ(ranked.FromUnit(1, u), scaled.FromUnit(1, u));
+  // One value, and other types: unchanged.
+  EXPECT_EQ(ranked.ToUnit(2, 7), scaled.ToUnit(2, 7));
+  EXPECT_EQ(ranked.FromUnit(2, 0.9), 7);
+  EXPECT_EQ(ranked.ToUnit(3, 2.5), scaled.ToUnit(3, 2.5));
+  // Round trip of a whole assignment.
+  Assignment a = {{1000, -1}, {32, -1}, {7, -1}, {2.5, -1}};
+  EXPECT_EQ(ranked.Decode(ranked.Encode(a))[0].number, 1000);
+  EXPECT_EQ(ranked.FiniteSize(), scaled.FiniteSize());
+}
+
 TEST(SpaceTest, EncodeDecodeMixedAssignment) {
   StudyConfig c = Config({Categorical("opt", {"adam", "sgd", "rms"}),
                           Double("lr", 1e-4, 1e-1, ScaleType::kLog), Integer("layers", 1, 8),
