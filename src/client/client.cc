@@ -225,13 +225,17 @@ struct Client::Impl {
       return http->Delete(full, headers);
     }();
     if (!r) {
-      return Status(StatusCode::kUnavailable,
-                    std::string(kConnectionErrorMarker) + origin + ": " +
-                        DescribeTransportError(r.error()) +
-                        ". Is the daemon running? Start it with `trainyardd`, or point "
-                        "--endpoint or TRAINYARD_ENDPOINT at a running daemon.");
+      return ConnectionError(r.error());
     }
     return HttpAnswer{r->status, r->body};
+  }
+
+  // The daemon could not be reached (IsConnectionError recognises the message).
+  Status ConnectionError(httplib::Error e) const {
+    return Status(StatusCode::kUnavailable,
+                  std::string(kConnectionErrorMarker) + origin + ": " + DescribeTransportError(e) +
+                      ". Is the daemon running? Start it with `trainyardd`, or point "
+                      "--endpoint or TRAINYARD_ENDPOINT at a running daemon.");
   }
 
   // A GET whose 2xx body goes to `sink` piece by piece as it arrives (a download of any
@@ -261,11 +265,7 @@ struct Client::Impl {
         });
     if (stopped) return Status(StatusCode::kCancelled, "the download was stopped");
     if (!r) {
-      return Status(StatusCode::kUnavailable,
-                    std::string(kConnectionErrorMarker) + origin + ": " +
-                        DescribeTransportError(r.error()) +
-                        ". Is the daemon running? Start it with `trainyardd`, or point "
-                        "--endpoint or TRAINYARD_ENDPOINT at a running daemon.");
+      return ConnectionError(r.error());
     }
     if (status >= 200 && status < 300) return Status::Ok();
     return ErrorOf(HttpAnswer{status, std::move(error_body)}).status();

@@ -5,6 +5,22 @@
 #include "trainyard/store/job_store.h"
 
 namespace trainyard::store {
+namespace {
+
+// A scan of the lines `query` selects (its job, task and trial, up to its max_insert_id) in
+// pages of 1,000 from the first.
+LogQuery StreamScan(const LogQuery& query) {
+  LogQuery q;
+  q.project = query.project;
+  q.job_id = query.job_id;
+  q.task_name = query.task_name;
+  q.trial_id = query.trial_id;
+  q.max_insert_id = query.max_insert_id;
+  q.limit = 1000;
+  return q;
+}
+
+}  // namespace
 
 Result<std::vector<std::pair<model::JobState, int64_t>>> JobStore::CountProjectJobsByState(
     const std::string& project) {
@@ -41,13 +57,7 @@ Result<std::vector<LogStreamCount>> JobStore::CountLogLines(const LogQuery& quer
 
 Result<int64_t> JobStore::LocateLogLine(const LogQuery& query, int64_t ordinal) {
   if (ordinal < 0) return int64_t{0};
-  LogQuery q;
-  q.project = query.project;
-  q.job_id = query.job_id;
-  q.task_name = query.task_name;
-  q.trial_id = query.trial_id;
-  q.max_insert_id = query.max_insert_id;
-  q.limit = 1000;
+  LogQuery q = StreamScan(query);
   int64_t seen = 0;
   while (true) {
     TRAINYARD_ASSIGN_OR_RETURN(std::vector<model::LogEntry> page, ReadLogs(q));
@@ -61,13 +71,7 @@ Result<int64_t> JobStore::LocateLogLine(const LogQuery& query, int64_t ordinal) 
 }
 
 Result<LogSearchResult> JobStore::SearchLogLines(const LogQuery& query, const LogSearch& search) {
-  LogQuery q;
-  q.project = query.project;
-  q.job_id = query.job_id;
-  q.task_name = query.task_name;
-  q.trial_id = query.trial_id;
-  q.max_insert_id = query.max_insert_id;
-  q.limit = 1000;
+  LogQuery q = StreamScan(query);
   internal::LogTextMatcher matcher(search.text, search.match_case);
   internal::LogMatchCollector kept(search);
   int64_t ordinal = 0;
