@@ -639,6 +639,36 @@ const std::vector<Field>& Fields() {
          return Status::Ok();
        },
        [](const DaemonConfig& c) { return c.slurm.heterogeneous; }},
+      {"slurm.project_accounts",
+       "Slurm account per Trainyard project, e.g. \"proj-a=acct-a,proj-b=acct-b\" (a mapping "
+       "in YAML; other projects get slurm.account)",
+       [](DaemonConfig& c, const std::string& v) {
+         auto m = ParseKeyValueList(v);
+         if (!m.ok()) {
+           return InvalidArgument("config slurm.project_accounts: " + m.status().message());
+         }
+         c.slurm.project_accounts = v;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return c.slurm.project_accounts; }},
+      {"slurm.label_partitions",
+       "comma-separated partitions a job may choose with its label slurm-partition (empty = "
+       "none; a job asking for another fails at once)",
+       [](DaemonConfig& c, const std::string& v) {
+         std::vector<std::string> list;
+         for (const auto& item : Split(v, ',')) {
+           const std::string p = Trim(item);
+           if (p.empty()) continue;
+           if (p.find_first_of(" \t|=") != std::string::npos) {
+             return InvalidArgument("config slurm.label_partitions: \"" + p +
+                                    "\" is not a partition name");
+           }
+           list.push_back(p);
+         }
+         c.slurm.label_partitions = list;
+         return Status::Ok();
+       },
+       [](const DaemonConfig& c) { return JoinList(c.slurm.label_partitions); }},
       {"log_format", "the daemon's log lines: text, or json (one JSON object per line)",
        [](DaemonConfig& c, const std::string& v) {
          if (v != "text" && v != "json")

@@ -100,6 +100,10 @@ struct DaemonConfig {
     // Replicas of different shapes: auto (a heterogeneous job where the cluster can place
     // one), always, or never (one plain job of the largest shape).
     std::string heterogeneous = "auto";
+    // Trainyard project -> Slurm account: "proj-a=acct-a,proj-b=acct-b" (others: `account`).
+    std::string project_accounts;
+    // Partitions a job may pick with its label slurm-partition (empty: none may).
+    std::vector<std::string> label_partitions;
   } slurm;
   // Authentication and authorization (docs/security.md): on unless disabled, and off only on
   // loopback listeners.

@@ -85,6 +85,9 @@ scheduler::NodeCapacity NodeFromConfig(const DaemonConfig& config) {
 class ListenerProxy : public executor::ExecutorListener {
  public:
   void Set(executor::ExecutorListener* target) { target_ = target; }
+  void OnReplicaAllocated(const executor::ReplicaKey& key) override {
+    target_->OnReplicaAllocated(key);
+  }
   void OnReplicaRunning(const executor::ReplicaKey& key) override {
     target_->OnReplicaRunning(key);
   }

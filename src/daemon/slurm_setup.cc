@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <set>
 
 #include "trainyard/core/time.h"
@@ -121,9 +122,49 @@ Result<SlurmSetup> PrepareSlurm(const DaemonConfig& config, const std::string& j
   // Heterogeneous jobs are started by the backfill scheduler only.
   TRAINYARD_ASSIGN_OR_RETURN(auto config_dump, Slurm({"scontrol", "show", "config"}));
   bool backfill = false;
+  std::string sacct;  // how Slurm's verdict on a job gone from squeue is read
   for (const std::string& line : Split(config_dump.out, '\n')) {
     if (StartsWith(Trim(line), "SchedulerType")) {
       backfill = line.find("sched/backfill") != std::string::npos;
+    }
+    if (StartsWith(Trim(line), "AccountingStorageType") &&
+        line.find("slurmdbd") != std::string::npos) {
+      sacct = "db";
+    }
+    if (StartsWith(Trim(line), "JobCompType") && line.find("filetxt") != std::string::npos &&
+        sacct.empty()) {
+      sacct = "jobcomp";
+    }
+  }
+  TRAINYARD_ASSIGN_OR_RETURN(auto project_accounts, ParseKeyValueList(sc.project_accounts));
+  // Partitions jobs may pick by label must exist.
+  for (const std::string& p : sc.label_partitions) {
+    auto t = SumSinfo(info.out, p);
+    if (!t.ok()) {
+      std::string msg = t.status().message();
+      if (size_t at = msg.find(" (partitions: "); at != std::string::npos) msg = msg.substr(at);
+      return InvalidArgument("slurm.label_partitions: " + p +
+                             " is not a partition of this cluster" + msg);
+    }
+  }
+  // Every account Slurm will be given must be one it takes (with slurmdbd and
+  // AccountingStorageEnforce it refuses unknown ones; without, it takes any): one
+  // `sbatch --test-only` per distinct account, which submits nothing.
+  std::map<std::string, std::string> accounts;  // account -> the setting that names it
+  if (!sc.account.empty()) accounts.emplace(sc.account, "slurm.account");
+  for (const auto& [project, account] : project_accounts) {
+    accounts.emplace(account, "slurm.project_accounts (project " + project + ")");
+  }
+  for (const auto& [account, setting] : accounts) {
+    std::vector<std::string> argv = {"sbatch", "--test-only", "--account=" + account,
+                                     "--output=/dev/null", "--time=1"};
+    if (!sc.partition.empty()) argv.push_back("--partition=" + sc.partition);
+    if (!sc.qos.empty()) argv.push_back("--qos=" + sc.qos);
+    argv.insert(argv.end(), {"--wrap", "true"});
+    TRAINYARD_ASSIGN_OR_RETURN(auto r, Slurm(argv));
+    if (r.exit_code != 0) {
+      return InvalidArgument(setting + ": Slurm refuses the account " + account + " (" +
+                             executor::CommandError(r) + ")");
     }
   }
 
@@ -149,6 +190,10 @@ Result<SlurmSetup> PrepareSlurm(const DaemonConfig& config, const std::string& j
   std::snprintf(tag, sizeof tag, "%08x",
                 static_cast<unsigned>(std::hash<std::string>{}(jobs_dir)&0xffffffffu));
   o.name_prefix = std::string("ty-") + tag + "-";
+  o.default_partition = totals.partition;
+  o.project_accounts = project_accounts;
+  o.label_partitions = sc.label_partitions;
+  o.sacct = sacct;
 
   // In machine-type units: what the partition has, through the scales.
   setup.capacity.cpu_millis = static_cast<int64_t>(totals.cpus * 1000 / sc.cpu_scale);
@@ -164,7 +209,10 @@ Result<SlurmSetup> PrepareSlurm(const DaemonConfig& config, const std::string& j
                    : backfill || sc.heterogeneous == "always"
                        ? "up to " + std::to_string(totals.nodes) + " shapes"
                        : std::string("off (SchedulerType is not sched/backfill)")) +
-                  "; work dirs in " + jobs_dir;
+                  "; work dirs in " + jobs_dir + "; Slurm's verdict after squeue: " +
+                  (sacct == "db"        ? std::string("sacct")
+                   : sacct == "jobcomp" ? std::string("sacct -c (jobcomp/filetxt)")
+                                        : std::string("none (no accounting)"));
   return setup;
 }
 

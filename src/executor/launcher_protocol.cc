@@ -181,6 +181,7 @@ std::string ExitToJson(const ReplicaExit& exit) {
             {"oomKilled", exit.oom_killed},
             {"stopRequested", exit.stop_requested}};
   if (exit.disk_full) j["diskFull"] = true;
+  if (exit.stop_unrequested) j["stopUnrequested"] = true;
   return Dump(j);
 }
 
@@ -198,6 +199,7 @@ Result<ReplicaExit> ExitFromJson(std::string_view text) {
     Get(j, "oomKilled", &exit.oom_killed);
     Get(j, "stopRequested", &exit.stop_requested);
     Get(j, "diskFull", &exit.disk_full);
+    Get(j, "stopUnrequested", &exit.stop_unrequested);
   } catch (const std::exception& e) {
     return InvalidArgument(std::string("invalid exit status: ") + e.what());
   }

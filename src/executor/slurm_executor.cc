@@ -61,6 +61,9 @@ constexpr const char* kDriverOut = "driver.out";
 constexpr const char* kSlurmReplicaFile = "slurm.json";
 constexpr const char* kScriptFile = "job.sh";
 constexpr const char* kSbatchLock = "sbatch.lock";
+// Written into the gang dir by the driver before it stops the replicas itself ahead of Slurm's
+// time limit (--signal=B:USR1): their SIGTERM was Trainyard's after all.
+constexpr const char* kTimeLimitFile = "time-limit";
 constexpr Duration kCommandTimeout = 30 * kMicrosPerSecond;
 // After an exit was seen, polls spent re-delivering lines the store refused.
 constexpr int kMaxDrainRetries = 200;
@@ -179,6 +182,74 @@ std::vector<SlurmJobState> ParseSqueue(const std::string& text) {
   return out;
 }
 
+std::vector<SlurmJobState> ParseSacct(const std::string& text) {
+  std::vector<SlurmJobState> out;
+  for (const std::string& raw : Split(text, '\n')) {
+    auto parts = Split(Trim(raw), '|');
+    if (parts.size() < 4) continue;
+    SlurmJobState s;
+    s.id = Trim(parts[0]);
+    s.name = Trim(parts[1]);
+    s.state = Trim(parts[2]);
+    s.nodes = Trim(parts[3]);
+    if (s.nodes == "(null)" || s.nodes == "None assigned") s.nodes.clear();
+    // sacct (with slurmdbd) says who cancelled: "CANCELLED by 1000".
+    if (size_t sp = s.state.find(' '); sp != std::string::npos) {
+      std::string rest = Trim(s.state.substr(sp + 1));
+      s.state = s.state.substr(0, sp);
+      if (StartsWith(rest, "by ")) rest = "by uid " + rest.substr(3);
+      s.reason = rest;
+    }
+    if (s.id.empty() || s.state.empty()) continue;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<SlurmPendingJob> ParsePendingJobs(const std::string& text) {
+  std::vector<SlurmPendingJob> out;
+  std::set<std::pair<std::string, std::string>> seen;  // (id, partition)
+  for (const std::string& raw : Split(text, '\n')) {
+    auto parts = Split(Trim(raw), '|');
+    if (parts.size() < 3) continue;
+    SlurmPendingJob j;
+    j.id = Trim(parts[0]);
+    if (size_t plus = j.id.find('+'); plus != std::string::npos) j.id = j.id.substr(0, plus);
+    j.priority = std::atoll(Trim(parts[1]).c_str());
+    j.partition = Trim(parts[2]);
+    if (j.id.empty() || !seen.emplace(j.id, j.partition).second) continue;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+int64_t SlurmQueuePosition(const std::vector<SlurmPendingJob>& pending,
+                           const std::string& partition, const std::string& id) {
+  auto in_partition = [&](const SlurmPendingJob& j) {
+    if (j.partition == partition) return true;
+    for (const std::string& p : Split(j.partition, ',')) {  // a job eligible for several
+      if (p == partition) return true;
+    }
+    return false;
+  };
+  const int64_t num = std::atoll(id.c_str());
+  const SlurmPendingJob* self = nullptr;
+  for (const auto& j : pending) {
+    if (j.id == id && in_partition(j)) self = &j;
+  }
+  int64_t ahead = 0;
+  for (const auto& j : pending) {
+    if (&j == self || !in_partition(j)) continue;
+    const int64_t other = std::atoll(j.id.c_str());
+    if (self == nullptr) {
+      if (other < num) ++ahead;
+    } else if (j.priority > self->priority || (j.priority == self->priority && other < num)) {
+      ++ahead;
+    }
+  }
+  return 1 + ahead;
+}
+
 bool SlurmStateEnded(const std::string& state) {
   static const std::set<std::string> kLive = {
       "PENDING",   "RUNNING",      "CONFIGURING",  "COMPLETING", "SUSPENDED",
@@ -211,8 +282,10 @@ std::string SlurmBatchScript(const SlurmOptions& options, const SlurmGangPlan& p
   // gracefully even while the daemon is down.
   if (plan.time_minutes > 0) line("--time=" + std::to_string(plan.time_minutes));
   if (plan.signal_seconds > 0) line("--signal=B:USR1@" + std::to_string(plan.signal_seconds));
-  if (!options.partition.empty()) line("--partition=" + options.partition);
-  if (!options.account.empty()) line("--account=" + options.account);
+  const std::string& partition = plan.partition.empty() ? options.partition : plan.partition;
+  const std::string& account = plan.account.empty() ? options.account : plan.account;
+  if (!partition.empty()) line("--partition=" + partition);
+  if (!account.empty()) line("--account=" + account);
   if (!options.qos.empty()) line("--qos=" + options.qos);
   for (size_t c = 0; c < plan.components.size(); ++c) {
     const SlurmGangPlan::Component& comp = plan.components[c];
@@ -220,8 +293,8 @@ std::string SlurmBatchScript(const SlurmOptions& options, const SlurmGangPlan& p
       // A heterogeneous job's next component: the partition is not among the options Slurm
       // carries over from the first one, so every component names it again.
       s += "#SBATCH hetjob\n";
-      if (!options.partition.empty()) line("--partition=" + options.partition);
-      if (!options.account.empty()) line("--account=" + options.account);
+      if (!partition.empty()) line("--partition=" + partition);
+      if (!account.empty()) line("--account=" + account);
       if (!options.qos.empty()) line("--qos=" + options.qos);
     }
     line("--ntasks=" + std::to_string(comp.tasks));
@@ -256,6 +329,8 @@ struct Gang {
   std::vector<ReplicaKey> members;
   std::string note;            // a warning for the job's log once it is submitted ("" = none)
   std::string told;            // the waiting reason last written to the job's log
+  std::string partition;       // where it waits (its label's, slurm.partition or the default)
+  bool allocated = false;      // Slurm started it (OnReplicaAllocated was sent)
   bool cancel_sent = false;    // scancel -s TERM (or a plain scancel while not running)
   int64_t hard_cancel_at = 0;  // monotonic; a plain scancel, 0 = none due
 };
@@ -313,11 +388,26 @@ class SlurmExecutor final : public Executor {
     auto it = replicas_.find(key);
     if (it == replicas_.end() || !it->second->gang) return "";
     const Gang& g = *it->second->gang;
+    if (g.ended) return "";
     if (g.submitting || g.slurm_id.empty()) return "Being submitted to Slurm.";
     if (g.state != "PENDING") return "";
+    const int64_t ahead = SlurmQueuePosition(pending_, g.partition, g.slurm_id) - 1;
     return "Waiting in Slurm (job " + g.slurm_id +
-           (options_.partition.empty() ? "" : ", partition " + options_.partition) +
+           (g.partition.empty() ? "" : ", partition " + g.partition) +
+           (ahead <= 0   ? ""
+            : ahead == 1 ? "; 1 job ahead of it"
+                         : "; " + std::to_string(ahead) + " jobs ahead of it") +
            "): " + DescribePendingReason(g.reason) + ".";
+  }
+  // Admission is Slurm's: a submitted gang waits in Slurm's queue (PENDING) until it starts.
+  bool QueuesGangs() const override { return true; }
+  int64_t QueuePosition(const ReplicaKey& key) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = replicas_.find(key);
+    if (it == replicas_.end() || !it->second->gang) return 0;
+    const Gang& g = *it->second->gang;
+    if (g.ended || g.slurm_id.empty() || g.state != "PENDING") return 0;
+    return SlurmQueuePosition(pending_, g.partition, g.slurm_id);
   }
 
  private:
@@ -326,6 +416,16 @@ class SlurmExecutor final : public Executor {
   void MonitorLoop();
   void SubmitLoop();
   void PollSlurm();
+  // Slurm's verdict, from sacct (one call), on gangs that left squeue before it showed how
+  // they ended (the daemon was down longer than MinJobAge).
+  void AskSacct(const std::vector<std::shared_ptr<Gang>>& left);
+  // The pending jobs of the partitions our pending gangs wait in (one squeue -t PD), at most
+  // every position_interval, sooner (at most every poll) when a gang is not in the last list.
+  void RefreshPositions();
+  // The partition and account of a gang: its job's label slurm-partition (when allowed), its
+  // project's account (slurm.project_accounts).
+  Status RouteGang(const std::string& project, const std::map<std::string, std::string>& labels,
+                   std::string* partition, std::string* account) const;
   bool Poll(SReplica& r);
   void ReportExit(SReplica& r);
   void Scancel(const std::vector<std::string>& args);
@@ -357,6 +457,9 @@ class SlurmExecutor final : public Executor {
   int fast_polls_ = 0;   // guarded by mu_: quick squeue polls left after an event
   std::string problem_;  // guarded by mu_: why the last squeue failed ("" = it answered)
   std::deque<std::shared_ptr<Gang>> submit_queue_;  // guarded by mu_
+  std::vector<SlurmPendingJob> pending_;            // guarded by mu_: the last squeue -t PD
+  int64_t positions_at_ = 0;                        // guarded by mu_: monotonic, when taken
+  bool positions_taken_ = false;                    // guarded by mu_
   std::condition_variable submit_cv_;
   std::thread monitor_;
   std::thread submitter_;
@@ -381,11 +484,18 @@ Status SlurmExecutor::LaunchGang(std::span<const ReplicaSpec> specs, const GangS
       }
     }
   }
+  std::string partition;
+  std::string account;
+  TRAINYARD_RETURN_IF_ERROR(
+      RouteGang(specs[0].key.project, gang_spec.labels, &partition, &account));
   const std::string run_dir = RunDirOf(options_.jobs_dir, specs[0].key);
   const std::string suffix = RandomSuffix();
   auto gang = std::make_shared<Gang>();
   gang->name = SlurmJobName(options_.name_prefix, specs[0].key, suffix);
   gang->dir = run_dir + "/slurm-" + suffix;
+  gang->partition = !partition.empty()            ? partition
+                    : !options_.partition.empty() ? options_.partition
+                                                  : options_.default_partition;
   TRAINYARD_RETURN_IF_ERROR(MakeDirs(gang->dir));
 
   // One component per distinct shape. Several shapes run as a heterogeneous job when the
@@ -395,6 +505,8 @@ Status SlurmExecutor::LaunchGang(std::span<const ReplicaSpec> specs, const GangS
   shape.name = gang->name;
   shape.gang_dir = gang->dir;
   shape.plan_path = Join(gang->dir, kPlanFile);
+  shape.partition = partition;
+  shape.account = account;
   json replicas = json::array();
   int max_cpus = 1;
   int64_t max_mem_mb = 1;
@@ -461,7 +573,9 @@ Status SlurmExecutor::LaunchGang(std::span<const ReplicaSpec> specs, const GangS
                {"portRange", options_.port_range},
                {"heterogeneous", het},
                {"replicas", replicas},
-               {"run", json::parse(gang_spec.run_plan_json, nullptr, false)}};
+               {"run", json::parse(gang_spec.run_plan_json, nullptr, false)},
+               {"slurmPartition", gang->partition},
+               {"labels", gang_spec.labels}};
   if (components.size() > 1 && !het) {
     gang->note = "the replicas have " + std::to_string(components.size()) +
                  " shapes and this cluster cannot run them as a heterogeneous job (" +
@@ -676,6 +790,11 @@ Status SlurmExecutor::Launch(const ReplicaSpec& given) {
   }
   gs.shapes.push_back(sh);
   gs.run_plan_json = run.dump();
+  if (old.contains("labels") && old["labels"].is_object()) {
+    for (const auto& [k, v] : old["labels"].items()) {
+      if (v.is_string()) gs.labels[k] = v.get<std::string>();
+    }
+  }
   ReplicaSpec one = spec;
   return LaunchGang(std::span<const ReplicaSpec>(&one, 1), gs, nullptr);
 }
@@ -813,6 +932,13 @@ std::vector<RecoveredReplica> SlurmExecutor::Recover(const std::vector<ReplicaKe
         json j = json::parse(*p, nullptr, false);
         if (j.is_object() && j.contains("replicas")) {
           gang->tasks = static_cast<int>(j["replicas"].size());
+        }
+        if (j.is_object()) {
+          gang->partition = j.value("slurmPartition", "");
+          if (gang->partition.empty()) {
+            gang->partition =
+                options_.partition.empty() ? options_.default_partition : options_.partition;
+          }
         }
       }
     }
@@ -956,6 +1082,8 @@ void SlurmExecutor::PollSlurm() {
     std::string message;
   };
   std::vector<Line> lines;
+  std::vector<ReplicaKey> allocated;        // members of gangs Slurm started since
+  std::vector<std::shared_ptr<Gang>> left;  // gone from squeue before it showed their end
   const int64_t now = MonotonicMicros();
   std::unique_lock<std::mutex> lock(mu_);
   for (const auto& gang : gangs_) {
@@ -984,13 +1112,19 @@ void SlurmExecutor::PollSlurm() {
         lines.push_back({first, model::Severity::kWarning, gang->note});
         gang->note.clear();
       }
+      // Allocated: Slurm runs it (CONFIGURING = nodes still booting: it waits), or it started
+      // and ended between two polls.
+      if (!gang->allocated && s.state != "PENDING" && s.state != "CONFIGURING" &&
+          (!SlurmStateEnded(s.state) || !s.nodes.empty())) {
+        gang->allocated = true;
+        allocated.insert(allocated.end(), gang->members.begin(), gang->members.end());
+      }
       if (s.state == "PENDING" && s.reason != gang->told) {
         gang->told = s.reason;
-        lines.push_back(
-            {first, model::Severity::kInfo,
-             "Waiting in Slurm (job " + s.id +
-                 (options_.partition.empty() ? "" : ", partition " + options_.partition) +
-                 "): " + DescribePendingReason(s.reason) + "."});
+        lines.push_back({first, model::Severity::kInfo,
+                         "Waiting in Slurm (job " + s.id +
+                             (gang->partition.empty() ? "" : ", partition " + gang->partition) +
+                             "): " + DescribePendingReason(s.reason) + "."});
       } else if (s.state == "RUNNING" && gang->told != "RUNNING") {
         gang->told = "RUNNING";
         lines.push_back({first, model::Severity::kInfo,
@@ -1043,11 +1177,16 @@ void SlurmExecutor::PollSlurm() {
       // Gone from squeue (MinJobAge passed, or the controller lost it).
       gang->ended = true;
       gang->ended_at = now;
-      if (gang->state.empty() || !SlurmStateEnded(gang->state)) gang->state = "UNKNOWN";
-      gang->reason = "the job left the Slurm queue";
+      if (gang->state.empty() || !SlurmStateEnded(gang->state)) {
+        gang->state = "UNKNOWN";
+        gang->reason = "the job left the Slurm queue";
+        if (!gang->slurm_id.empty()) left.push_back(gang);  // sacct may know how it ended
+      }
     }
   }
   lock.unlock();
+  if (!left.empty() && !options_.sacct.empty()) AskSacct(left);
+  for (const ReplicaKey& key : allocated) listener_->OnReplicaAllocated(key);
   for (const Line& l : lines) {
     model::LogEntry e;
     e.project = l.key.project;
@@ -1067,6 +1206,135 @@ void SlurmExecutor::PollSlurm() {
       Scancel({"-s", sig, gang->slurm_id});
     }
   }
+  RefreshPositions();
+}
+
+void SlurmExecutor::AskSacct(const std::vector<std::shared_ptr<Gang>>& left) {
+  std::string ids;
+  for (const auto& g : left) ids += (ids.empty() ? "" : ",") + g->slurm_id;
+  std::vector<std::string> argv = {"sacct"};
+  if (options_.sacct == "jobcomp") argv.push_back("-c");
+  // -D: every job of a reused id, told apart by the name (D17); -X: the allocation only.
+  for (const char* a : {"-X", "-D", "-P", "-n", "-o", "JobID,JobName,State,NodeList", "-j"}) {
+    argv.push_back(a);
+  }
+  argv.push_back(ids);
+  auto res = RunCommand(argv, SlurmClientEnv(), kCommandTimeout);
+  if (!res.ok() || res->exit_code != 0) {
+    TY_LOG_WARN(kLog, "{}: {} (the replicas' files decide)", ShellJoin(argv),
+                res.ok() ? CommandError(*res) : res.status().message());
+    return;
+  }
+  // A heterogeneous job's components ("12+0", "12+1"): ended as its worst one.
+  std::map<std::pair<std::string, std::string>, SlurmJobState> verdict;  // (id, name)
+  for (SlurmJobState& row : ParseSacct(res->out)) {
+    if (size_t plus = row.id.find('+'); plus != std::string::npos) row.id.resize(plus);
+    auto key = std::make_pair(row.id, row.name);
+    auto it = verdict.find(key);
+    if (it == verdict.end()) {
+      verdict.emplace(key, std::move(row));
+    } else {
+      if (!row.nodes.empty()) it->second.nodes += (it->second.nodes.empty() ? "" : ",") + row.nodes;
+      if (it->second.state == "COMPLETED" && row.state != "COMPLETED") {
+        it->second.state = row.state;
+        it->second.reason = row.reason;
+      }
+    }
+  }
+  struct Line {
+    ReplicaKey key;
+    std::string message;
+  };
+  std::vector<Line> lines;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& g : left) {
+      auto it = verdict.find({g->slurm_id, g->name});
+      if (it == verdict.end() || !SlurmStateEnded(it->second.state)) continue;
+      const SlurmJobState& v = it->second;
+      g->state = v.state;
+      g->reason = v.reason.empty() ? "from sacct" : v.reason + ", from sacct";
+      TY_LOG_INFO(kLog, "{} (Slurm job {}) ended {} (sacct)", g->name, g->slurm_id, v.state);
+      if (!g->members.empty()) {
+        lines.push_back(
+            {g->members.front(), "Slurm job " + g->slurm_id + " ended " + v.state +
+                                     (v.reason.empty() ? "" : " (" + v.reason + ")") +
+                                     (v.nodes.empty() ? "" : " on " + v.nodes) +
+                                     " while nobody watched; Slurm's accounting (sacct) says so."});
+      }
+    }
+  }
+  for (const Line& l : lines) {
+    model::LogEntry e;
+    e.project = l.key.project;
+    e.job_id = l.key.job_id;
+    e.trial_id = l.key.trial_id;
+    e.timestamp = NowMicros();
+    e.severity = model::Severity::kInfo;
+    e.task_name = "service";
+    e.message = l.message;
+    Status st = listener_->OnReplicaLogs(std::span<model::LogEntry>(&e, 1));
+    if (!st.ok()) TY_LOG_WARN(kLog, "cannot store a service line: {}", st.ToString());
+  }
+}
+
+void SlurmExecutor::RefreshPositions() {
+  std::set<std::string> partitions;
+  const int64_t now = MonotonicMicros();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    bool unlisted = false;
+    for (const auto& g : gangs_) {
+      if (g->ended || g->slurm_id.empty() || g->state != "PENDING" || g->partition.empty()) {
+        continue;
+      }
+      partitions.insert(g->partition);
+      unlisted =
+          unlisted || std::none_of(pending_.begin(), pending_.end(),
+                                   [&](const SlurmPendingJob& j) { return j.id == g->slurm_id; });
+    }
+    if (partitions.empty()) {
+      pending_.clear();
+      return;
+    }
+    const Duration wait = unlisted ? options_.poll_interval : options_.position_interval;
+    if (positions_taken_ && now - positions_at_ < wait) return;
+    positions_taken_ = true;
+    positions_at_ = now;
+  }
+  std::string list;
+  for (const std::string& p : partitions) list += (list.empty() ? "" : ",") + p;
+  // Everyone's pending jobs in those partitions (only ours where PrivateData hides others').
+  auto res = RunCommand({"squeue", "-h", "-t", "PD", "-p", list, "-o", "%i|%Q|%P"},
+                        SlurmClientEnv(), kCommandTimeout);
+  if (!res.ok() || res->exit_code != 0) {
+    TY_LOG_WARN(kLog, "squeue -t PD -p {}: {}", list,
+                res.ok() ? CommandError(*res) : res.status().message());
+    return;
+  }
+  std::vector<SlurmPendingJob> pending = ParsePendingJobs(res->out);
+  std::lock_guard<std::mutex> lock(mu_);
+  pending_ = std::move(pending);
+}
+
+Status SlurmExecutor::RouteGang(const std::string& project,
+                                const std::map<std::string, std::string>& labels,
+                                std::string* partition, std::string* account) const {
+  partition->clear();
+  if (auto l = labels.find("slurm-partition"); l != labels.end() && !l->second.empty()) {
+    const auto& allowed = options_.label_partitions;
+    if (std::find(allowed.begin(), allowed.end(), l->second) == allowed.end()) {
+      std::string have;
+      for (const auto& p : allowed) have += (have.empty() ? "" : ", ") + p;
+      return InvalidArgument("the label slurm-partition asks for partition \"" + l->second +
+                             "\", which is not one a job may choose (slurm.label_partitions: " +
+                             (have.empty() ? std::string("none") : have) + ")");
+    }
+    *partition = l->second;
+  }
+  auto a = options_.project_accounts.find(project);
+  *account = a != options_.project_accounts.end() ? a->second : "";
+  return Status::Ok();
 }
 
 void SlurmExecutor::EnforceDeadlines() {
@@ -1197,12 +1465,26 @@ void SlurmExecutor::ReportExit(SReplica& r) {
   // stop, it did not finish (AI Platform restarts such a replica with the same identity).
   const bool infrastructure =
       state == "NODE_FAIL" || state == "PREEMPTED" || state == "BOOT_FAIL" || state == "DEADLINE";
-  if (reported && !(infrastructure && !r.kill_requested && parsed->stop_requested)) {
+  // A trainer stopped by a SIGTERM nobody at Trainyard sent (no kill request for it, and not
+  // the driver's own stop before the time limit) did not finish either, whatever it exited
+  // with: Slurm took the allocation while nobody could tell (the job left squeue and sacct
+  // while the daemon was down), or someone cancelled it outside Trainyard.
+  const bool unrequested = reported && parsed->phase == "run" && parsed->stop_requested &&
+                           parsed->stop_unrequested && !r.kill_requested &&
+                           !FileExists(Join(r.gang->dir, kTimeLimitFile));
+  if (reported && !(infrastructure && !r.kill_requested && parsed->stop_requested) &&
+      !unrequested) {
     exit = std::move(parsed).value();
   } else if (!reported && state == "REFUSED") {
     exit.exit_code = 1;
     exit.phase = "launch";
     exit.message = reason;
+  } else if (reported && !infrastructure) {
+    exit.exit_code = -1;
+    exit.phase = "lost";
+    exit.message = "its trainer was stopped by a SIGTERM that Trainyard did not send (Slurm job " +
+                   slurm_id + " " + state +
+                   (reason.empty() || reason == "None" ? "" : ", " + reason) + ")";
   } else if (reported) {
     exit.exit_code = -1;
     exit.phase = "lost";

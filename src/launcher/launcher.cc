@@ -446,6 +446,7 @@ class Launcher {
   // Termination requested by a signal.
   bool term_requested_ = false;
   bool child_ended_after_term_ = false;  // the last child was reaped after the request
+  bool stop_unrequested_ = false;        // no `kill` request was written when SIGTERM came
   int term_signal_ = 0;
   int64_t kill_deadline_ = 0;  // monotonic
   bool escalated_ = false;
@@ -536,6 +537,7 @@ int Launcher::Run() {
   exit.exit_code = st->exit_code;
   exit.signal = st->signal;
   exit.stop_requested = child_ended_after_term_;
+  exit.stop_unrequested = child_ended_after_term_ && stop_unrequested_;
   if (st->exit_code == 0) {
     Service(Severity::kInfo, "Module completed; cleaning up.");
   } else if (st->signal != 0) {
@@ -1442,6 +1444,7 @@ int Launcher::RunContainer(const std::string& image) {
     exit.signal = exit.exit_code - 128;
   }
   exit.stop_requested = child_ended_after_term_;
+  exit.stop_unrequested = child_ended_after_term_ && stop_unrequested_;
   const bool engine_error = st->signal == 0 && st->exit_code == 125;
   if (exit.exit_code == 0) {
     Service(Severity::kInfo, "Container completed; cleaning up.");
@@ -2017,7 +2020,9 @@ void Launcher::StartTermination(int signo) {
   term_requested_ = true;
   term_signal_ = SIGTERM;
   Duration grace = executor::kDefaultKillGrace;
-  if (auto text = ReadFile(Join(work_dir_, executor::kKillFile)); text.ok()) {
+  auto text = ReadFile(Join(work_dir_, executor::kKillFile));
+  stop_unrequested_ = !text.ok();  // the daemon writes `kill` before it signals (exit.json)
+  if (text.ok()) {
     std::string_view v = *text;
     while (!v.empty() && v.back() == '\n') v.remove_suffix(1);
     Duration g = 0;

@@ -211,6 +211,9 @@ int RunSlurmDriver(const std::string& plan_path) {
       if (sig == SIGUSR1 && !stop_sent && job_id != nullptr) {
         stop_sent = true;
         Say("the job's time limit is near: stopping every replica gracefully");
+        // Their SIGTERM is Trainyard's own (the executor reads this before calling it lost).
+        Status mark = WriteFileAtomic(gang_dir + "/time-limit", "USR1\n");
+        if (!mark.ok()) Say(mark.message());
         auto res =
             executor::RunCommand({"scancel", "-s", "TERM", job_id}, {}, 30 * kMicrosPerSecond);
         if (!res.ok()) Say("scancel: " + res.status().message());

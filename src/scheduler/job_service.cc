@@ -51,6 +51,9 @@ void JobService::RunUntilIdle() {
   }
 }
 
+void JobService::OnReplicaAllocated(const executor::ReplicaKey& key) {
+  core_->OnReplicaAllocated(key);
+}
 void JobService::OnReplicaRunning(const executor::ReplicaKey& key) { core_->OnReplicaRunning(key); }
 Status JobService::OnReplicaLogs(std::span<model::LogEntry> entries) {
   return core_->OnReplicaLogs(entries);

@@ -453,6 +453,7 @@ Status SchedulerCore::LaunchLocked(ActiveJob& aj, const std::string& trial_id) {
       json::parse(job.training_input_json.empty() ? "{}" : job.training_input_json, nullptr, false);
   executor::GangSpec gang;
   gang.run_plan_json = cluster_env::RunPlanToJson(plan);
+  gang.labels = job.labels;
   gang.max_running_time =
       job.spec.scheduling.max_running_time.value_or(options_.default_max_running_time);
   const cluster_env::RunEnvironment run_env(std::move(plan));

@@ -72,8 +72,14 @@ Status SchedulerCore::Start() {
   Unlocker lock(this);
   // Every replica any admitted job may have launched, and what the executor knows of them.
   std::vector<executor::ReplicaKey> keys;
+  // A backend with a queue of its own may hold the gang of a QUEUED job (admitted, waiting in
+  // Slurm): those are asked about too; one never handed over is simply not found.
+  const bool backend_queues = executor_.QueuesGangs();
+  auto may_have_launched = [&](const Job& job) {
+    return job.state != JobState::kQueued || (backend_queues && !job.spec.has_hyperparameters);
+  };
   for (const Job& job : jobs) {
-    if (job.state == JobState::kQueued) continue;
+    if (!may_have_launched(job)) continue;
     const std::vector<std::string> trials =
         job.spec.has_hyperparameters ? RunningTrials(job) : std::vector<std::string>{""};
     for (const std::string& trial : trials) {
@@ -107,7 +113,7 @@ Status SchedulerCore::Start() {
     if (aj.job.state == JobState::kCancelling) aj.cancel_reason = aj.job.error_message;
     bool any_launched = false;
     for (auto& r : aj.replicas) {
-      r.launched = aj.job.state != JobState::kQueued && recovered_.count(r.key) != 0;
+      r.launched = may_have_launched(aj.job) && recovered_.count(r.key) != 0;
       any_launched = any_launched || r.launched;
     }
     if (aj.job.state == JobState::kPreparing && !any_launched) {
@@ -120,7 +126,7 @@ Status SchedulerCore::Start() {
         ++requeued;
       }
     }
-    if (aj.job.state == JobState::kQueued) {
+    if (aj.job.state == JobState::kQueued && !any_launched) {
       EnqueueLocked(aj.job);
       continue;
     }

@@ -236,10 +236,27 @@ void SchedulerCore::FillLiveLocked(Job& job, const ActiveJob* aj) const {
     a.gpu_indices.insert(a.gpu_indices.end(), r.gpus.begin(), r.gpus.end());
   }
   std::sort(a.gpu_indices.begin(), a.gpu_indices.end());
-  if (job.state == JobState::kPreparing) {
-    // A cluster backend keeps the gang in its own queue: say why (Slurm's pending reason).
-    job.wait_reason = executor_.PendingReason(aj->replicas.front().key);
+  // A backend with a queue of its own (Slurm) holds the gang there: its place (while QUEUED)
+  // and why it waits (Slurm's pending reason in words), also for a gang restarted whole that
+  // waits again in a PREPARING or RUNNING job, or a tuning job's trial.
+  std::string why;
+  for (const Replica& r : aj->replicas) {
+    if (r.exited || !r.launched) continue;
+    why = executor_.PendingReason(r.key);
+    if (why.empty()) continue;
+    if (job.state == JobState::kQueued) job.job_position = executor_.QueuePosition(r.key);
+    if (!r.key.trial_id.empty()) why = "Trial " + r.key.trial_id + ": " + why;
+    break;
   }
+  if (job.state == JobState::kQueued) {
+    if (job.job_position <= 0) job.job_position = 1;  // waits for the backend, place unknown
+    if (const auto& wait = job.spec.scheduling.max_wait_time) {
+      why += std::string(why.empty() ? "" : " ") + "It is cancelled if it has not started by " +
+             FormatRfc3339(job.create_time + *wait) + " (scheduling.maxWaitTime " +
+             FormatDuration(*wait) + ").";
+    }
+  }
+  job.wait_reason = std::move(why);
 }
 
 void SchedulerCore::FillLiveFields(std::vector<Job>& jobs) {
@@ -292,6 +309,9 @@ SchedulerStats SchedulerCore::Stats() const {
   s.queued = static_cast<int>(queue_.size());
   for (const auto& [k, aj] : active_) {
     switch (aj.job.state) {
+      case JobState::kQueued:
+        ++s.queued;  // admitted, waiting in the backend's queue
+        break;
       case JobState::kPreparing:
         ++s.preparing;
         break;
@@ -405,8 +425,14 @@ bool SchedulerCore::AdmitQueueLocked() {
     candidate.job = std::move(stored).value();
     // A tuning job's replicas are its trials', planned as each trial starts.
     if (!candidate.job.spec.has_hyperparameters) candidate.replicas = PlanReplicas(candidate.job);
-    candidate.job.start_time = Now();
-    if (!TransitionLocked(candidate, JobState::kPreparing, "admitted").ok()) {
+    // A backend with a queue of its own (Slurm) holds the gang there until it allocates it:
+    // the job stays QUEUED meanwhile, with the backend's place and reason (FillLiveLocked),
+    // and turns PREPARING when it is allocated (AllocatedLocked). Nothing is stored here: a
+    // restarted daemon finds the gang through Recover (recovery.cc). A tuning job is PREPARING
+    // from admission on, as locally; its trials wait in the backend.
+    const bool backend_queues = executor_.QueuesGangs() && !candidate.job.spec.has_hyperparameters;
+    if (!backend_queues) candidate.job.start_time = Now();
+    if (!backend_queues && !TransitionLocked(candidate, JobState::kPreparing, "admitted").ok()) {
       // The store refused the write: the job stays QUEUED and is tried again next pass.
       queue_.Add(entry, current.demand);
       admission_dirty_ = true;
@@ -519,6 +545,7 @@ void SchedulerCore::CheckDeadlinesLocked(Timestamp now) {
     }
     if (aj.running_pending) {
       // RUNNING could not be stored when the last replica started: again.
+      AllocatedLocked(aj);
       if (aj.job.state != JobState::kPreparing ||
           TransitionLocked(aj, JobState::kRunning, "all replicas running").ok()) {
         aj.running_pending = false;
@@ -611,6 +638,7 @@ void SchedulerCore::FinishLocked(ActiveJob& aj, JobState to, const std::string& 
   // started, or the store refused RUNNING): RUNNING first, as the state machine has it. Here
   // rather than at the callers, so that a terminal state stored again later (finish_pending,
   // after the store refused both) does it too instead of retrying PREPARING -> SUCCEEDED.
+  if (to == JobState::kSucceeded) AllocatedLocked(aj);  // QUEUED in the backend: PREPARING
   if (to == JobState::kSucceeded && aj.job.state == JobState::kPreparing) {
     (void)TransitionLocked(aj, JobState::kRunning, "");
   }
@@ -693,16 +721,41 @@ void SchedulerCore::MaybeFinishLocked(ActiveJob& aj) {
   }
 }
 
+void SchedulerCore::AllocatedLocked(ActiveJob& aj) {
+  if (aj.job.state != JobState::kQueued) return;
+  const Timestamp was = aj.job.start_time;
+  aj.job.start_time = Now();
+  // A store that refuses keeps it QUEUED: the next event or tick (running_pending) tries again.
+  if (TransitionLocked(aj, JobState::kPreparing, "allocated by the backend").ok()) {
+    ServiceLogLocked(aj.job, model::Severity::kInfo, "Resources were allocated to the job.");
+  } else {
+    aj.job.start_time = was;
+  }
+}
+
+void SchedulerCore::OnReplicaAllocated(const executor::ReplicaKey& key) {
+  Unlocker lock(this);
+  auto it = active_.find({key.project, key.job_id});
+  if (it == active_.end()) return;
+  AllocatedLocked(it->second);
+}
+
 void SchedulerCore::OnReplicaRunning(const executor::ReplicaKey& key) {
   Unlocker lock(this);
   auto it = active_.find({key.project, key.job_id});
   if (it == active_.end()) return;
   ActiveJob& aj = it->second;
+  // A replica runs, so its gang was allocated even if the backend has not said so yet.
+  AllocatedLocked(aj);
   // RUNNING once every replica of the job (of a tuning job: of one trial) runs.
   bool all = true;
   for (auto& r : aj.replicas) {
     if (r.key == key) r.running = true;
     if (r.key.trial_id == key.trial_id && !r.running) all = false;
+  }
+  if (all && aj.job.state == JobState::kQueued) {
+    aj.running_pending = true;  // PREPARING was refused by the store: the ticks try both
+    timed_.insert({aj.job.project, aj.job.job_id});
   }
   if (all && aj.job.state == JobState::kPreparing) {
     TY_FAILPOINT("scheduler.running.before_write");  // replicas run, RUNNING not yet stored

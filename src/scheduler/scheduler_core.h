@@ -84,6 +84,7 @@ class SchedulerCore {
       const std::vector<std::string>& trial_ids);
   bool Step();
 
+  void OnReplicaAllocated(const executor::ReplicaKey& key);
   void OnReplicaRunning(const executor::ReplicaKey& key);
   Status OnReplicaLogs(std::span<model::LogEntry> entries);
   void OnReplicaMetrics(const executor::ReplicaKey& key,
@@ -202,6 +203,9 @@ class SchedulerCore {
   void AccrueUnitsLocked(ActiveJob& aj, Timestamp now);
   void AccrueAllLocked(Timestamp now);
   Status TransitionLocked(ActiveJob& aj, model::JobState to, const std::string& reason);
+  // An admitted job the backend kept in its own queue (QUEUED, Executor::QueuesGangs) got its
+  // allocation: PREPARING from now (startTime too). No-op in any other state.
+  void AllocatedLocked(ActiveJob& aj);
   void FinishLocked(ActiveJob& aj, model::JobState to, const std::string& message);
   void RequestCancelLocked(ActiveJob& aj, const std::string& reason);
   void MaybeFinishLocked(ActiveJob& aj);
@@ -254,7 +258,8 @@ class SchedulerCore {
   // OnReplicaLogs runs outside mu_: its histogram has a lock of its own.
   mutable std::mutex lag_mu_;
   Histogram log_lag_{{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}};
-  // Admitted, unfinished jobs (PREPARING, RUNNING, CANCELLING). Queued jobs are only in queue_.
+  // Admitted, unfinished jobs (PREPARING, RUNNING, CANCELLING; QUEUED while a backend with a
+  // queue of its own holds their gang, Executor::QueuesGangs). Queued jobs are only in queue_.
   std::map<JobKey, ActiveJob> active_;
   JobQueue queue_;
   // Set when an admission pass could admit something it could not before (a job was queued,

@@ -58,6 +58,15 @@ TEST(SlurmSetupTest, ConfigKeysAreCheckedAndNamed) {
   auto m = ParseKeyValueList(c.slurm.gpu_types);
   ASSERT_TRUE(m.ok());
   EXPECT_EQ(m->at("NVIDIA_TESLA_A100"), "a100");
+  EXPECT_TRUE(SetConfigValue(c, "slurm.project_accounts", "proj-a=acct-a,proj-b=acct-b").ok());
+  EXPECT_EQ(ParseKeyValueList(c.slurm.project_accounts)->at("proj-b"), "acct-b");
+  EXPECT_NE(SetConfigValue(c, "slurm.project_accounts", "proj-a")
+                .message()
+                .find("slurm.project_accounts"),
+            std::string::npos);
+  EXPECT_TRUE(SetConfigValue(c, "slurm.label_partitions", "debug, gpu").ok());
+  EXPECT_EQ(c.slurm.label_partitions, (std::vector<std::string>{"debug", "gpu"}));
+  EXPECT_FALSE(SetConfigValue(c, "slurm.label_partitions", "a b").ok());
 }
 
 TEST(SlurmSetupTest, NeedsASharedDirectory) {

@@ -189,10 +189,17 @@ TEST(ExitJsonTest, RoundTripsOomKilled) {
   ASSERT_TRUE(back.ok());
   EXPECT_TRUE(back->oom_killed);
   EXPECT_TRUE(back->stop_requested);
+  EXPECT_FALSE(back->stop_unrequested);
+  EXPECT_EQ(text.find("stopUnrequested"), std::string::npos) << text;
+  exit.stop_unrequested = true;  // a SIGTERM nobody at Trainyard asked for (Slurm)
+  back = ExitFromJson(ExitToJson(exit));
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(back->stop_unrequested);
   // Older exit.json files have no oomKilled.
   auto old = ExitFromJson(R"({"exitCode": 1, "phase": "run"})");
   ASSERT_TRUE(old.ok());
   EXPECT_FALSE(old->oom_killed);
+  EXPECT_FALSE(old->stop_unrequested);
 }
 
 TEST(ExitJsonTest, ToleratesInvalidUtf8) {

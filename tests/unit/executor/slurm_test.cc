@@ -81,5 +81,72 @@ TEST(SlurmTest, BatchScriptHasTheGangShapeAndNeverTrainyardsProtectedFlagsTwice)
       << het;
 }
 
+TEST(SlurmTest, BatchScriptTakesTheGangsOwnPartitionAndAccount) {
+  SlurmOptions o;
+  o.launcher_path = "/l";
+  o.partition = "gpu";
+  o.account = "ml";
+  SlurmGangPlan plan;
+  plan.name = "n";
+  plan.gang_dir = "/d";
+  plan.plan_path = "/d/plan.json";
+  plan.components = {{1, 1, 100, ""}, {1, 2, 100, ""}};
+  plan.partition = "debug";
+  plan.account = "team-a";
+  const std::string s = SlurmBatchScript(o, plan);
+  EXPECT_EQ(s.find("--partition=gpu"), std::string::npos) << s;
+  EXPECT_EQ(s.find("--account=ml"), std::string::npos) << s;
+  // Both components of the heterogeneous job.
+  size_t n = 0;
+  for (size_t at = s.find("#SBATCH --partition=debug\n#SBATCH --account=team-a\n");
+       at != std::string::npos;
+       at = s.find("#SBATCH --partition=debug\n#SBATCH --account=team-a\n", at + 1)) {
+    ++n;
+  }
+  EXPECT_EQ(n, 2u) << s;
+}
+
+TEST(SlurmTest, ParsesSacctRowsWithWhoCancelled) {
+  auto rows = ParseSacct(
+      "12|ty-a-j-1|NODE_FAIL|n2\n"
+      "13|ty-a-k-2|CANCELLED by 1000|(null)\n"
+      "14+0|ty-a-h-3|PREEMPTED|n[1-3]\n"
+      "junk\n"
+      "|x|COMPLETED|n1\n");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].state, "NODE_FAIL");
+  EXPECT_EQ(rows[0].nodes, "n2");
+  EXPECT_EQ(rows[0].name, "ty-a-j-1");
+  EXPECT_EQ(rows[1].state, "CANCELLED");
+  EXPECT_EQ(rows[1].reason, "by uid 1000");
+  EXPECT_EQ(rows[1].nodes, "");
+  EXPECT_EQ(rows[2].id, "14+0");
+}
+
+TEST(SlurmTest, QueuePositionCountsHigherPriorityThenLowerIdsInThePartition) {
+  // As `squeue -h -t PD -o "%i|%Q|%P"` prints them; 20 is a heterogeneous job (one job).
+  auto pending = ParsePendingJobs(
+      "10|100|low\n"
+      "11|100|low\n"
+      "12|500|low\n"
+      "13|100|high\n"
+      "20+0|100|low\n"
+      "20+1|100|low\n"
+      "21|50|low,high\n"
+      "bad\n");
+  ASSERT_EQ(pending.size(), 6u);
+  EXPECT_EQ(pending[4].id, "20");
+  EXPECT_EQ(SlurmQueuePosition(pending, "low", "12"), 1);  // highest priority
+  EXPECT_EQ(SlurmQueuePosition(pending, "low", "10"), 2);  // after 12; ties by lower id
+  EXPECT_EQ(SlurmQueuePosition(pending, "low", "11"), 3);
+  EXPECT_EQ(SlurmQueuePosition(pending, "low", "20"), 4);
+  EXPECT_EQ(SlurmQueuePosition(pending, "low", "21"), 5);   // lowest priority
+  EXPECT_EQ(SlurmQueuePosition(pending, "high", "13"), 1);  // its own partition only
+  EXPECT_EQ(SlurmQueuePosition(pending, "high", "21"), 2);
+  // Submitted after the list was taken: behind every listed job with a lower id.
+  EXPECT_EQ(SlurmQueuePosition(pending, "low", "30"), 6);
+  EXPECT_EQ(SlurmQueuePosition({}, "low", "30"), 1);
+}
+
 }  // namespace
 }  // namespace trainyard::executor

@@ -77,6 +77,17 @@ class FakeExecutor : public executor::Executor {
   }
   int RunningCount() const override { return 0; }
   bool RestartsWholeRuns() const override { return whole_runs; }
+  bool QueuesGangs() const override { return queues; }
+  std::string PendingReason(const executor::ReplicaKey& key) const override {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = waiting.find(key);
+    return it != waiting.end() ? it->second.first : "";
+  }
+  int64_t QueuePosition(const executor::ReplicaKey& key) const override {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = waiting.find(key);
+    return it != waiting.end() ? it->second.second : 0;
+  }
   void Shutdown() override {}
 
   std::vector<executor::ReplicaSpec> Launched() {
@@ -88,7 +99,7 @@ class FakeExecutor : public executor::Executor {
     return killed;
   }
 
-  std::mutex mu;
+  mutable std::mutex mu;
   std::vector<executor::ReplicaSpec> launched;
   std::vector<executor::ReplicaKey> killed;
   std::vector<std::string> kill_reasons;
@@ -102,6 +113,9 @@ class FakeExecutor : public executor::Executor {
   std::vector<executor::ReplicaKey> recover_keys;
   std::set<executor::ReplicaKey> reattach;  // still running at Recover
   bool whole_runs = false;                  // a backend like Slurm's (RestartsWholeRuns)
+  bool queues = false;                      // a backend with its own queue (QueuesGangs)
+  // Launched replicas waiting in that queue: the reason and the place it gives.
+  std::map<executor::ReplicaKey, std::pair<std::string, int64_t>> waiting;
 };
 
 inline executor::ReplicaExit CleanExit() {

@@ -147,6 +147,8 @@ struct GangSpec {
   // addresses only once they are placed rebuilds their cluster environment from it.
   std::string run_plan_json;
   Duration max_running_time = 0;  // the scheduler enforces it; a backend may add a backstop
+  // The job's labels: a backend may route by some (Slurm: `slurm-partition`, docs/slurm.md).
+  std::map<std::string, std::string> labels;
 };
 
 // How a replica ended.
@@ -165,6 +167,10 @@ struct ReplicaExit {
   // The launcher had been asked to stop (SIGTERM) before the trainer ended. A trainer that
   // ended on its own just before a stop request arrived has this false.
   bool stop_requested = false;
+  // The SIGTERM that stopped it was not asked for by Trainyard (no `kill` request was written
+  // for the replica when it came): Slurm preempted the job, its node failed, or someone ran
+  // scancel. A trainer that exits 0 then did not finish (docs/slurm.md).
+  bool stop_unrequested = false;
   // The reason given to Kill() ("" when none was asked for, or none given).
   std::string stop_reason;
 };
@@ -200,6 +206,10 @@ struct RecoveredReplica {
 class ExecutorListener {
  public:
   virtual ~ExecutorListener() = default;
+  // A backend with a queue of its own (Executor::QueuesGangs) allocated the replica's gang: it
+  // no longer waits there. At most once per launch, before OnReplicaRunning when the backend
+  // sees the allocation first; never for a gang that ended while it waited.
+  virtual void OnReplicaAllocated(const ReplicaKey& key) { (void)key; }
   // The environment is ready and the trainer process started.
   virtual void OnReplicaRunning(const ReplicaKey& key) = 0;
   // New log lines (task_name, severity, timestamp, message filled; insert ids not yet).
@@ -277,6 +287,16 @@ class Executor {
   virtual std::string PendingReason(const ReplicaKey& key) const {
     (void)key;
     return "";
+  }
+  // Whether launched gangs wait in the backend's own queue until it allocates them (Slurm's
+  // PENDING): the scheduler then keeps an admitted job QUEUED until OnReplicaAllocated, and a
+  // restarted daemon asks Recover about its QUEUED jobs too.
+  virtual bool QueuesGangs() const { return false; }
+  // The place of a launched replica's gang in the backend's queue (1 = next to start), 0 when
+  // it does not wait there or the backend cannot say.
+  virtual int64_t QueuePosition(const ReplicaKey& key) const {
+    (void)key;
+    return 0;
   }
   // Whether a lost replica is restarted with its whole run (every replica of the job, or of
   // the trial, stopped and launched again together with LaunchGang): a backend that gives each

@@ -47,6 +47,17 @@ struct SlurmOptions {
   bool backfill = false;       // SchedulerType is sched/backfill
   // Prefix of every Slurm job name this daemon submits ("ty-<8 hex>-"): what it owns.
   std::string name_prefix;
+  // The partition jobs go to when `partition` is "" (the cluster's default, from sinfo).
+  std::string default_partition;
+  // Trainyard project -> Slurm account (--account); a project not listed gets `account`.
+  std::map<std::string, std::string> project_accounts;
+  // Partitions a job may ask for with its label `slurm-partition` (none: the label is refused).
+  std::vector<std::string> label_partitions;
+  // How Slurm's verdict on a job that left squeue is read: "db" (sacct, with slurmdbd),
+  // "jobcomp" (sacct -c, jobcomp/filetxt on this host) or "" (not at all: its files decide).
+  std::string sacct;
+  // How often the place of pending jobs in their partition's queue is asked for (squeue -t PD).
+  Duration position_interval = 30 * kMicrosPerSecond;
 };
 
 // What the executor knows of one Slurm job (one squeue row).
@@ -61,6 +72,22 @@ struct SlurmJobState {
 // Pure parts, for tests.
 // Rows of `squeue -h -o "%A|%T|%r|%N|%j"`; malformed lines are skipped.
 std::vector<SlurmJobState> ParseSqueue(const std::string& text);
+// Rows of `sacct -X -P -n -o JobID,JobName,State,NodeList` (also `sacct -c`) as squeue rows:
+// "CANCELLED by 1000" becomes state CANCELLED with reason "by uid 1000"; "(null)" nodes "".
+std::vector<SlurmJobState> ParseSacct(const std::string& text);
+// One pending job of `squeue -h -t PD -o "%i|%Q|%P"`.
+struct SlurmPendingJob {
+  std::string id;  // a heterogeneous job's components ("12+0", "12+1") are one job "12"
+  int64_t priority = 0;
+  std::string partition;
+};
+std::vector<SlurmPendingJob> ParsePendingJobs(const std::string& text);
+// The place of job `id` in `partition`'s queue: 1 + the pending jobs there ahead of it (a
+// higher priority, or the same and a lower id, as Slurm orders them without multifactor
+// priority). A job not listed (submitted after the list was taken) is placed after every
+// listed job with a lower id.
+int64_t SlurmQueuePosition(const std::vector<SlurmPendingJob>& pending,
+                           const std::string& partition, const std::string& id);
 // Whether a Slurm job state is final.
 bool SlurmStateEnded(const std::string& state);
 // "ty-<tag>-<job>[-t<trial>]-<suffix>": Slurm job names keep [A-Za-z0-9_.-] only.
@@ -79,6 +106,8 @@ struct SlurmGangPlan {
     std::string gpus_per_task;  // "" or "[type:]count"
   };
   std::vector<Component> components;
+  std::string partition;  // "" = SlurmOptions::partition
+  std::string account;    // "" = SlurmOptions::account
   int time_minutes = 0;
   int signal_seconds = 0;
 };

@@ -131,6 +131,7 @@ class JobService final : public executor::ExecutorListener {
   void RunUntilIdle();
 
   // ExecutorListener.
+  void OnReplicaAllocated(const executor::ReplicaKey& key) override;
   void OnReplicaRunning(const executor::ReplicaKey& key) override;
   Status OnReplicaLogs(std::span<model::LogEntry> entries) override;
   void OnReplicaMetrics(const executor::ReplicaKey& key,
