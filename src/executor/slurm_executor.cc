@@ -317,6 +317,7 @@ struct Gang {
   std::string state;     // last seen in squeue ("" not yet)
   std::string reason;
   bool seen = false;
+  bool recovered = false;   // found by Recover with its Slurm job id: squeue -t all decides
   bool submitting = false;  // sbatch not yet answered
   // sbatch may or may not have run (the daemon stopped before it answered, or it timed out):
   // the next squeue that starts with no sbatch of it in flight decides (adopt or submit).
@@ -927,6 +928,8 @@ std::vector<RecoveredReplica> SlurmExecutor::Recover(const std::vector<ReplicaKe
         gang->state = "NOT_SUBMITTED";
       } else if (gang->slurm_id.empty()) {
         gang->unconfirmed = true;  // the next squeue (with no sbatch in flight) decides
+      } else {
+        gang->recovered = true;
       }
       if (auto p = ReadFile(Join(gang_dir, kPlanFile)); p.ok() && !gang_dir.empty()) {
         json j = json::parse(*p, nullptr, false);
@@ -1172,8 +1175,8 @@ void SlurmExecutor::PollSlurm() {
                     gang->name);
         QueueSubmitLocked(gang);
       }
-    } else if (!gang->submitting &&
-               (gang->seen || now - gang->submitted_at > 60 * kMicrosPerSecond)) {
+    } else if (!gang->submitting && (gang->seen || gang->recovered ||
+                                     now - gang->submitted_at > 60 * kMicrosPerSecond)) {
       // Gone from squeue (MinJobAge passed, or the controller lost it).
       gang->ended = true;
       gang->ended_at = now;
