@@ -1179,6 +1179,23 @@ bool SlurmExecutor::Poll(SReplica& r) {
   return true;
 }
 
+// Slurm ended the job OUT_OF_MEMORY (its task/cgroup killed the batch step for memory) and
+// the replica has no report of its own, or only the driver's "lost": an OOM kill, as the
+// launcher reports one from the step's memory group (compat §12: not restarted).
+bool SlurmOutOfMemory(const std::string& state, const ReplicaExit* reported) {
+  return state == "OUT_OF_MEMORY" && (reported == nullptr || reported->phase == "lost");
+}
+
+ReplicaExit SlurmOomExit(const std::string& slurm_id) {
+  ReplicaExit exit;
+  exit.phase = "run";
+  exit.exit_code = 137;  // 128 + SIGKILL, what the kernel's OOM killer sends
+  exit.signal = 9;
+  exit.oom_killed = true;
+  exit.message = "Slurm ended the job " + slurm_id + " OUT_OF_MEMORY";
+  return exit;
+}
+
 void SlurmExecutor::ReportExit(SReplica& r) {
   r.tail.CloseLog();
   ReplicaExit exit;
@@ -1197,7 +1214,9 @@ void SlurmExecutor::ReportExit(SReplica& r) {
   // stop, it did not finish (AI Platform restarts such a replica with the same identity).
   const bool infrastructure =
       state == "NODE_FAIL" || state == "PREEMPTED" || state == "BOOT_FAIL" || state == "DEADLINE";
-  if (reported && !(infrastructure && !r.kill_requested && parsed->stop_requested)) {
+  if (SlurmOutOfMemory(state, reported ? &*parsed : nullptr)) {
+    exit = SlurmOomExit(slurm_id);
+  } else if (reported && !(infrastructure && !r.kill_requested && parsed->stop_requested)) {
     exit = std::move(parsed).value();
   } else if (!reported && state == "REFUSED") {
     exit.exit_code = 1;

@@ -51,6 +51,10 @@ struct Step {
   int in_fd = -1;   // the step's stdin (write end)
   int out_fd = -1;  // its stdout (read end)
   std::string buf;
+  int err_fd = -1;  // srun's stderr (read end): Slurm's own words on the step
+  std::string err_buf;
+  bool oom = false;    // srun said the step ended OUT_OF_MEMORY
+  bool ended = false;  // exited, its output read to the end, and reported if it had to be
   bool reported = false;
   bool answered = false;
   bool exited = false;
@@ -69,6 +73,18 @@ void ReportLostStep(const Step& s) {
   if (::access(path.c_str(), F_OK) == 0) return;
   executor::ReplicaExit exit;
   exit.exit_code = 1;
+  if (s.oom) {
+    // Slurm's task/cgroup killed the step for memory and took the launcher with it: the
+    // step's OUT_OF_MEMORY, reported as the launcher reports an OOM kill (never restarted).
+    exit.phase = "run";
+    exit.exit_code = 128 + SIGKILL;
+    exit.signal = SIGKILL;
+    exit.oom_killed = true;
+    exit.message = "Slurm ended the step of " + s.task_name + " OUT_OF_MEMORY";
+    Status st = WriteFileAtomic(path, executor::ExitToJson(exit));
+    if (!st.ok()) Say("cannot write " + path + ": " + st.message());
+    return;
+  }
   // A launcher that reported its address had started: its step was taken from under it
   // (most often with the allocation: a node failure or a preemption ends every step, and the
   // driver may see that before Slurm says why). Lost, not a launch failure; and the stop was
@@ -80,6 +96,35 @@ void ReportLostStep(const Step& s) {
                  std::to_string(code) + ") before its launcher reported";
   Status st = WriteFileAtomic(path, executor::ExitToJson(exit));
   if (!st.ok()) Say("cannot write " + path + ": " + st.message());
+}
+
+// A line srun wrote on its stderr: to driver.out like the rest, and noted when it says that
+// Slurm ended the step OUT_OF_MEMORY ("srun: error: n1: task 0: Out Of Memory").
+void OnSrunError(Step& s, const std::string& line) {
+  if (line.find(": Out Of Memory") != std::string::npos) s.oom = true;
+  std::string l = "[" + s.task_name + "] " + line + "\n";
+  [[maybe_unused]] ssize_t m = ::write(STDOUT_FILENO, l.data(), l.size());
+}
+
+// Reads what srun wrote on its stderr; false at its end.
+bool ReadSrunErrors(Step& s) {
+  char chunk[8192];
+  ssize_t n = ::read(s.err_fd, chunk, sizeof chunk);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
+  if (n <= 0) {
+    if (!s.err_buf.empty()) OnSrunError(s, s.err_buf);
+    s.err_buf.clear();
+    ::close(s.err_fd);
+    s.err_fd = -1;
+    return false;
+  }
+  s.err_buf.append(chunk, static_cast<size_t>(n));
+  size_t nl;
+  while ((nl = s.err_buf.find('\n')) != std::string::npos) {
+    OnSrunError(s, s.err_buf.substr(0, nl));
+    s.err_buf.erase(0, nl + 1);
+  }
+  return true;
 }
 
 }  // namespace
@@ -153,7 +198,9 @@ int RunSlurmDriver(const std::string& plan_path) {
     }
     int in_pipe[2];
     int out_pipe[2];
-    if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0) {
+    int err_pipe[2];
+    if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0 ||
+        ::pipe2(err_pipe, O_CLOEXEC) != 0) {
       Say(std::string("pipe: ") + std::strerror(errno));
       return 1;
     }
@@ -161,6 +208,7 @@ int RunSlurmDriver(const std::string& plan_path) {
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, in_pipe[0], 0);
     posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
     sigset_t none;
@@ -175,16 +223,21 @@ int RunSlurmDriver(const std::string& plan_path) {
     posix_spawnattr_destroy(&attr);
     ::close(in_pipe[0]);
     ::close(out_pipe[1]);
+    ::close(err_pipe[1]);
     ::fcntl(out_pipe[0], F_SETFL, O_NONBLOCK);
+    ::fcntl(err_pipe[0], F_SETFL, O_NONBLOCK);
     s.in_fd = in_pipe[1];
     s.out_fd = out_pipe[0];
+    s.err_fd = err_pipe[0];
     if (rc != 0) {
       Say("cannot run srun: " + std::string(std::strerror(rc)));
       ::close(s.in_fd);
       ::close(s.out_fd);
-      s.in_fd = s.out_fd = -1;
+      ::close(s.err_fd);
+      s.in_fd = s.out_fd = s.err_fd = -1;
       s.exited = true;
       s.status = 127 << 8;
+      s.ended = true;
       ReportLostStep(s);
     }
     steps.push_back(std::move(s));
@@ -194,7 +247,7 @@ int RunSlurmDriver(const std::string& plan_path) {
   bool stop_sent = false;
   auto all_exited = [&] {
     for (const Step& s : steps) {
-      if (!s.exited || s.out_fd >= 0) return false;
+      if (!s.ended) return false;
     }
     return true;
   };
@@ -203,6 +256,7 @@ int RunSlurmDriver(const std::string& plan_path) {
     fds.push_back({sfd, POLLIN, 0});
     for (const Step& s : steps) {
       if (s.out_fd >= 0) fds.push_back({s.out_fd, POLLIN, 0});
+      if (s.err_fd >= 0) fds.push_back({s.err_fd, POLLIN, 0});
     }
     ::poll(fds.data(), fds.size(), 1000);
     signalfd_siginfo info;
@@ -229,10 +283,10 @@ int RunSlurmDriver(const std::string& plan_path) {
           ::close(s.in_fd);
           s.in_fd = -1;
         }
-        ReportLostStep(s);
       }
     }
     for (Step& s : steps) {
+      if (s.err_fd >= 0) ReadSrunErrors(s);
       if (s.out_fd < 0) continue;
       char chunk[65536];
       ssize_t n = ::read(s.out_fd, chunk, sizeof chunk);
@@ -260,6 +314,13 @@ int RunSlurmDriver(const std::string& plan_path) {
           std::string l = "[" + s.task_name + "] " + line + "\n";
           [[maybe_unused]] ssize_t m = ::write(STDOUT_FILENO, l.data(), l.size());
         }
+      }
+    }
+    for (Step& s : steps) {
+      // Reported once srun's words on the step are read to the end (an OUT_OF_MEMORY among them).
+      if (s.exited && !s.ended && s.out_fd < 0 && s.err_fd < 0) {
+        s.ended = true;
+        ReportLostStep(s);
       }
     }
     if (!answered_all &&
