@@ -686,6 +686,12 @@ bool Launcher::SlurmRendezvous(std::string* error) {
     if (candidate <= 0) continue;
     int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (s < 0) break;
+    if (i < 0) {
+      // The port of a replica restarted in place: its old connections may hold it in
+      // TIME_WAIT, which must not move it elsewhere (its peers know it there).
+      int one = 1;
+      (void)::setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    }
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_ANY);

@@ -77,6 +77,10 @@ class FakeExecutor : public executor::Executor {
   }
   int RunningCount() const override { return 0; }
   bool RestartsWholeRuns() const override { return whole_runs; }
+  bool RestartsWholeRun(const executor::ReplicaKey& key,
+                        const executor::ReplicaExit&) const override {
+    return whole_runs && in_place.count(key) == 0;
+  }
   void Shutdown() override {}
 
   std::vector<executor::ReplicaSpec> Launched() {
@@ -102,6 +106,7 @@ class FakeExecutor : public executor::Executor {
   std::vector<executor::ReplicaKey> recover_keys;
   std::set<executor::ReplicaKey> reattach;  // still running at Recover
   bool whole_runs = false;                  // a backend like Slurm's (RestartsWholeRuns)
+  std::set<executor::ReplicaKey> in_place;  // ... that restarts these in place all the same
 };
 
 inline executor::ReplicaExit CleanExit() {
