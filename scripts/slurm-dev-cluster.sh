@@ -25,6 +25,16 @@
 # TRAINYARD_SLURM_EXTRA_CONF (lines appended to slurm.conf, for keys this script does not set).
 # stop keeps DIR/log when TRAINYARD_SLURM_KEEP_LOGS=1.
 #
+# TRAINYARD_SLURM_CGROUP=1 confines jobs as a production cluster does: proctrack/cgroup and
+# task/cgroup with cgroup v1 (ConstrainRAMSpace: a step's --mem is a memory cgroup limit, a task
+# that exceeds it is OOM-killed and its step ends OUT_OF_MEMORY). Slurm names its groups
+# slurm_<node>/uid_U/job_J/... from the root of each hierarchy, which would clash between two
+# clusters with nodes n1..n3 on one host. So each cluster gets a group of its own,
+# trainyard-slurm-<hash of DIR> (beneath this script's own group in each hierarchy), and every
+# slurmd runs in a cgroup namespace rooted there with the hierarchies mounted at DIR/cgroup/<c>
+# in a private mount namespace: Slurm sees its own tree, /proc/PID/cgroup inside the jobs is
+# relative to it, and stop removes the whole group (nothing shows in the host's mount table).
+#
 # Every daemon is started with TRAINYARD_SLURM_CLUSTER=DIR on its own command line (never exported
 # here, so this script and its callers never carry it). slurmstepd inherits it from slurmd, so stop
 # can find every process of this cluster through /proc/PID/environ, and never touches another's.
@@ -78,6 +88,10 @@ cluster_pids() {
   {
     grep -lszxF "$MARKER_VAR=$D" /proc/[0-9]*/environ
     grep -lszxF "SLURM_CONF=$D/slurm.conf" /proc/[0-9]*/environ | xargs -r grep -lsz '^SLURM_JOB_ID='
+    # Whatever is in this cluster's cgroups (TRAINYARD_SLURM_CGROUP=1), as /proc/PID/x paths.
+    cluster_groups | while read -r g; do
+      [[ -d $g ]] && find "$g" -name cgroup.procs -exec cat {} + | sed 's|^|/proc/|; s|$|/x|'
+    done
   } 2>/dev/null | awk -F/ -v self="$$" -v me="$BASHPID" '$3 != self && $3 != me { print $3 }' | sort -un || true
 }
 
@@ -134,9 +148,7 @@ SlurmdPidFile=$D/slurmd-%n.pid
 SlurmdLogFile=$D/log/slurmd-%n.log
 SlurmctldDebug=info
 SlurmdDebug=info
-# No cgroups: processes are tracked through /proc, nothing is confined (no cgroup.conf either).
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+$(track_conf)
 JobAcctGatherType=jobacct_gather/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
@@ -163,6 +175,84 @@ CONF
   # Fake GPUs: character devices stand in for /dev/nvidia*, as in Slurm's own test suite.
   echo "NodeName=n[1-$last] Name=gpu Type=fake File=/dev/tty[1-2]" >"$D/gres.conf"
   echo "$base" >"$D/port-base"
+  if cgroup_mode; then write_cgroup_conf; fi
+}
+
+# --- cgroups (TRAINYARD_SLURM_CGROUP=1) -------------------------------------------------------
+CGROUP_CONTROLLERS=(memory freezer cpuset devices)
+cgroup_mode() { [[ ${TRAINYARD_SLURM_CGROUP:-0} == 1 ]]; }
+track_conf() {
+  if cgroup_mode; then
+    echo "# Confined (TRAINYARD_SLURM_CGROUP=1): cgroup v1 in this cluster's own group, see cgroup.conf."
+    echo "ProctrackType=proctrack/cgroup"
+    echo "TaskPlugin=task/cgroup"
+  else
+    echo "# No cgroups: processes are tracked through /proc, nothing is confined (no cgroup.conf either)."
+    echo "ProctrackType=proctrack/linuxproc"
+    echo "TaskPlugin=task/none"
+  fi
+}
+# This cluster's group in hierarchy $1 (absolute path), beneath this script's own group there.
+cluster_cgroup() {
+  local own
+  own="$(awk -F: -v c="$1" '{ n = split($2, a, ","); for (i = 1; i <= n; i++) if (a[i] == c) print $3 }' /proc/self/cgroup | head -n1)"
+  [[ -d /sys/fs/cgroup/$1$own ]] || own=""
+  echo "/sys/fs/cgroup/$1${own%/}/trainyard-slurm-$(printf '%s' "$D" | cksum | cut -d' ' -f1)"
+}
+write_cgroup_conf() {
+  local c swap=no
+  for c in "${CGROUP_CONTROLLERS[@]}"; do
+    [[ -f /sys/fs/cgroup/$c/cgroup.procs ]] || { log "TRAINYARD_SLURM_CGROUP=1 needs the cgroup v1 $c hierarchy at /sys/fs/cgroup/$c" >&2; return 1; }
+  done
+  # Swap counts against the limit where the kernel accounts it, so a task is killed, not swapped.
+  [[ -f /sys/fs/cgroup/memory/memory.memsw.limit_in_bytes ]] && swap=yes
+  cat >"$D/cgroup.conf" <<CONF
+# Written by scripts/slurm-dev-cluster.sh (TRAINYARD_SLURM_CGROUP=1). The hierarchies are mounted
+# at $D/cgroup/<controller> inside each slurmd's namespaces, rooted at this cluster's group.
+CgroupPlugin=cgroup/v1
+CgroupMountpoint=$D/cgroup
+CgroupAutomount=no
+ConstrainRAMSpace=yes
+ConstrainSwapSpace=$swap
+AllowedSwapSpace=0
+# The nodes advertise 4 CPUs each on a 2-core host: no CPU sets, and no device confinement (the
+# fake GPUs are /dev/tty*).
+ConstrainCores=no
+ConstrainDevices=no
+CONF
+  for c in "${CGROUP_CONTROLLERS[@]}"; do
+    local g
+    g="$(cluster_cgroup "$c")"
+    mkdir -p "$g" "$D/cgroup/$c"
+    if [[ $c == cpuset ]]; then  # a new cpuset group has no CPUs or memory nodes until given
+      cat "$(dirname "$g")/cpuset.cpus" >"$g/cpuset.cpus"
+      cat "$(dirname "$g")/cpuset.mems" >"$g/cpuset.mems"
+    fi
+    echo "$g" >>"$D/cgroup-groups"
+  done
+  # What spawn_slurmd runs: $0 is DIR, then slurmd's command line.
+  {
+    echo '#!/bin/sh'
+    echo '# Written by scripts/slurm-dev-cluster.sh: starts a slurmd in this cluster'"'"'s cgroups.'
+    echo 'set -e'
+    for c in "${CGROUP_CONTROLLERS[@]}"; do echo "echo \$\$ >'$(cluster_cgroup "$c")/cgroup.procs'"; done
+    echo "exec unshare --cgroup --mount --propagation private -- sh -c 'for c in ${CGROUP_CONTROLLERS[*]}; do mount -t cgroup -o \$c cgroup-\$c \"\$0/cgroup/\$c\" || exit 1; done; exec \"\$@\"' '$D' \"\$@\""
+  } >"$D/cgroup/slurmd.sh"
+}
+# This cluster's groups, as start recorded them (the script's own group may differ at stop).
+cluster_groups() { if [[ -s $D/cgroup-groups ]]; then cat "$D/cgroup-groups"; fi; }
+# Removes this cluster's groups bottom up (Slurm's job groups too), once no process is in them.
+remove_cgroups() {
+  local g
+  while read -r g; do
+    [[ $g == */trainyard-slurm-* && -d $g ]] || continue
+    find "$g" -depth -type d -exec rmdir {} + 2>/dev/null || true
+    if [[ -d $g ]]; then
+      log "cannot remove the cgroup $g: processes in it: $(find "$g" -name cgroup.procs -exec cat {} + 2>/dev/null | tr '\n' ' ')" >&2
+      return 1
+    fi
+  done < <(cluster_groups)
+  rm -f "$D/cgroup-groups"
 }
 
 # Starts a daemon with the marker on its command line only. Its output goes to its log.
@@ -170,6 +260,19 @@ spawn() {
   local name=$1
   shift
   env "$MARKER_VAR=$D" SLURM_CONF="$D/slurm.conf" "$@" </dev/null >>"$D/log/$name.out" 2>&1
+}
+
+# slurmd in cgroup mode: joins this cluster's groups, then a new cgroup namespace (rooted there)
+# and mount namespace, mounts each hierarchy at DIR/cgroup/<c> and execs slurmd. slurmstepd
+# and the jobs inherit both namespaces.
+spawn_slurmd() {
+  local name=$1
+  shift
+  if ! cgroup_mode; then
+    spawn "$name" "$@"
+    return
+  fi
+  spawn "$name" sh "$D/cgroup/slurmd.sh" "$@"
 }
 
 wait_until() {  # wait_until SECONDS CMD...: polls CMD every 50 ms
@@ -220,7 +323,7 @@ start_once() {  # returns 0 when up, 3 when a port was taken (caller retries), e
     log "slurmctld did not answer (see $D/log/slurmctld.log)" >&2
     return 1
   fi
-  for ((i = 1; i <= NODES; i++)); do spawn "slurmd-n$i" slurmd -N "n$i"; done
+  for ((i = 1; i <= NODES; i++)); do spawn_slurmd "slurmd-n$i" slurmd -N "n$i"; done
   if ! wait_until 30 all_idle_or_bind_failed || bind_failed; then
     bind_failed && return 3
     log "nodes not idle after 30 s (see $D/log/slurmd-n*.log):" >&2
@@ -258,12 +361,14 @@ do_start() {
     if ((rc == 3)) && [[ -z ${TRAINYARD_SLURM_PORT_BASE:-} ]]; then
       log "a port was taken meanwhile (attempt $attempt); retrying with other ports"
       kill_everything quiet
+      remove_cgroups || true
       rm -rf "$D/state" "$D/spool" "$D/log" "$D/munge/munged.pid" "$D"/slurm*.pid
       mkdir -p "$D/log"
       offset=$((offset + 10 * attempt))
       continue
     fi
     kill_everything quiet
+    remove_cgroups || true
     log "start failed; stopped what had started; logs are in $D/log (stop removes them)" >&2
     exit 1
   done
@@ -330,6 +435,7 @@ do_stop() {
     log "processes left after SIGKILL: $(cluster_pids | tr '\n' ' ')" >&2
     exit 1
   fi
+  remove_cgroups || exit 1
   if [[ ${TRAINYARD_SLURM_KEEP_LOGS:-0} == 1 ]]; then
     find "$D" -mindepth 1 -maxdepth 1 ! -name log -exec rm -rf {} +
     log "stopped in $(since "$t0") s; kept $D/log"
@@ -383,7 +489,7 @@ case "$cmd" in
     log "SIGKILLed slurmd of $node (pid $p): Slurm marks it down after SlurmdTimeout (about 30 s here)"
     ;;
   start-node)
-    spawn "slurmd-$node" slurmd -N "$node"
+    spawn_slurmd "slurmd-$node" slurmd -N "$node"
     log "started slurmd of $node"
     ;;
 esac

@@ -72,4 +72,28 @@ std::vector<pid_t> ListPids(const std::string& dir);
 Status DestroyGroup(const std::string& dir, Duration timeout,
                     const std::function<void()>& wait_a_little = {});
 
+// The memory cgroup a process is in, for a launcher whose groups someone else made (Slurm's
+// task/cgroup puts each task in slurm.../job_J/step_S/task_T, cgroup v1, or
+// .../job_J/step_S/user/task_T, cgroup v2). Resolved from the process's /proc/PID/cgroup and
+// /proc/PID/mountinfo texts: the mount of the memory hierarchy (cgroup v1) or of the unified one
+// (cgroup2) whose root contains the group, so a mount of a subtree or one made inside a cgroup
+// namespace resolves too. Pure (tested on fixed texts); nullopt when no mount holds the group.
+struct MemoryGroup {
+  std::string dir;  // e.g. /sys/fs/cgroup/memory/slurm/uid_0/job_5/step_0/task_0
+  bool v2 = false;  // the unified hierarchy (memory.events) rather than v1 (memory.oom_control)
+  // The mount point of the hierarchy: the limit is looked for from `dir` up to, but not
+  // including, this directory (the mount's root is the host's or the namespace's own).
+  std::string mount_point;
+};
+std::optional<MemoryGroup> ResolveMemoryGroup(std::string_view proc_cgroup,
+                                              std::string_view mountinfo);
+// The same for the calling process (reads /proc/self/cgroup and /proc/self/mountinfo).
+std::optional<MemoryGroup> OwnMemoryGroup();
+// How many processes of the group the OOM killer killed: "oom_kill N" of memory.oom_control
+// (v1) or of memory.events (v2, which counts its descendants too). nullopt when unreadable.
+std::optional<int64_t> ReadGroupOomKills(const MemoryGroup& group);
+// The smallest memory limit on the group or its ancestors below the mount point
+// (memory.limit_in_bytes, v1; memory.max, v2), 0 when there is none.
+int64_t ReadGroupMemoryLimit(const MemoryGroup& group);
+
 }  // namespace trainyard::executor::cgroup_v1

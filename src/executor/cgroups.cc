@@ -7,6 +7,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
@@ -180,6 +181,152 @@ Status DestroyGroup(const std::string& dir, Duration timeout,
       ::usleep(5000);
     }
   }
+}
+
+namespace {
+
+// mountinfo escapes blanks and backslashes in paths as \ooo (octal).
+std::string UnescapeMountPath(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' &&
+        s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
+      out.push_back(
+          static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0')));
+      i += 3;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+// Whether cgroup path `path` lies in the subtree `root` (both absolute, as the kernel prints
+// them); sets *rest to what follows root ("" or "/a/b").
+bool UnderRoot(const std::string& path, const std::string& root, std::string* rest) {
+  if (root == "/") {
+    *rest = path == "/" ? "" : path;
+    return true;
+  }
+  if (path == root) {
+    rest->clear();
+    return true;
+  }
+  if (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
+      path[root.size()] == '/') {
+    *rest = path.substr(root.size());
+    return true;
+  }
+  return false;
+}
+
+std::optional<int64_t> ReadKeyedCount(const std::string& file, std::string_view key) {
+  auto text = ReadFile(file);
+  if (!text.ok()) return std::nullopt;
+  for (const std::string& line : Split(*text, '\n')) {
+    if (line.size() > key.size() && StartsWith(line, key) && line[key.size()] == ' ') {
+      return ParseInt64(std::string_view(line).substr(key.size() + 1));
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<MemoryGroup> ResolveMemoryGroup(std::string_view proc_cgroup,
+                                              std::string_view mountinfo) {
+  // "ID:CONTROLLERS:PATH" per hierarchy; "0::PATH" is the unified one.
+  std::optional<std::string> v1_path;
+  std::optional<std::string> v2_path;
+  for (const std::string& line : Split(proc_cgroup, '\n')) {
+    size_t c1 = line.find(':');
+    size_t c2 = c1 == std::string::npos ? std::string::npos : line.find(':', c1 + 1);
+    if (c2 == std::string::npos) continue;
+    const std::string controllers = line.substr(c1 + 1, c2 - c1 - 1);
+    std::string path = line.substr(c2 + 1);
+    if (path.empty() || path[0] != '/') continue;
+    if (controllers.empty() && line.compare(0, c1, "0") == 0) {
+      v2_path = path;
+      continue;
+    }
+    for (const std::string& c : Split(controllers, ',')) {
+      if (c == kMemory) v1_path = path;
+    }
+  }
+  // mountinfo: "ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER".
+  std::optional<MemoryGroup> best;
+  size_t best_root = 0;
+  for (const std::string& line : Split(mountinfo, '\n')) {
+    std::vector<std::string> f;
+    for (const std::string& w : Split(line, ' ')) {
+      if (!w.empty()) f.push_back(w);
+    }
+    size_t dash = 0;
+    for (size_t i = 6; i < f.size(); ++i) {
+      if (f[i] == "-") {
+        dash = i;
+        break;
+      }
+    }
+    if (dash == 0 || dash + 3 > f.size()) continue;
+    const std::string& fstype = f[dash + 1];
+    const bool v2 = fstype == "cgroup2";
+    if (!v2 && fstype != "cgroup") continue;
+    if (v2 ? !v2_path : !v1_path) continue;
+    if (!v2) {
+      bool memory = false;
+      for (const std::string& o : Split(f[dash + 3], ',')) memory = memory || o == kMemory;
+      if (!memory) continue;
+    }
+    const std::string root = UnescapeMountPath(f[3]);
+    std::string rest;
+    if (!UnderRoot(v2 ? *v2_path : *v1_path, root, &rest)) continue;
+    // cgroup v1 first (a hybrid host's cgroup2 mount holds no memory controller), then the
+    // mount whose root is the deepest.
+    const bool better = !best || (best->v2 && !v2) || (best->v2 == v2 && root.size() > best_root);
+    if (!better) continue;
+    MemoryGroup g;
+    g.mount_point = UnescapeMountPath(f[4]);
+    while (g.mount_point.size() > 1 && g.mount_point.back() == '/') g.mount_point.pop_back();
+    g.dir = g.mount_point + rest;
+    g.v2 = v2;
+    best = std::move(g);
+    best_root = root.size();
+  }
+  return best;
+}
+
+std::optional<MemoryGroup> OwnMemoryGroup() {
+  auto cgroup = ReadFile("/proc/self/cgroup");
+  auto mountinfo = ReadFile("/proc/self/mountinfo");
+  if (!cgroup.ok() || !mountinfo.ok()) return std::nullopt;
+  auto g = ResolveMemoryGroup(*cgroup, *mountinfo);
+  if (!g) return std::nullopt;
+  // A v2 group without the memory controller has no memory.events to read.
+  if (!HasControl(g->dir, g->v2 ? "memory.events" : "memory.oom_control")) return std::nullopt;
+  return g;
+}
+
+std::optional<int64_t> ReadGroupOomKills(const MemoryGroup& group) {
+  return ReadKeyedCount(group.dir + (group.v2 ? "/memory.events" : "/memory.oom_control"),
+                        "oom_kill");
+}
+
+int64_t ReadGroupMemoryLimit(const MemoryGroup& group) {
+  int64_t limit = 0;
+  std::string dir = group.dir;
+  // "Unlimited" reads as "max" (v2) or as a huge page-rounded number (v1): both are no limit.
+  constexpr int64_t kNoLimit = int64_t{1} << 60;
+  while (dir.size() > group.mount_point.size() && StartsWith(dir, group.mount_point)) {
+    auto text = ReadFile(dir + (group.v2 ? "/memory.max" : "/memory.limit_in_bytes"));
+    if (text.ok()) {
+      if (auto v = ParseInt64(*text); v && *v > 0 && *v < kNoLimit) {
+        limit = limit == 0 ? *v : std::min(limit, *v);
+      }
+    }
+    dir.erase(dir.rfind('/'));
+  }
+  return limit;
 }
 
 }  // namespace cgroup_v1

@@ -172,6 +172,12 @@ bool MentionsDiskFull(std::string_view text) {
          text.find("Disk quota exceeded") != std::string_view::npos;
 }
 
+bool MayBeRestarted(const ReplicaExit& exit) {
+  if (exit.killed_by_request || exit.oom_killed || exit.disk_full) return false;
+  if (exit.phase == "lost") return true;
+  return exit.phase == "run" && exit.signal != 0 && !exit.stop_requested;
+}
+
 std::string ExitToJson(const ReplicaExit& exit) {
   json j = {{"exitCode", exit.exit_code},
             {"signal", exit.signal},

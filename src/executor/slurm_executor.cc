@@ -22,6 +22,7 @@
 #include <pwd.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -64,6 +65,9 @@ constexpr const char* kSbatchLock = "sbatch.lock";
 // Written into the gang dir by the driver before it stops the replicas itself ahead of Slurm's
 // time limit (--signal=B:USR1): their SIGTERM was Trainyard's after all.
 constexpr const char* kTimeLimitFile = "time-limit";
+// Restart in place: the daemon's decisions on the gang's ended steps, one line each, appended
+// ("restart <task> <attempt>" or "release <task>"), read by the driver (slurm_driver.cc).
+constexpr const char* kControlFile = "control.log";
 constexpr Duration kCommandTimeout = 30 * kMicrosPerSecond;
 // After an exit was seen, polls spent re-delivering lines the store refused.
 constexpr int kMaxDrainRetries = 200;
@@ -334,6 +338,7 @@ struct Gang {
   bool allocated = false;      // Slurm started it (OnReplicaAllocated was sent)
   bool cancel_sent = false;    // scancel -s TERM (or a plain scancel while not running)
   int64_t hard_cancel_at = 0;  // monotonic; a plain scancel, 0 = none due
+  bool in_place = false;       // its driver restarts a replica's step in place (plan.json)
 };
 
 struct SReplica {
@@ -350,6 +355,11 @@ struct SReplica {
   int64_t exit_seen_at = 0;  // monotonic; when exit.json showed up (guarded by mu_)
   int drain_retries = 0;
   WorkDirTail tail;
+  // Restarted in place, its driver not yet seen to act on it: the work dir still holds the
+  // ended step's files (the driver removes them, exit.json last, before the new step), so
+  // nothing is read until exit.json is gone or another (inode) than the ended step's.
+  bool relaunch_pending = false;
+  ino_t ended_exit_inode = 0;
 };
 
 class SlurmExecutor final : public Executor {
@@ -373,8 +383,13 @@ class SlurmExecutor final : public Executor {
   std::vector<MetricRecord> ReplicaMetrics(const ReplicaKey& key, const std::string& tag) override;
   std::vector<std::string> ReplicaMetricTags(const ReplicaKey& key) override;
   // A gang is one allocation: a lost replica's run restarts whole (a new allocation, new
-  // addresses for every replica, the same identities).
+  // addresses for every replica, the same identities), unless the replica was killed inside
+  // an allocation that is still healthy: then its step restarts in place (RestartInPlace).
   bool RestartsWholeRuns() const override { return true; }
+  bool RestartsWholeRun(const ReplicaKey& key, const ReplicaExit&) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return in_place_.count(key) == 0;
+  }
   int RunningCount() const override {
     std::lock_guard<std::mutex> lock(mu_);
     return static_cast<int>(replicas_.size());
@@ -436,6 +451,11 @@ class SlurmExecutor final : public Executor {
   bool GangRan(const Gang& gang, const std::vector<ReplicaKey>& members) const;
   // Queues the gang's sbatch (mu_ held).
   void QueueSubmitLocked(const std::shared_ptr<Gang>& gang);
+  // A new step for the replica in its gang's running allocation: same node, port, work dir and
+  // cluster environment (the driver keeps them); the spec's attempt is the new one.
+  Status RestartInPlace(const ReplicaSpec& spec, const std::shared_ptr<Gang>& gang);
+  // Appends one decision line to the gang's control.log (the driver reads it within a second).
+  void TellDriver(const Gang& gang, const std::string& line);
   std::string WorkDirFor(const ReplicaKey& key) const {
     return RunDirOf(options_.jobs_dir, key) + "/" + key.TaskName();
   }
@@ -461,6 +481,9 @@ class SlurmExecutor final : public Executor {
   std::vector<SlurmPendingJob> pending_;            // guarded by mu_: the last squeue -t PD
   int64_t positions_at_ = 0;                        // guarded by mu_: monotonic, when taken
   bool positions_taken_ = false;                    // guarded by mu_
+  // Replicas being reported (ReportExit) that may restart in place: their gangs, until the
+  // scheduler's answer (Launch) takes them. Guarded by mu_.
+  std::map<ReplicaKey, std::shared_ptr<Gang>> in_place_;
   std::condition_variable submit_cv_;
   std::thread monitor_;
   std::thread submitter_;
@@ -573,6 +596,10 @@ Status SlurmExecutor::LaunchGang(std::span<const ReplicaSpec> specs, const GangS
                {"launcher", options_.launcher_path},
                {"portRange", options_.port_range},
                {"heterogeneous", het},
+               {"restartInPlace", true},
+               // How long the driver keeps an ended step's slot for the daemon's decision.
+               {"restartWaitSeconds",
+                std::max<int64_t>(300, 30 * options_.poll_interval / kMicrosPerSecond)},
                {"replicas", replicas},
                {"run", json::parse(gang_spec.run_plan_json, nullptr, false)},
                {"slurmPartition", gang->partition},
@@ -622,6 +649,7 @@ Status SlurmExecutor::LaunchGang(std::span<const ReplicaSpec> specs, const GangS
     std::lock_guard<std::mutex> lock(mu_);
     replicas_[spec.key] = std::move(r);
   }
+  gang->in_place = true;
   Status st = Submit(gang, plan, shape);
   if (!st.ok()) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -735,6 +763,15 @@ void SlurmExecutor::SubmitLoop() {
 }
 
 Status SlurmExecutor::Launch(const ReplicaSpec& given) {
+  std::shared_ptr<Gang> running_gang;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = in_place_.find(given.key); it != in_place_.end()) {
+      running_gang = it->second;
+      in_place_.erase(it);
+    }
+  }
+  if (running_gang) return RestartInPlace(given, running_gang);
   // A restart of one replica: a new allocation of its own, with the shape and the run plan of
   // the gang it was part of, and its peers' addresses from that gang's rendezvous.
   ReplicaSpec spec = given;
@@ -798,6 +835,64 @@ Status SlurmExecutor::Launch(const ReplicaSpec& given) {
   }
   ReplicaSpec one = spec;
   return LaunchGang(std::span<const ReplicaSpec>(&one, 1), gs, nullptr);
+}
+
+Status SlurmExecutor::RestartInPlace(const ReplicaSpec& given, const std::shared_ptr<Gang>& gang) {
+  ReplicaSpec spec = given;
+  if (spec.work_dir.empty()) spec.work_dir = WorkDirFor(spec.key);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return FailedPrecondition("executor is shut down");
+    if (replicas_.count(spec.key) != 0) {
+      return AlreadyExists("replica " + spec.key.TaskName() + " of job " + spec.key.job_id +
+                           " is already running");
+    }
+  }
+  // The ended step's files stay until the driver acts on the request (it removes them, and
+  // the driver is the one who knows when its old step is done with them).
+  struct stat ended_exit;
+  if (::stat(Join(spec.work_dir, kExitFile).c_str(), &ended_exit) != 0) {
+    return FailedPrecondition("the ended step of " + spec.key.TaskName() + " left no " + kExitFile);
+  }
+  if (!spec.metric_tag.empty()) {
+    spec.env["CLOUD_ML_HP_METRIC_FILE"] = Join(spec.work_dir, kMetricFile);
+    if (!spec.container.image.empty()) {
+      const std::string metric_dir = Join(spec.work_dir, kMetricDir);
+      spec.container.mounts.insert(spec.container.mounts.begin(), metric_dir + ":" + metric_dir);
+    }
+  }
+  spec.cgroup_root.clear();
+  TRAINYARD_RETURN_IF_ERROR(WriteFileAtomic(Join(spec.work_dir, kSpecFile), SpecToJson(spec)));
+  auto r = std::make_shared<SReplica>();
+  r->key = spec.key;
+  r->work_dir = spec.work_dir;
+  r->gang = gang;
+  r->tail.key = spec.key;
+  r->tail.work_dir = spec.work_dir;
+  r->tail.metric_tag = spec.metric_tag;
+  r->tail.attempt = spec.attempt;
+  r->relaunch_pending = true;
+  r->ended_exit_inode = ended_exit.st_ino;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    replicas_[spec.key] = std::move(r);
+  }
+  TellDriver(*gang, "restart " + spec.key.TaskName() + " " + std::to_string(spec.attempt));
+  TY_LOG_INFO(kLog, "restarting {} of job {} in place in Slurm job {} (attempt {})",
+              spec.key.TaskName(), spec.key.job_id, gang->slurm_id, spec.attempt);
+  Wake();
+  return Status::Ok();
+}
+
+void SlurmExecutor::TellDriver(const Gang& gang, const std::string& line) {
+  const std::string path = Join(gang.dir, kControlFile);
+  const std::string text = line + "\n";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0 || ::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    TY_LOG_WARN(kLog, "cannot tell the driver of {} \"{}\": {}", gang.name, line,
+                std::strerror(errno));
+  }
+  if (fd >= 0) ::close(fd);
 }
 
 void SlurmExecutor::Scancel(const std::vector<std::string>& args) {
@@ -935,6 +1030,7 @@ std::vector<RecoveredReplica> SlurmExecutor::Recover(const std::vector<ReplicaKe
         json j = json::parse(*p, nullptr, false);
         if (j.is_object() && j.contains("replicas")) {
           gang->tasks = static_cast<int>(j["replicas"].size());
+          gang->in_place = j.value("restartInPlace", false);
         }
         if (j.is_object()) {
           gang->partition = j.value("slurmPartition", "");
@@ -1418,6 +1514,21 @@ void SlurmExecutor::MonitorLoop() {
 }
 
 bool SlurmExecutor::Poll(SReplica& r) {
+  if (r.relaunch_pending) {
+    struct stat st;
+    const bool old_exit =
+        ::stat(Join(r.work_dir, kExitFile).c_str(), &st) == 0 && st.st_ino == r.ended_exit_inode;
+    if (old_exit) {
+      std::lock_guard<std::mutex> lock(mu_);
+      // The driver never got to it (its job ended): the replica did not start again.
+      if (!r.gang->ended || MonotonicMicros() - r.gang->ended_at < options_.file_grace) {
+        return false;
+      }
+      r.gone = true;
+    } else {
+      r.relaunch_pending = false;
+    }
+  }
   if (!r.gone) {
     // The launcher writes exit.json last; the gang's end (plus a grace for the files to show
     // on a network filesystem) covers launchers that never could.
@@ -1450,10 +1561,28 @@ bool SlurmExecutor::Poll(SReplica& r) {
   return true;
 }
 
+// Slurm ended the job OUT_OF_MEMORY (its task/cgroup killed the batch step for memory) and
+// the replica has no report of its own, or only the driver's "lost": an OOM kill, as the
+// launcher reports one from the step's memory group (compat §12: not restarted).
+bool SlurmOutOfMemory(const std::string& state, const ReplicaExit* reported) {
+  return state == "OUT_OF_MEMORY" && (reported == nullptr || reported->phase == "lost");
+}
+
+ReplicaExit SlurmOomExit(const std::string& slurm_id) {
+  ReplicaExit exit;
+  exit.phase = "run";
+  exit.exit_code = 137;  // 128 + SIGKILL, what the kernel's OOM killer sends
+  exit.signal = 9;
+  exit.oom_killed = true;
+  exit.message = "Slurm ended the job " + slurm_id + " OUT_OF_MEMORY";
+  return exit;
+}
+
 void SlurmExecutor::ReportExit(SReplica& r) {
   r.tail.CloseLog();
   ReplicaExit exit;
-  auto parsed = ReadExitReport(r.work_dir);
+  auto parsed = r.relaunch_pending ? Result<ReplicaExit>(NotFound("not restarted"))
+                                   : ReadExitReport(r.work_dir);
   const bool reported = parsed.ok();
   std::string state;
   std::string reason;
@@ -1475,8 +1604,10 @@ void SlurmExecutor::ReportExit(SReplica& r) {
   const bool unrequested = reported && parsed->phase == "run" && parsed->stop_requested &&
                            parsed->stop_unrequested && !r.kill_requested &&
                            !FileExists(Join(r.gang->dir, kTimeLimitFile));
-  if (reported && !(infrastructure && !r.kill_requested && parsed->stop_requested) &&
-      !unrequested) {
+  if (SlurmOutOfMemory(state, reported ? &*parsed : nullptr)) {
+    exit = SlurmOomExit(slurm_id);
+  } else if (reported && !(infrastructure && !r.kill_requested && parsed->stop_requested) &&
+             !unrequested) {
     exit = std::move(parsed).value();
   } else if (!reported && state == "REFUSED") {
     exit.exit_code = 1;
@@ -1518,7 +1649,27 @@ void SlurmExecutor::ReportExit(SReplica& r) {
   }
   TY_LOG_INFO(kLog, "{} of job {} exited (phase {}, code {}, Slurm job {} {})", r.key.TaskName(),
               r.key.job_id, exit.phase, exit.exit_code, slurm_id, state);
+  // Its driver keeps the step's slot while the scheduler decides: a replica killed inside an
+  // allocation that still runs may restart in place (Launch from within OnReplicaExit).
+  bool tell = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Gang& g = *r.gang;
+    tell = g.in_place && !g.ended && !g.slurm_id.empty();
+    if (tell && g.state == "RUNNING" && !g.cancel_sent && g.hard_cancel_at == 0 &&
+        !r.kill_requested && MayBeRestarted(exit)) {
+      in_place_[r.key] = r.gang;
+    }
+  }
   listener_->OnReplicaExit(r.key, exit);
+  bool restarting = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = replicas_.find(r.key);
+    restarting = it != replicas_.end() && it->second->gang == r.gang;
+    in_place_.erase(r.key);
+  }
+  if (tell && !restarting) TellDriver(*r.gang, "release " + r.key.TaskName());
 }
 
 }  // namespace

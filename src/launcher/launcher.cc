@@ -352,7 +352,8 @@ class Launcher {
   void InspectAndRemoveContainer(ReplicaExit* exit);
   // The last engine stderr lines as one message ("" when there were none).
   std::string EngineErrors(size_t max_lines) const;
-  void ReportOom(ReplicaExit* exit);
+  // `limit_bytes` < 0: the spec's memory limit.
+  void ReportOom(ReplicaExit* exit, int64_t limit_bytes = -1);
 
   // Running children. RunChild returns once the child has exited (and what it wrote so far
   // is logged); FinishChild then kills leftover descendants and drains the pipes to EOF.
@@ -367,6 +368,10 @@ class Launcher {
   void CgroupWarning(const std::string& reason);
   void CheckJoinErrors();
   void CheckOom(ReplicaExit* exit);
+  // Under Slurm (--slurm): the memory group Slurm's task/cgroup put this task in, and its
+  // OOM-kill count now (CheckOom reports kills beyond it). Best effort: without one (no
+  // task/cgroup on the cluster) an OOM kill reads as a plain SIGKILL, as without cgroups locally.
+  void WatchSlurmMemoryGroup();
   void ReleaseCgroups();
   // Reaps children and waits a few milliseconds (while cgroups are being emptied).
   void ReapAndWait();
@@ -426,6 +431,8 @@ class Launcher {
   int* join_errno_ = nullptr;
   bool cgroup_warned_ = false;
   bool oom_checked_ = false;
+  std::optional<executor::cgroup_v1::MemoryGroup> slurm_memory_;  // see WatchSlurmMemoryGroup
+  int64_t slurm_oom_kills_ = 0;
 
   // The running child.
   pid_t child_ = 0;
@@ -494,6 +501,7 @@ int Launcher::Run() {
     return RunContainer(*image);
   }
   SetUpCgroups();
+  if (slurm_) WatchSlurmMemoryGroup();
   std::optional<std::string> python = PrepareEnvironment();
   if (!python) return Finish(failure_);
   if (term_requested_) return StoppedBeforeStart();
@@ -680,6 +688,12 @@ bool Launcher::SlurmRendezvous(std::string* error) {
     if (candidate <= 0) continue;
     int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (s < 0) break;
+    if (i < 0) {
+      // The port of a replica restarted in place: its old connections may hold it in
+      // TIME_WAIT, which must not move it elsewhere (its peers know it there).
+      int one = 1;
+      (void)::setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    }
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_ANY);
@@ -1684,8 +1698,31 @@ void Launcher::CheckJoinErrors() {
   }
 }
 
+void Launcher::WatchSlurmMemoryGroup() {
+  if (!cgroup_dirs_.empty()) return;  // groups of its own (not made under Slurm)
+  slurm_memory_ = executor::cgroup_v1::OwnMemoryGroup();
+  if (!slurm_memory_) return;
+  auto kills = executor::cgroup_v1::ReadGroupOomKills(*slurm_memory_);
+  if (!kills) {
+    slurm_memory_.reset();
+    return;
+  }
+  slurm_oom_kills_ = *kills;
+}
+
 void Launcher::CheckOom(ReplicaExit* exit) {
-  if (oom_checked_ || cgroup_dirs_.empty()) return;
+  if (oom_checked_) return;
+  if (cgroup_dirs_.empty() && slurm_memory_) {
+    // The step's task group is Slurm's: every kill past the count at start is this replica's
+    // (the launcher itself shares the group, but a dead launcher reports nothing).
+    oom_checked_ = true;
+    auto kills = executor::cgroup_v1::ReadGroupOomKills(*slurm_memory_);
+    if (kills && *kills > slurm_oom_kills_) {
+      ReportOom(exit, executor::cgroup_v1::ReadGroupMemoryLimit(*slurm_memory_));
+    }
+    return;
+  }
+  if (cgroup_dirs_.empty()) return;
   oom_checked_ = true;
   const std::string& memory = cgroup_dirs_[0];
   int64_t kills = 0;
@@ -1700,11 +1737,10 @@ void Launcher::CheckOom(ReplicaExit* exit) {
   ReportOom(exit);
 }
 
-void Launcher::ReportOom(ReplicaExit* exit) {
+void Launcher::ReportOom(ReplicaExit* exit, int64_t limit_bytes) {
   exit->oom_killed = true;
-  const std::string limit = spec_.limits.memory_bytes > 0
-                                ? " (limit " + FormatBytes(spec_.limits.memory_bytes) + ")"
-                                : "";
+  if (limit_bytes < 0) limit_bytes = spec_.limits.memory_bytes;
+  const std::string limit = limit_bytes > 0 ? " (limit " + FormatBytes(limit_bytes) + ")" : "";
   if (exit->exit_code != 0) {
     Service(Severity::kError, "The replica ran out of memory" + limit + " and was killed.");
   } else {

@@ -841,7 +841,7 @@ bool SchedulerCore::MaybeRestartLocked(ActiveJob& aj, Replica& r) {
   in.max_restarts = options_.replica_restarts;
   in.run_ending = !aj.cancel_reason.empty() || !aj.job.error_message.empty() ||
                   model::IsTerminal(aj.job.state) || !r.has_spec || TrialEndingLocked(aj, r);
-  in.whole_run = executor_.RestartsWholeRuns();
+  in.whole_run = executor_.RestartsWholeRun(r.key, r.exit);
   const outcome::RestartDecision d = outcome::DecideRestart(in);
   if (d.kind == outcome::RestartDecision::kExhausted ||
       d.kind == outcome::RestartDecision::kPermanent) {

@@ -84,6 +84,7 @@ class SlurmCluster:
         self.start_seconds = None
         self.started = False
         self._cgroups_before = _slurm_cgroups()
+        self.cgroups = []  # the cluster's own groups (TRAINYARD_SLURM_CGROUP=1), from start
 
     # --- the script ------------------------------------------------------------------------
     def script(self, *args, check=True, timeout=120):
@@ -114,6 +115,10 @@ class SlurmCluster:
         with open(os.path.join(self.dir, "port-base")) as f:
             self.port_base = int(f.read())
         self.start_output = p.stdout
+        groups = os.path.join(self.dir, "cgroup-groups")
+        if os.path.exists(groups):
+            with open(groups) as f:
+                self.cgroups = [line.strip() for line in f if line.strip()]
         return self
 
     def stop(self):
@@ -131,6 +136,17 @@ class SlurmCluster:
         assert not os.path.exists(self.dir), "stop left %s" % self.dir
         new_cgroups = _slurm_cgroups() - self._cgroups_before
         assert not new_cgroups, "stop left cgroups: %s" % sorted(new_cgroups)
+        left_groups = [g for g in self.cgroups if os.path.exists(g)]
+        assert not left_groups, "stop left the cluster's cgroups: %s" % left_groups
+
+    def job_cgroups(self):
+        """The groups Slurm made for jobs in this cluster's own cgroups (TRAINYARD_SLURM_CGROUP=1):
+        .../slurm_<node>/uid_U/job_J and everything beneath; [] when none is left."""
+        out = []
+        for g in self.cgroups:
+            for d, subdirs, _ in os.walk(g):
+                out += [os.path.join(d, s) for s in subdirs if s.startswith("job_")]
+        return out
 
     def job_pids(self):
         """Pids of processes running inside this cluster's jobs (batch scripts and tasks)."""
@@ -308,6 +324,28 @@ def slurm_cluster():
         pytest.skip("Slurm is not installed (scripts/install-deps.sh installs it)")
     base = tempfile.mkdtemp(prefix="ty-slurm-")
     cluster = SlurmCluster(os.path.join(base, "cluster"))
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        try:
+            cluster.stop()
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def slurm_cgroup_cluster():
+    """Like slurm_cluster, with Slurm's task/cgroup and proctrack/cgroup on cgroup v1
+    (TRAINYARD_SLURM_CGROUP=1): a step's memory is a cgroup limit. Skipped where the host has no
+    writable cgroup v1 memory hierarchy."""
+    if not slurm_installed():
+        pytest.skip("Slurm is not installed (scripts/install-deps.sh installs it)")
+    if not os.access("/sys/fs/cgroup/memory/cgroup.procs", os.W_OK):
+        pytest.skip("no writable cgroup v1 memory hierarchy at /sys/fs/cgroup/memory")
+    base = tempfile.mkdtemp(prefix="ty-slurm-cg-")
+    cluster = SlurmCluster(os.path.join(base, "cluster"),
+                           settings={"TRAINYARD_SLURM_CGROUP": "1"})
     try:
         cluster.start()
         yield cluster

@@ -167,3 +167,46 @@ def test_stop_leaves_nothing(slurm_cluster, shared):
     assert "cancelling jobs" in c.stop_output
     again = c.script("stop")
     assert "nothing to stop" in again.stdout
+
+
+def test_cgroup_clusters_confine_memory_side_by_side(tmp_path):
+    """TRAINYARD_SLURM_CGROUP=1: task/cgroup limits a step's memory (a task past its --mem is
+    OOM-killed and srun says Out Of Memory), and two such clusters on one host, both with nodes
+    n1..n3 and both with a job 1 on n1, keep apart (each in its own cgroup, seen by Slurm through
+    a cgroup namespace). Stop removes each cluster's groups, also with a job still running."""
+    if not os.path.exists("/sys/fs/cgroup/memory/cgroup.procs"):
+        pytest.skip("no cgroup v1 memory hierarchy at /sys/fs/cgroup/memory")
+    a = SlurmCluster(str(tmp_path / "a"), settings={"TRAINYARD_SLURM_CGROUP": "1"})
+    b = SlurmCluster(str(tmp_path / "b"), settings={"TRAINYARD_SLURM_CGROUP": "1"})
+    try:
+        a.start()
+        b.start()
+        assert a.cgroups and b.cgroups and not set(a.cgroups) & set(b.cgroups)
+        assert all(os.path.isdir(g) for g in a.cgroups + b.cgroups)
+        ready = str(tmp_path / "a-ready")
+        job_a = a.sbatch("-n1", "-w", "n1", "--mem=64M", "-o", "/dev/null", "--wrap",
+                         "srun bash -c 'cat /proc/self/cgroup > %s.tmp; mv %s.tmp %s; "
+                         "while :; do sleep 0.2; done'" % (ready, ready, ready))
+        assert job_a == "1"
+        text = wait_file(ready)
+        memory = [line.split(":", 2)[2] for line in text.splitlines()
+                  if line.split(":")[1] == "memory"]
+        # Relative to the cluster's own group (the namespace's root).
+        assert memory == ["/slurm_n1/uid_%d/job_1/step_0/task_0" % os.getuid()], text
+        limits = [os.path.join(g, "slurm_n1", "uid_%d" % os.getuid(), "job_1",
+                               "memory.limit_in_bytes") for g in a.cgroups if "/memory/" in g]
+        assert len(limits) == 1 and int(read(limits[0])) == 64 << 20
+        # B's job 1 on its own n1 goes over its limit; A's job 1 is untouched.
+        p = b.run("srun", "-w", "n1", "-n1", "--mem=64M", "/usr/bin/python3", "-c",
+                  "b = b'x' * (256 << 20)", check=False, timeout=120)
+        assert p.returncode != 0 and "Out Of Memory" in p.stderr, p.stderr
+        assert a.job_state(job_a) == "RUNNING"
+        assert os.path.exists(limits[0])
+        wait_for(lambda: not b.job_cgroups(), timeout=30, what="B's job groups removed")
+        b.stop()
+        assert all(os.path.isdir(g) for g in a.cgroups)
+        assert a.job_state(job_a) == "RUNNING"
+        a.stop()  # with job 1 still running: asserts its groups are gone too
+    finally:
+        b.stop()
+        a.stop()

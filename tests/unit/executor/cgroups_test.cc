@@ -171,5 +171,118 @@ TEST(CgroupV1Test, DestroyGroupKillsItsMembers) {
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
 }
 
+// ResolveMemoryGroup on the texts of real hosts: where a launcher under Slurm finds the memory
+// group Slurm's task/cgroup put it in.
+constexpr const char* kHostMounts =
+    "25 30 0:22 / /sys rw,nosuid - sysfs sysfs rw\n"
+    "40 25 0:30 / /sys/fs/cgroup ro,nosuid - tmpfs tmpfs ro,mode=755\n"
+    "41 40 0:31 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw,nsdelegate\n"
+    "47 40 0:35 / /sys/fs/cgroup/cpu rw shared:9 - cgroup cgroup rw,cpu\n"
+    "51 40 0:39 / /sys/fs/cgroup/memory rw shared:13 - cgroup cgroup rw,memory\n";
+
+TEST(ResolveMemoryGroupTest, CgroupV1TaskGroup) {
+  const char* cgroup =
+      "6:freezer:/slurm/uid_0/job_5/step_0\n"
+      "4:memory:/slurm/uid_0/job_5/step_0/task_0\n"
+      "1:cpu:/\n"
+      "0::/\n";
+  auto g = cgroup_v1::ResolveMemoryGroup(cgroup, kHostMounts);
+  ASSERT_TRUE(g.has_value());
+  EXPECT_FALSE(g->v2);
+  EXPECT_EQ(g->dir, "/sys/fs/cgroup/memory/slurm/uid_0/job_5/step_0/task_0");
+  EXPECT_EQ(g->mount_point, "/sys/fs/cgroup/memory");
+}
+
+TEST(ResolveMemoryGroupTest, CgroupNamespaceUsesTheMountRootedInIt) {
+  // Inside a cgroup namespace (the dev cluster's slurmd): the host's mount shows a root above
+  // the namespace's ("/../.."), a mount made inside it is rooted at "/"; a path with a blank.
+  const char* cgroup = "4:memory:/slurm_n1/uid_0/job_1/step_0/task_0\n0::/\n";
+  const std::string mounts =
+      std::string(kHostMounts)
+          .replace(std::string(kHostMounts).find("51 40 0:39 / "), 13, "51 40 0:39 /../.. ") +
+      "64 43 0:39 / /tmp/my\\040cluster/cgroup/memory rw,relatime - cgroup "
+      "cgroup-memory rw,memory\n";
+  auto g = cgroup_v1::ResolveMemoryGroup(cgroup, mounts);
+  ASSERT_TRUE(g.has_value());
+  EXPECT_EQ(g->dir, "/tmp/my cluster/cgroup/memory/slurm_n1/uid_0/job_1/step_0/task_0");
+  EXPECT_EQ(g->mount_point, "/tmp/my cluster/cgroup/memory");
+}
+
+TEST(ResolveMemoryGroupTest, MountOfASubtree) {
+  // A container that sees only its own part of the hierarchy, mounted at the usual place.
+  const char* cgroup = "4:memory:/kubepods/pod1/slurm/uid_0/job_2/step_1/task_0\n";
+  const char* mounts =
+      "51 40 0:39 /kubepods/pod1 /sys/fs/cgroup/memory ro - cgroup cgroup rw,memory\n"
+      "52 40 0:39 /other /mnt/other ro - cgroup cgroup rw,memory\n";
+  auto g = cgroup_v1::ResolveMemoryGroup(cgroup, mounts);
+  ASSERT_TRUE(g.has_value());
+  EXPECT_EQ(g->dir, "/sys/fs/cgroup/memory/slurm/uid_0/job_2/step_1/task_0");
+}
+
+TEST(ResolveMemoryGroupTest, CgroupV2) {
+  const char* cgroup = "0::/system.slice/slurmstepd.scope/job_7/step_0/user/task_0\n";
+  const char* mounts =
+      "30 25 0:26 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate\n";
+  auto g = cgroup_v1::ResolveMemoryGroup(cgroup, mounts);
+  ASSERT_TRUE(g.has_value());
+  EXPECT_TRUE(g->v2);
+  EXPECT_EQ(g->dir, "/sys/fs/cgroup/system.slice/slurmstepd.scope/job_7/step_0/user/task_0");
+  EXPECT_EQ(g->mount_point, "/sys/fs/cgroup");
+}
+
+TEST(ResolveMemoryGroupTest, HybridHostPrefersTheMemoryController) {
+  // cgroup v1 memory plus a cgroup2 mount that holds no memory controller: v1 it is.
+  const char* cgroup = "4:memory:/slurm/uid_0/job_5/step_0/task_0\n0::/\n";
+  auto g = cgroup_v1::ResolveMemoryGroup(cgroup, kHostMounts);
+  ASSERT_TRUE(g.has_value());
+  EXPECT_FALSE(g->v2);
+}
+
+TEST(ResolveMemoryGroupTest, NothingWithoutAMountHoldingTheGroup) {
+  EXPECT_FALSE(cgroup_v1::ResolveMemoryGroup("4:memory:/a/b\n", "").has_value());
+  // Only another controller's hierarchy is mounted.
+  EXPECT_FALSE(cgroup_v1::ResolveMemoryGroup(
+                   "4:memory:/a/b\n", "47 40 0:35 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n")
+                   .has_value());
+  // The mount's root does not contain the group ("/ab" is no parent of "/abc").
+  EXPECT_FALSE(cgroup_v1::ResolveMemoryGroup(
+                   "4:memory:/abc/d\n",
+                   "51 40 0:39 /ab /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n")
+                   .has_value());
+  // Garbage.
+  EXPECT_FALSE(cgroup_v1::ResolveMemoryGroup("nonsense", "more nonsense - x").has_value());
+}
+
+TEST(ResolveMemoryGroupTest, OomKillsAndLimitFromTheGroupFiles) {
+  // The files a v1 group has, in a plain directory tree (the reading is what is tested).
+  TempDir tmp;
+  const std::string mount = tmp.path() + "/memory";
+  const std::string job = mount + "/slurm/uid_0/job_5";
+  const std::string task = job + "/step_0/task_0";
+  fs::create_directories(task);
+  WriteText(mount + "/memory.limit_in_bytes", "1000\n");  // the host's root: not counted
+  WriteText(job + "/memory.limit_in_bytes", "314572800\n");
+  WriteText(job + "/step_0/memory.limit_in_bytes", "157286400\n");
+  WriteText(task + "/memory.limit_in_bytes", "9223372036854771712\n");
+  WriteText(task + "/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n");
+  cgroup_v1::MemoryGroup g{task, false, mount};
+  EXPECT_EQ(cgroup_v1::ReadGroupOomKills(g), 2);
+  EXPECT_EQ(cgroup_v1::ReadGroupMemoryLimit(g), 157286400);
+
+  // v2: memory.events and memory.max ("max" is no limit).
+  const std::string v2 = tmp.path() + "/unified/job_7/step_0/user/task_0";
+  fs::create_directories(v2);
+  WriteText(v2 + "/memory.events", "low 0\nhigh 0\nmax 4\noom 1\noom_kill 1\noom_group_kill 0\n");
+  WriteText(v2 + "/memory.max", "max\n");
+  WriteText(tmp.path() + "/unified/job_7/memory.max", "104857600\n");
+  cgroup_v1::MemoryGroup g2{v2, true, tmp.path() + "/unified"};
+  EXPECT_EQ(cgroup_v1::ReadGroupOomKills(g2), 1);
+  EXPECT_EQ(cgroup_v1::ReadGroupMemoryLimit(g2), 104857600);
+
+  cgroup_v1::MemoryGroup none{tmp.path() + "/missing", false, tmp.path()};
+  EXPECT_FALSE(cgroup_v1::ReadGroupOomKills(none).has_value());
+  EXPECT_EQ(cgroup_v1::ReadGroupMemoryLimit(none), 0);
+}
+
 }  // namespace
 }  // namespace trainyard::executor

@@ -295,5 +295,40 @@ TEST(ShellJoinTest, QuotesOnlyWhatNeedsIt) {
   EXPECT_EQ(ShellJoin({"echo", "a b", "it's", ""}), "echo 'a b' 'it'\\''s' ''");
 }
 
+TEST(MayBeRestartedTest, OnlyLossesNobodyAtTrainyardCaused) {
+  ReplicaExit e;
+  e.phase = "run";
+  e.signal = 9;
+  e.exit_code = 137;
+  EXPECT_TRUE(MayBeRestarted(e));  // someone's kill -9, the node's OOM killer
+  ReplicaExit lost;
+  lost.phase = "lost";
+  lost.stop_requested = true;  // the driver's report of a step taken with its launcher
+  EXPECT_TRUE(MayBeRestarted(lost));
+  ReplicaExit x = e;
+  x.stop_requested = true;  // Trainyard's own stop
+  EXPECT_FALSE(MayBeRestarted(x));
+  x = e;
+  x.killed_by_request = true;
+  EXPECT_FALSE(MayBeRestarted(x));
+  x = e;
+  x.oom_killed = true;  // its own memory limit: it would fail the same way
+  EXPECT_FALSE(MayBeRestarted(x));
+  x = e;
+  x.disk_full = true;
+  EXPECT_FALSE(MayBeRestarted(x));
+  x = e;
+  x.signal = 0;
+  x.exit_code = 1;  // an error of the trainer's own
+  EXPECT_FALSE(MayBeRestarted(x));
+  x.exit_code = 0;
+  EXPECT_FALSE(MayBeRestarted(x));
+  x = e;
+  x.phase = "launch";
+  EXPECT_FALSE(MayBeRestarted(x));
+  x.phase = "install";
+  EXPECT_FALSE(MayBeRestarted(x));
+}
+
 }  // namespace
 }  // namespace trainyard::executor

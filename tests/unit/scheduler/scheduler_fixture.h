@@ -88,6 +88,10 @@ class FakeExecutor : public executor::Executor {
     auto it = waiting.find(key);
     return it != waiting.end() ? it->second.second : 0;
   }
+  bool RestartsWholeRun(const executor::ReplicaKey& key,
+                        const executor::ReplicaExit&) const override {
+    return whole_runs && in_place.count(key) == 0;
+  }
   void Shutdown() override {}
 
   std::vector<executor::ReplicaSpec> Launched() {
@@ -116,6 +120,7 @@ class FakeExecutor : public executor::Executor {
   bool queues = false;                      // a backend with its own queue (QueuesGangs)
   // Launched replicas waiting in that queue: the reason and the place it gives.
   std::map<executor::ReplicaKey, std::pair<std::string, int64_t>> waiting;
+  std::set<executor::ReplicaKey> in_place;  // ... that restarts these in place all the same
 };
 
 inline executor::ReplicaExit CleanExit() {

@@ -748,6 +748,35 @@ TEST_F(SchedulerTest, ABackendThatRestartsWholeRunsGetsEveryReplicaAgainTogether
   EXPECT_EQ(StateOf("wr"), JobState::kFailed);
 }
 
+// The same backend when the allocation is healthy (Slurm: the replica was killed inside a
+// running job): only the lost replica is launched again, as locally, counted against
+// replica_restarts; its peers are not stopped.
+TEST_F(SchedulerTest, ABackendThatRestartsWholeRunsMayRestartOneReplicaInPlace) {
+  options_.replica_restarts = 1;
+  exec_.whole_runs = true;
+  exec_.in_place = {Key("ip", "worker", 0)};
+  StartScheduler();
+  ASSERT_TRUE(sched_->Submit(CustomJob("ip", 1, 0, 0)).ok());
+  ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 2; }));
+  const auto first = exec_.Launched();
+  sched_->OnReplicaExit(Key("ip", "worker", 0), SignalExit(SIGKILL));
+  auto launched = exec_.Launched();
+  ASSERT_EQ(launched.size(), 3u);
+  EXPECT_EQ(launched[2].key, Key("ip", "worker", 0));
+  EXPECT_EQ(launched[2].attempt, 1);
+  EXPECT_EQ(launched[2].work_dir, first[1].work_dir);
+  EXPECT_TRUE(exec_.Killed().empty());
+  auto lines = ServiceLines("ip");
+  EXPECT_NE(std::find(lines.begin(), lines.end(),
+                      "The replica worker 0 was killed by signal 9; restarting it with the same "
+                      "identity (restart 1 of 1)."),
+            lines.end());
+  // The limit is the replica's, as locally: a second kill fails the job.
+  sched_->OnReplicaExit(Key("ip", "worker", 0), SignalExit(SIGKILL));
+  EXPECT_EQ(exec_.Launched().size(), 3u);
+  EXPECT_EQ(exec_.Killed(), std::vector<executor::ReplicaKey>{Key("ip", "master", 0)});
+}
+
 TEST_F(SchedulerTest, ACancelWhileARunRestartsWholeCancelsTheJob) {
   options_.replica_restarts = 3;
   exec_.whole_runs = true;

@@ -304,6 +304,15 @@ class Executor {
   // peers of a replica started elsewhere would keep its old address. false: the lost replica
   // alone is launched again (Launch), with the same identity and address.
   virtual bool RestartsWholeRuns() const { return false; }
+  // The same for one lost replica, `key`, which ended as `exit` (asked from within
+  // ExecutorListener::OnReplicaExit, before Launch): a backend may restart some losses in place
+  // and others whole. Slurm: a replica killed inside a healthy allocation gets a new step on its
+  // node (Launch), one whose allocation is gone restarts with its whole run.
+  virtual bool RestartsWholeRun(const ReplicaKey& key, const ReplicaExit& exit) const {
+    (void)key;
+    (void)exit;
+    return RestartsWholeRuns();
+  }
   // Number of replicas currently running (for /metrics).
   virtual int RunningCount() const = 0;
   // Resource use of the running replicas that have cgroups (for /metrics); empty where the

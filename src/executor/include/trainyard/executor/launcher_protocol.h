@@ -36,6 +36,11 @@ inline constexpr size_t kExitReserveBytes = 64 * 1024;
 // Whether an error text names a full filesystem (ENOSPC or EDQUOT as strerror or Python print
 // them), e.g. "OSError: [Errno 28] No space left on device".
 bool MentionsDiskFull(std::string_view text);
+// Whether a replica that ended as `exit` is one the scheduler may restart (compat §12): killed
+// by a signal nobody at Trainyard sent (not an OOM kill by its own limit), or lost with its
+// launcher. On Slurm the gang's driver keeps such a replica's step slot until the daemon says
+// whether it restarts there (docs/slurm.md "Restart in place").
+bool MayBeRestarted(const ReplicaExit& exit);
 
 std::string SpecToJson(const ReplicaSpec& spec);
 Result<ReplicaSpec> SpecFromJson(std::string_view json);

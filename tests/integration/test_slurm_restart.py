@@ -1,0 +1,188 @@
+"""Restart in place under `executor: slurm` (issue 12, compat §12): a replica killed by a signal
+nobody at Trainyard sent, inside an allocation that is still healthy, gets a new Slurm step in
+the same allocation: same node, same port, same work dir, same TF_CONFIG; its peers are not
+touched, and the restart counts against replica_restarts as locally. A real trainyardd on a
+real Slurm dev cluster (scripts/slurm-dev-cluster.sh), real trainers under trainyard-launcher.
+
+Every trainer listens on its own TF_CONFIG address and appends what it saw to
+<out>/<task>.jsonl once it listens. Workers wait for the master's connection; the master waits
+for <out>/release, then reaches every worker at the address in its own TF_CONFIG. Nothing
+depends on timing: the test kills a trainer once both listen and releases the master once the
+killed one listens again.
+
+Run with Debian's /usr/bin/python3 -m pytest tests/integration/test_slurm_restart.py."""
+
+import json
+import os
+import signal
+
+import pytest
+
+from conftest import PROJECT, wait_for
+from slurm_cluster import slurm_cluster  # noqa: F401
+from slurm_cluster import requires_slurm, start_daemon_on_cluster
+
+pytestmark = requires_slurm
+
+CONFIG = """executor: slurm
+cancel_grace: 10s
+replica_restarts: 2
+slurm:
+  shared_dir: {shared}
+  cpu_scale: 0.25
+  memory_scale: 0.01
+  poll_interval: 1s
+"""
+
+TRAINER = """
+import json, os, signal, socket, sys, time
+args = dict(a.split("=", 1) if "=" in a else (a, "1") for a in sys.argv[1:])
+tf = json.loads(os.environ["TF_CONFIG"])
+name = "%s-%d" % (tf["task"]["type"], tf["task"]["index"])
+out = args["--out"]
+path = os.path.join(out, name + ".jsonl")
+attempt = sum(1 for _ in open(path)) if os.path.exists(path) else 0
+host, port = tf["cluster"][tf["task"]["type"]][tf["task"]["index"]].rsplit(":", 1)
+srv = socket.socket()
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("", int(port)))
+srv.listen(8)
+seen = {k: os.environ.get(k) for k in ("TF_CONFIG", "MASTER_ADDR", "MASTER_PORT", "RANK",
+                                       "WORLD_SIZE")}
+seen.update({"pid": os.getpid(), "port": int(port)})
+with open(path, "a") as f:
+    f.write(json.dumps(seen) + "\\n")
+print("start %d of %s" % (attempt, name), flush=True)
+if name == "master-0":
+    release = os.path.join(out, "release")
+    while not os.path.exists(release):
+        time.sleep(0.1)
+    for w in tf["cluster"].get("worker", []):
+        h, p = w.rsplit(":", 1)
+        s = socket.create_connection((h, int(p)), timeout=60)
+        print("master reached %s: %s" % (w, s.recv(100).decode()), flush=True)
+        s.close()
+else:
+    srv.settimeout(600)
+    conn, _ = srv.accept()
+    conn.sendall(("%s attempt %d" % (name, attempt)).encode())
+    conn.close()
+print("done", name, flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def env(slurm_cluster, tmp_path_factory):
+    root = tmp_path_factory.mktemp("slurm-restart")
+    e = start_daemon_on_cluster(slurm_cluster, root, CONFIG, TRAINER, "ty-slurm-restart-")
+    yield e
+    e["daemon"].stop()
+    assert not live_jobs(slurm_cluster), live_jobs(slurm_cluster)
+
+
+def live_jobs(cluster):
+    out = cluster.run("squeue", "-h", "-o", "%i|%T|%j").stdout
+    return [line for line in out.splitlines() if "|ty-" in line]
+
+
+def slurm_jobs(cluster, job_id):
+    out = cluster.run("squeue", "-h", "-t", "all", "-o", "%i|%T|%j").stdout
+    rows = [line.split("|") for line in out.splitlines() if line.strip()]
+    return [r for r in rows if r[2].startswith("ty-") and ("-%s-" % job_id) in r[2]]
+
+
+def submit(env, job_id, **training):
+    out = os.path.join(str(env["root"]), "out-" + job_id)
+    os.makedirs(out, exist_ok=True)
+    ti = {"packageUris": [env["uri"]], "pythonModule": "trainer.task", "region": "us-central1",
+          "scaleTier": "CUSTOM", "masterType": "n1-standard-4", "args": ["--out=" + out]}
+    ti.update(training)
+    status, body = env["daemon"].request("POST", "/v1/projects/%s/jobs" % PROJECT,
+                                         {"jobId": job_id, "trainingInput": ti})
+    assert status == 200, body
+    return out
+
+
+def starts(out, name):
+    path = os.path.join(out, name + ".jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def slurm_step(env, job_id, task):
+    path = os.path.join(env["shared"], "jobs", PROJECT, job_id, task, "slurm.json")
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def messages(d, job_id, task=None):
+    return [e["jsonPayload"]["message"] for e in d.logs(job_id)
+            if task is None or e["resource"]["labels"].get("task_name") == task]
+
+
+def parent_of(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+@pytest.mark.parametrize("victim", ["trainer", "launcher"])
+def test_replica_killed_restarts_in_place_with_its_identity(env, victim):
+    d = env["daemon"]
+    c = env["cluster"]
+    job_id = "inplace" + victim
+    # n1-standard-16: 4 CPUs here, a whole node each, so master and worker sit on two nodes.
+    out = submit(env, job_id, masterType="n1-standard-16", workerType="n1-standard-16",
+                 workerCount=1)
+    wait_for(lambda: len(starts(out, "master-0")) == 1 and len(starts(out, "worker-0")) == 1,
+             timeout=180, what="both trainers listening")
+    before = slurm_step(env, job_id, "worker-replica-0")
+    assert before is not None
+    assert slurm_step(env, job_id, "master-replica-0")["node"] != before["node"]
+    first = starts(out, "worker-0")[0]
+    # Nobody at Trainyard sends it: the trainer, or its launcher (whose death takes the
+    # trainer with it, so the driver reports the step lost).
+    os.kill(first["pid"] if victim == "trainer" else parent_of(first["pid"]), signal.SIGKILL)
+    wait_for(lambda: len(starts(out, "worker-0")) == 2, timeout=120,
+             what="the worker's trainer started again")
+    again = starts(out, "worker-0")[1]
+    # The same identity and address: TF_CONFIG, the port it listens on, torch's variables.
+    for k in ("TF_CONFIG", "MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "port"):
+        assert again[k] == first[k], (k, first, again)
+    # A new step of the same Slurm job on the same node.
+    wait_for(lambda: (slurm_step(env, job_id, "worker-replica-0") or {}).get("stepId")
+             not in (None, before["stepId"]), timeout=30, what="the new step's slurm.json")
+    after = slurm_step(env, job_id, "worker-replica-0")
+    assert (after["jobId"], after["node"]) == (before["jobId"], before["node"]), (before, after)
+    # The master was not touched: one start, and the job never left RUNNING for it.
+    assert len(starts(out, "master-0")) == 1
+    with open(os.path.join(out, "release"), "w"):
+        pass
+    job = d.wait_state(job_id, ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=180)
+    assert job["state"] == "SUCCEEDED", job
+    master = messages(d, job_id, "master-replica-0")
+    # The master reached the restarted worker at the address it had from the start.
+    worker_address = json.loads(first["TF_CONFIG"])["cluster"]["worker"][0]
+    assert "master reached %s: worker-0 attempt 1" % worker_address in master, master
+    assert len(starts(out, "master-0")) == 1
+    assert len(slurm_jobs(c, job_id)) == 1, slurm_jobs(c, job_id)  # no new allocation
+    service = messages(d, job_id, "service")
+    how = "was killed by signal 9" if victim == "trainer" else "was lost ("
+    assert [m for m in service if m.startswith("The replica worker 0 " + how) and
+            m.endswith("; restarting it with the same identity (restart 1 of 2).")], service
+    assert not [m for m in service if "new allocation" in m], service
+    # Both runs' lines, in order, each once, the end of the first marked as locally.
+    worker = messages(d, job_id, "worker-replica-0")
+    assert worker.count("start 0 of worker-0") == 1 and worker.count("start 1 of worker-0") == 1
+    i0, i1 = worker.index("start 0 of worker-0"), worker.index("start 1 of worker-0")
+    if victim == "trainer":
+        killed = [i for i, m in enumerate(worker) if "terminated by SIGKILL" in m]
+        assert len(killed) == 1 and i0 < killed[0] < i1, worker
+    assert worker.count("done worker-0") == 1 and worker.index("done worker-0") > i1
+    wait_for(lambda: not live_jobs(c), timeout=60, what="no Slurm job left")
+    wait_for(lambda: not c.job_pids(), timeout=60,
+             what="no process of a job left: %s" % c.describe(c.job_pids()))
