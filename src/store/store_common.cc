@@ -105,16 +105,28 @@ bool CursorLess(const JobOrder& order, const JobCursor& a, const JobCursor& b) {
   return order.descending ? kb < ka : ka < kb;
 }
 
-std::string EncodePageToken(const ListJobsRequest& request, const model::Job& last) {
-  if (Plain(request)) return Base64Encode("s" + std::to_string(last.seq));
-  const JobSortValue v = SortValueOf(last, request.order.key);
-  std::string text = TokenScope(request) + std::to_string(last.seq) + ":";
-  if (request.order.key == JobOrderKey::kJobId) {
-    text += v.text;
-  } else if (request.order.key != JobOrderKey::kDefault) {
-    text += std::to_string(v.number);
+namespace {
+
+// "<seq>:<sort value>" (no value for kDefault).
+std::string CursorText(JobOrderKey key, const JobCursor& cursor) {
+  std::string text = std::to_string(cursor.seq) + ":";
+  if (key == JobOrderKey::kJobId) {
+    text += cursor.value.text;
+  } else if (key != JobOrderKey::kDefault) {
+    text += std::to_string(cursor.value.number);
   }
-  return Base64Encode(text);
+  return text;
+}
+
+}  // namespace
+
+std::string EncodeCursor(const ListJobsRequest& request, const JobCursor& cursor) {
+  if (Plain(request)) return Base64Encode("s" + std::to_string(cursor.seq));
+  return Base64Encode(TokenScope(request) + CursorText(request.order.key, cursor));
+}
+
+std::string EncodePageToken(const ListJobsRequest& request, const model::Job& last) {
+  return EncodeCursor(request, CursorOf(last, request.order.key));
 }
 
 Result<std::optional<JobCursor>> DecodePageToken(const ListJobsRequest& request) {
@@ -172,11 +184,7 @@ Result<std::optional<JobCursor>> DecodePageToken(const ListJobsRequest& request)
     }
   }
   // Canonical spellings only (as above).
-  std::string canonical = scope + std::to_string(cursor.seq) + ":";
-  canonical += *key == JobOrderKey::kJobId     ? cursor.value.text
-               : *key == JobOrderKey::kDefault ? ""
-                                               : std::to_string(cursor.value.number);
-  if (Base64Encode(canonical) != token) return invalid;
+  if (Base64Encode(scope + CursorText(*key, cursor)) != token) return invalid;
   if (Plain(request) || scope != TokenScope(request)) return elsewhere;
   return std::optional<JobCursor>(cursor);
 }

@@ -53,6 +53,8 @@ inline JobCursor CursorOf(const model::Job& job, JobOrderKey key) {
 // of "o<key><direction><filter hash>:<seq>:<sort value>", so a token is refused when used
 // with another orderBy or filter. EncodePageToken makes the token that continues after `last`.
 std::string EncodePageToken(const ListJobsRequest& request, const model::Job& last);
+// The token that continues after `cursor` (EncodePageToken of a job at that place).
+std::string EncodeCursor(const ListJobsRequest& request, const JobCursor& cursor);
 // The place request.page_token continues from; nullopt for "" (first page). INVALID_ARGUMENT
 // naming pageToken for a token ListJobs did not make, or made for another order or filter.
 Result<std::optional<JobCursor>> DecodePageToken(const ListJobsRequest& request);
