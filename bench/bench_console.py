@@ -3,7 +3,9 @@ Chromium against a real trainyardd whose store holds 100,000 jobs and a job with
 log (seeded by ty_console_seed):
 
   * API: a page of 50 jobs (unfiltered, and `state:FAILED AND labels.team=t3`), jobs:summary,
-    logs:summary and logs:lines at random positions (p50/p95 over 40 requests).
+    logs:summary and logs:lines at random positions (p50/p95 over 40 requests); pages of 50 in
+    each orderBy, with and without filters, against the default order (--sorted-only: only
+    these, with no log and no trials seeded).
   * Jobs page: first contentful paint and the time until 50 rows are on screen, cold cache
     (5 loads).
   * Logs of the 1M-line job: time until the last line is on screen (opens at the tail), jumps
@@ -16,7 +18,8 @@ log (seeded by ty_console_seed):
     the input to the next frame with the change on screen).
 
   /usr/bin/python3 bench/bench_console.py [--jobs N] [--log-lines L] [--runs R] [--trials T]
-                                          [--trials-only] [--compare-bin OTHER_TRAINYARDD]
+                                          [--trials-only] [--sorted-only]
+                                          [--compare-bin OTHER_TRAINYARDD]
 """
 
 import argparse
@@ -164,6 +167,48 @@ def bench_trials(targets, base, args):
     return errors
 
 
+def bench_sorted_pages(c, base, args):
+    """Pages of 50 in each orderBy (the daemon sorts every job; keyset page tokens), without and
+    with filters, against the listing's own order (newest first). Each row: 40 requests, the
+    first page and then the next 39 by their tokens (a keyset page costs the same anywhere)."""
+    orders = [("(none: newest first)", "")] + [
+        (k + d, k + d) for k in ("createTime", "startTime", "endTime", "jobId", "state")
+        for d in ("", " desc")]
+    filters = [("", ""), ("state:FAILED", "state:FAILED"),
+               ("labels.team=t3 (10%, no index)", "labels.team=t3"),
+               ("state:FAILED AND labels.team=t3 (none: reads all)",
+                "state:FAILED AND labels.team=t3")]
+    for _ in range(3):  # the daemon's first reads of the database (cold caches) not counted
+        c.request("GET", base + "?pageSize=50")
+    rows = []
+    for fname, ftext in filters:
+        for oname, order_by in orders:
+            token = [None]
+
+            def path():
+                q = {"pageSize": "50"}
+                if ftext:
+                    q["filter"] = ftext
+                if order_by:
+                    q["orderBy"] = order_by
+                if token[0]:
+                    q["pageToken"] = token[0]
+                return base + "?" + urllib.parse.urlencode(q)
+
+            lat = []
+            for _ in range(40 if "none" not in fname else 10):
+                t = time.perf_counter()
+                status, body = c.request("GET", path())
+                lat.append(time.perf_counter() - t)
+                assert status == 200, body
+                token[0] = body.get("nextPageToken")
+            rows.append([fname or "(no filter)", oname, ms(percentile(lat, 50)), ms(max(lat)),
+                         verdict(max(lat) <= 0.100) if not ftext else ""])
+    table("API: list pages of 50 in an order (ms, %d jobs; keep-alive round trip on localhost, "
+          "40 requests: the first page then the next ones; 10 for the filter matching none)"
+          % args.jobs, ["filter", "orderBy", "p50", "max", "max <= 100 ms"], rows)
+
+
 def conditional_get(d, path, headers=None):
     """(status, body bytes, headers, seconds) of one GET on a fresh keep-alive connection."""
     import http.client
@@ -247,7 +292,11 @@ def main():
     ap.add_argument("--compare-bin", metavar="TRAINYARDD",
                     help="also measure the Trials tab as another trainyardd binary (e.g. a build "
                     "of an earlier commit) serves it, on the same data, before this build's")
+    ap.add_argument("--sorted-only", action="store_true",
+                    help="only the job list pages in each orderBy (seeds no log and no trials)")
     args = ap.parse_args()
+    if args.sorted_only:
+        args.log_lines, args.trials = 0, 0
     print(machine_description())
     data = tempfile.mkdtemp(prefix="trainyard-console-bench-")
     t = time.time()
@@ -260,6 +309,13 @@ def main():
     d = Daemon(data_dir=data).start()
     c = d.client()
     n = args.log_lines
+    if args.sorted_only:
+        try:
+            bench_sorted_pages(c, base, args)
+        finally:
+            d.stop()
+            shutil.rmtree(data, ignore_errors=True)
+        return 0
     if args.trials:
         targets = [("this build", d)]
         other = None
@@ -299,6 +355,7 @@ def main():
                      verdict(percentile(lat, 95) <= target)])
     table("API (ms, %d jobs, one job with %d log lines)" % (args.jobs, n),
           ["request", "p50", "p95", "target p95", ""], rows)
+    bench_sorted_pages(c, base, args)
     bench_search_download_etag(d, c, base, n)
 
     b = Browser()

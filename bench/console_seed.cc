@@ -1,6 +1,7 @@
 // Seeds a daemon data dir for the console benchmark (bench_console.py): N finished jobs in
-// project "bench" (a fifth FAILED, labels team=t0..t9) and one job, "big_log", with L log lines
-// of its master ("line I"), written straight into <data_dir>/trainyard.db through the store.
+// project "bench" (a fifth FAILED, labels team=t0..t9, start and end times spread) and one job,
+// "big_log", with L log lines of its master ("line I"), written straight into
+// <data_dir>/trainyard.db through the store.
 //
 // With --trials T, also "tuned": a finished tuning job (MINIMIZE, three parameters) of T trials,
 // each with R intermediate reports (--reports, default 50) in its metric file where the local
@@ -67,8 +68,10 @@ int main(int argc, char** argv) {
       job->error_message = "The replica master 0 exited with a non-zero status of 1.";
     }
     job->create_time = t0 + Timestamp{i} * kMicrosPerSecond;
-    job->start_time = job->create_time + kMicrosPerSecond;
-    job->end_time = job->start_time + 60 * kMicrosPerSecond;
+    // Waits of 1 s to 1 h and runs of 1 s to 2 h, spread, so the jobs' start and end orders
+    // differ from their creation order (bench_console.py sorts by each).
+    job->start_time = job->create_time + (1 + (Timestamp{i} * 7919) % 3600) * kMicrosPerSecond;
+    job->end_time = job->start_time + (1 + (Timestamp{i} * 104729) % 7200) * kMicrosPerSecond;
     auto seq = st.CreateJob(*job);
     if (!seq.ok()) {
       std::fprintf(stderr, "%s\n", seq.status().message().c_str());

@@ -1,9 +1,11 @@
 // The Jobs page: server-side pages of 50 (the API's pageToken), AI Platform's filter syntax
-// passed to the API as typed, state chips with the project's counts, sorting of the page,
-// bulk cancel. The filter, page token and sort live in the URL.
+// passed to the API as typed, state chips with the project's counts, sorting of every job by
+// the daemon (the API's orderBy, so the next page continues the order), bulk cancel. The
+// filter, page token and sort live in the URL.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, enc, Job, jobPath, JobsSummary, ListJobsResponse, STATES, TERMINAL } from "./api";
 import { duration, fmtCount, localTime, utcTitle } from "./format";
+import { nextSort, orderByOf, parseSort, SortKey } from "./jobsort";
 import { navigate, withParams } from "./router";
 
 const PAGE_SIZE = 50;
@@ -16,12 +18,11 @@ export const LIST_FIELDS =
   "nextPageToken";
 const POLL_MS = 5000;
 
-type SortKey = "jobId" | "state" | "createTime" | "duration";
+// The sortable columns (the daemon orders by these keys; Duration is not one of them).
 const COLUMNS: [SortKey, string][] = [
   ["jobId", "Job ID"],
   ["state", "State"],
   ["createTime", "Created"],
-  ["duration", "Duration"],
 ];
 
 export function jobType(j: Job): string {
@@ -43,28 +44,6 @@ export function machines(j: Job): string {
     parts.push(`${ti.parameterServerCount}× ${ti.parameterServerType} (ps)`);
   }
   return parts.join(", ");
-}
-
-function sortJobs(jobs: Job[], sort: string): Job[] {
-  if (!sort) return jobs;
-  const desc = sort.startsWith("-");
-  const key = (desc ? sort.slice(1) : sort) as SortKey;
-  const val = (j: Job): string | number => {
-    if (key === "duration") {
-      const d = j.startTime
-        ? (j.endTime ? Date.parse(j.endTime) : Date.now()) - Date.parse(j.startTime)
-        : -1;
-      return d;
-    }
-    if (key === "state") return STATES.indexOf(j.state);
-    return (j[key] as string) ?? "";
-  };
-  const out = [...jobs].sort((a, b) => {
-    const x = val(a);
-    const y = val(b);
-    return x < y ? -1 : x > y ? 1 : 0;
-  });
-  return desc ? out.reverse() : out;
 }
 
 export function StateBadge(props: { state: string }) {
@@ -90,13 +69,15 @@ export function JobsPage(props: { project: string; url: URL }) {
   const filterBox = useRef<HTMLInputElement>(null);
 
   useEffect(() => setDraft(filter), [filter]);
-  useEffect(() => setSelected(new Set()), [filter, pageToken]);
+  useEffect(() => setSelected(new Set()), [filter, pageToken, sort]);
 
   useEffect(() => {
     let live = true;
     const q = new URLSearchParams({ pageSize: String(PAGE_SIZE), fields: LIST_FIELDS });
     if (filter) q.set("filter", filter);
     if (pageToken) q.set("pageToken", pageToken);
+    const orderBy = orderByOf(sort);
+    if (orderBy) q.set("orderBy", orderBy);
     api<ListJobsResponse>("GET", `${jobPath(project)}?${q}`)
       .then((r) => {
         if (!live) return;
@@ -110,7 +91,7 @@ export function JobsPage(props: { project: string; url: URL }) {
     return () => {
       live = false;
     };
-  }, [project, filter, pageToken, tick]);
+  }, [project, filter, pageToken, sort, tick]);
 
   // Refresh the current page every few seconds while the tab is visible.
   useEffect(() => {
@@ -133,7 +114,7 @@ export function JobsPage(props: { project: string; url: URL }) {
     return () => document.removeEventListener("keydown", onKey);
   }, []);
 
-  const jobs = sortJobs(data?.jobs ?? [], sort);
+  const jobs = data?.jobs ?? [];
   const counts = summary?.jobStateCounts ?? {};
   const cancellable = jobs.filter((j) => selected.has(j.jobId) && !TERMINAL.has(j.state));
 
@@ -173,18 +154,19 @@ export function JobsPage(props: { project: string; url: URL }) {
   };
   const allSelected = jobs.length > 0 && jobs.every((j) => selected.has(j.jobId));
 
+  // A new order starts again at its first page (a page token belongs to one order).
+  const current = parseSort(sort);
   const sortHeader = (key: SortKey, label: string) => {
-    const active = sort === key || sort === `-${key}`;
-    const nextSort = sort === key ? `-${key}` : key;
+    const active = current?.key === key;
     return (
       <th>
         <a
-          href={withParams(url, { sort: nextSort })}
+          href={withParams(url, { sort: nextSort(sort, key), pageToken: null })}
           class={active ? "sorted" : ""}
           data-sort={key}
         >
           {label}
-          {active ? (sort.startsWith("-") ? " ▼" : " ▲") : ""}
+          {active ? (current?.desc ? " ▼" : " ▲") : ""}
         </a>
       </th>
     );
@@ -316,6 +298,7 @@ export function JobsPage(props: { project: string; url: URL }) {
                 />
               </th>
               {COLUMNS.map(([k, l]) => sortHeader(k, l))}
+              <th>Duration</th>
               <th>Type</th>
               <th>Machines</th>
               <th>Labels</th>

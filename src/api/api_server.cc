@@ -263,8 +263,16 @@ class Handlers {
     store::ListJobsRequest lr;
     lr.project = req.matches[1];
     lr.filter = filter.get();
+    if (filter) lr.filter_text = req.get_param_value("filter");
     lr.page_size = static_cast<int>(ps);
     lr.page_token = req.has_param("pageToken") ? req.get_param_value("pageToken") : "";
+    // orderBy: a Trainyard extension (docs/api.md; AI Platform lists newest first only, compat
+    // §5.1).
+    if (req.has_param("orderBy")) {
+      auto order = ParseJobOrder(req.get_param_value("orderBy"));
+      if (!order.ok()) return WriteError(res, order.status());
+      lr.order = *order;
+    }
     auto page = store_.ListJobs(lr);
     if (!page.ok()) return WriteError(res, page.status());
     if (page->jobs.empty() && page->next_page_token.empty()) return WriteJson(res, "{}");
@@ -1413,6 +1421,9 @@ constexpr ParamSpec kListParams[] = {
      "Optional. Jobs per page: default 20, at most 100."},
     {"pageToken", "query", "string", nullptr, nullptr, false,
      "Optional. The nextPageToken of the previous page."},
+    {"orderBy", "query", "string", nullptr, nullptr, false,
+     "Optional (Trainyard extension). createTime, startTime, endTime, jobId or state, then asc "
+     "or desc, e.g. \"startTime desc\". Default: newest first."},
 };
 constexpr ParamSpec kPatchParams[] = {
     kName,
@@ -1770,7 +1781,7 @@ const Route kRoutes[] = {
      Scope::kProject},
     {"GET",
      R"(/v1/projects/([^/]+)/jobs)",
-     "projects.jobs.list: list jobs (filter, pageSize, pageToken)",
+     "projects.jobs.list: list jobs (filter, pageSize, pageToken, orderBy)",
      false,
      RouteKind::kMl,
      &H::ListJobs,

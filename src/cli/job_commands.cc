@@ -533,6 +533,54 @@ int RunDescribe(const Invocation& inv, const DescribeArgs& a) {
 
 // --- jobs list -----------------------------------------------------------------------------
 
+namespace {
+
+// The daemon's orderBy for a --sort-by key, when it has one.
+struct ServerOrder {
+  std::string field;     // the Job field ("" = the daemon cannot order by this key)
+  bool reverse = false;  // "~field"
+  std::string order_by;  // the orderBy parameter
+};
+
+ServerOrder ServerOrderOf(std::string key) {
+  ServerOrder out;
+  while (!key.empty() && key[0] == '~') {
+    key.erase(0, 1);
+    out.reverse = true;
+  }
+  for (const char* field : {"createTime", "startTime", "endTime", "jobId", "state"}) {
+    if (key == field) {
+      out.field = key;
+      out.order_by = key + (out.reverse ? " desc" : "");
+    }
+  }
+  return out;
+}
+
+// A field's value as gcloud's --sort-by compares it: the JSON string, "None" when absent.
+std::string ShownValue(const json& job, const std::string& field) {
+  auto it = job.find(field);
+  if (it == job.end() || it->is_null()) return "None";
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+// The daemon breaks ties of orderBy in creation order in the key's direction: oldest first
+// when ascending. gcloud's stable sort leaves ties in the listing's order, newest first: so
+// each run of equal values of an ascending key is reversed.
+void RestoreListingOrderInTies(const ServerOrder& order, std::vector<json>* jobs) {
+  if (order.reverse) return;
+  auto run = jobs->begin();
+  while (run != jobs->end()) {
+    const std::string value = ShownValue(*run, order.field);
+    auto end = std::find_if(run, jobs->end(),
+                            [&](const json& j) { return ShownValue(j, order.field) != value; });
+    std::reverse(run, end);
+    run = end;
+  }
+}
+
+}  // namespace
+
 int RunList(const Invocation& inv, const ListArgs& a) {
   auto format = ParseOutputFormat(a.format.value_or(""), kJobsListFormat);
   if (!format.ok()) return inv.Fail(format.status().message());
@@ -568,15 +616,24 @@ int RunList(const Invocation& inv, const ListArgs& a) {
     filter = std::move(*compiled);
   }
 
+  // gcloud sorts every job of the listing (newest first) on the client, stably, then applies
+  // --limit. When the first sort key is one the daemon orders by (its orderBy extension,
+  // docs/api.md), the daemon's pages come in that key's order, so the listing can stop once
+  // --limit jobs are in and the last one's key value is complete (a job past it was seen);
+  // the sort below then puts those jobs exactly where sorting every job would.
+  const ServerOrder server_order = sort_keys.empty() ? ServerOrder{} : ServerOrderOf(sort_keys[0]);
   auto c = inv.MakeClient();
   std::vector<json> jobs;
   std::string token;
+  bool enough = false;
   do {
-    auto page = c->ListJobs("", page_size, token);
+    auto page = c->ListJobs("", page_size, token, server_order.order_by);
     if (!page.ok()) return inv.Fail(page.status());
+    std::string last_value;
     for (const std::string& text : page->jobs) {
       json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
       if (j.is_discarded()) return inv.Fail("the daemon answered with invalid JSON");
+      if (!server_order.field.empty()) last_value = ShownValue(j, server_order.field);
       if (filter) {
         auto keep = filter->Matches(j);
         if (!keep.ok()) return inv.Fail("argument --filter: " + keep.status().message());
@@ -585,8 +642,14 @@ int RunList(const Invocation& inv, const ListArgs& a) {
       jobs.push_back(std::move(j));
     }
     token = page->next_page_token;
-  } while (!token.empty() &&
-           (limit < 0 || !sort_keys.empty() || static_cast<int64_t>(jobs.size()) < limit));
+    const bool have_limit = limit >= 0 && static_cast<int64_t>(jobs.size()) >= limit;
+    if (sort_keys.empty()) {
+      enough = have_limit;
+    } else if (!server_order.field.empty() && have_limit) {
+      enough = last_value != ShownValue(jobs[static_cast<size_t>(limit - 1)], server_order.field);
+    }
+  } while (!token.empty() && !enough);
+  if (!server_order.field.empty()) RestoreListingOrderInTies(server_order, &jobs);
   if (filter) {
     for (const std::string& w : filter->Warnings()) inv.Warn(w);
     std::vector<std::string> missing = filter->MissingKeys();

@@ -347,7 +347,7 @@ Result<std::string> Client::GetJob(std::string_view job_id) {
 }
 
 Result<JobPage> Client::ListJobs(std::string_view filter, int page_size,
-                                 std::string_view page_token) {
+                                 std::string_view page_token, std::string_view order_by) {
   std::string path = JobsPath(options_);
   std::string sep = "?";
   if (!filter.empty()) {
@@ -358,7 +358,11 @@ Result<JobPage> Client::ListJobs(std::string_view filter, int page_size,
     path += sep + "pageSize=" + std::to_string(page_size);
     sep = "&";
   }
-  if (!page_token.empty()) path += sep + "pageToken=" + PercentEncode(page_token);
+  if (!page_token.empty()) {
+    path += sep + "pageToken=" + PercentEncode(page_token);
+    sep = "&";
+  }
+  if (!order_by.empty()) path += sep + "orderBy=" + PercentEncode(order_by);
   TRAINYARD_ASSIGN_OR_RETURN(std::string text, impl_->Call("GET", path));
   TRAINYARD_ASSIGN_OR_RETURN(json j, ParseObject(text));
   JobPage page;

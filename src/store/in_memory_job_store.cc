@@ -55,25 +55,31 @@ class InMemoryJobStore final : public JobStore {
   }
 
   Result<ListJobsResponse> ListJobs(const ListJobsRequest& request) override {
-    TRAINYARD_ASSIGN_OR_RETURN(std::optional<int64_t> cursor,
-                               internal::DecodePageToken(request.page_token));
+    TRAINYARD_ASSIGN_OR_RETURN(std::optional<internal::JobCursor> cursor,
+                               internal::DecodePageToken(request));
     const size_t page_size = static_cast<size_t>(std::max(1, request.page_size));
+    const JobOrder& order = request.order;
     ListJobsResponse response;
     std::lock_guard lock(mu_);
     auto project = projects_.find(request.project);
     if (project == projects_.end()) return response;
-    const auto& jobs = project->second;
-    // Newest first: walk seqs below the cursor downwards.
-    auto it = cursor ? jobs.lower_bound(*cursor) : jobs.end();
-    while (it != jobs.begin()) {
-      --it;
-      const Job& job = it->second;
+    // Every match after the cursor, sorted: a linear pass (this store serves unit tests).
+    std::vector<std::pair<internal::JobCursor, const Job*>> matches;
+    for (const auto& [seq, job] : project->second) {
+      internal::JobCursor at = internal::CursorOf(job, order.key);
+      if (cursor && !internal::CursorLess(order, *cursor, at)) continue;
       if (request.filter != nullptr && !request.filter->Matches(job)) continue;
+      matches.emplace_back(std::move(at), &job);
+    }
+    std::sort(matches.begin(), matches.end(), [&order](const auto& a, const auto& b) {
+      return internal::CursorLess(order, a.first, b.first);
+    });
+    for (const auto& [at, job] : matches) {
       if (response.jobs.size() == page_size) {
-        response.next_page_token = internal::EncodePageToken(response.jobs.back().seq);
+        response.next_page_token = internal::EncodePageToken(request, response.jobs.back());
         break;
       }
-      response.jobs.push_back(job);
+      response.jobs.push_back(*job);
     }
     return response;
   }

@@ -84,10 +84,22 @@ CREATE TABLE log_cursors (
 ) WITHOUT ROWID;
 )sql";
 
+// Version 4: projects.jobs.list's orderBy (docs/store.md, "Job order"). One index per time key
+// on (project, the time's sort value, seq): a page in either direction is one range of it, ties
+// in seq order. The state rides along so a state filter is checked without reading the row.
+// orderBy=jobId uses jobs_project_job_id and orderBy=state jobs_project_state_seq.
+#define TY_ORDER_INDEX(name, column) \
+  "CREATE INDEX " name " ON jobs (project, " TY_TIME_SORT_SQL(column) ", seq, state);\n"
+constexpr const char* kV4 = TY_ORDER_INDEX("jobs_project_create_order", "create_time")
+    TY_ORDER_INDEX("jobs_project_start_order", "start_time")
+        TY_ORDER_INDEX("jobs_project_end_order", "end_time");
+#undef TY_ORDER_INDEX
+
 constexpr Migration kMigrations[] = {
     {1, kV1},
     {2, kV2},
     {3, kV3},
+    {4, kV4},
 };
 
 }  // namespace

@@ -7,6 +7,14 @@
 
 namespace trainyard::store::sqlite {
 
+// The sort value of a time column as SQL (store_common.h, TimeSortValue: whole seconds, floored;
+// an unset time, 0, after every set one). The version-4 indexes are on these expressions, and a
+// query uses such an index only when it spells the expression exactly the same: never change it
+// (a new spelling needs new indexes in a new migration).
+#define TY_TIME_SORT_SQL(column)                                                         \
+  "(CASE WHEN " column " = 0 THEN 9223372036854775807 WHEN " column " < 0 THEN (" column \
+  " + 1) / 1000000 - 1 ELSE " column " / 1000000 END)"
+
 struct Migration {
   int version;      // 1, 2, ... in order; the database's PRAGMA user_version after applying it
   const char* sql;  // statements run inside the migration transaction

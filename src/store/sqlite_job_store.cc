@@ -130,6 +130,47 @@ std::optional<std::string> PrefixUpperBound(std::string prefix) {
   return prefix;
 }
 
+// One page of ListJobs being filled from one or more statements, each reading rows in the
+// page's order.
+struct ListScan {
+  const ListJobsRequest* request = nullptr;
+  size_t page_size = 0;
+  std::optional<JobState> state;  // the filter's required state, if any
+  ListJobsResponse response;
+  bool done = false;  // the page is full and a next match was seen (or there is none)
+  Job job;            // reused for rejected rows
+
+  // Adds the rows of `stmt` that pass the filter until the page is full and one more match
+  // shows there is a next page. Returns whether the page is done.
+  Result<bool> Run(Stmt& stmt) {
+    const model::Filter* filter = request->filter;
+    while (!done) {
+      TRAINYARD_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      if (response.jobs.size() == page_size && filter == nullptr) {
+        response.next_page_token = internal::EncodePageToken(*request, response.jobs.back());
+        done = true;
+        break;
+      }
+      TRAINYARD_RETURN_IF_ERROR(DecodeJob(stmt, &job));
+      if (filter != nullptr && !filter->Matches(job)) continue;
+      if (response.jobs.size() == page_size) {
+        response.next_page_token = internal::EncodePageToken(*request, response.jobs.back());
+        done = true;
+        break;
+      }
+      response.jobs.push_back(std::move(job));
+      job = Job();
+    }
+    return done;
+  }
+};
+
+// The sort value of each time key in SQL, as the version-4 indexes spell it (migrations.h).
+constexpr const char* kCreateSortSql = TY_TIME_SORT_SQL("create_time");
+constexpr const char* kStartSortSql = TY_TIME_SORT_SQL("start_time");
+constexpr const char* kEndSortSql = TY_TIME_SORT_SQL("end_time");
+
 class SqliteJobStore final : public JobStore {
  public:
   SqliteJobStore(std::string path, std::unique_ptr<Connection> writer,
@@ -249,13 +290,14 @@ class SqliteJobStore final : public JobStore {
   }
 
   Result<ListJobsResponse> ListJobs(const ListJobsRequest& request) override {
-    TRAINYARD_ASSIGN_OR_RETURN(std::optional<int64_t> cursor,
-                               internal::DecodePageToken(request.page_token));
-    const size_t page_size = static_cast<size_t>(std::max(1, request.page_size));
-    std::optional<JobState> state;
+    TRAINYARD_ASSIGN_OR_RETURN(std::optional<internal::JobCursor> cursor,
+                               internal::DecodePageToken(request));
+    ListScan scan;
+    scan.request = &request;
+    scan.page_size = static_cast<size_t>(std::max(1, request.page_size));
     std::optional<std::string> prefix;
     if (request.filter != nullptr) {
-      state = request.filter->RequiredState();
+      scan.state = request.filter->RequiredState();
       prefix = request.filter->RequiredJobIdPrefix();
       if (prefix && prefix->empty()) prefix.reset();
     }
@@ -268,14 +310,24 @@ class SqliteJobStore final : public JobStore {
       TRAINYARD_ASSIGN_OR_RETURN(int64_t n, CountPrefix(*reader, request.project, *prefix, upper));
       by_prefix = n <= kPrefixIndexMaxRows;
     }
-    // Bound parameters: ?1 project, ?2 seq cursor, ?3 prefix, ?4 prefix upper bound, ?5 state.
+    // Bound parameters: ?1 project, ?2 seq cursor, ?3 prefix, ?4 prefix upper bound, ?5 state,
+    // ?6 sort value cursor.
     std::string prefix_terms;
     if (prefix) prefix_terms = upper ? " AND job_id >= ?3 AND job_id < ?4" : " AND job_id >= ?3";
+    auto bind = [&](Stmt& stmt) {
+      stmt.Bind(1, request.project);
+      if (prefix) stmt.Bind(3, *prefix);
+      if (upper) stmt.Bind(4, *upper);
+    };
+    if (request.order.key != JobOrderKey::kDefault) {
+      if (by_prefix) return ListFewSorted(*reader, scan, cursor, prefix_terms, bind);
+      return ListSorted(*reader, scan, cursor, prefix_terms, bind);
+    }
     std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs INDEXED BY ";
     if (by_prefix) {
       sql += "jobs_project_job_id WHERE project = ?1" + prefix_terms + " AND seq < ?2";
-      if (state) sql += " AND state = ?5";
-    } else if (state) {
+      if (scan.state) sql += " AND state = ?5";
+    } else if (scan.state) {
       sql += "jobs_project_state_seq WHERE project = ?1 AND state = ?5 AND seq < ?2" + prefix_terms;
     } else {
       sql += "jobs_project_seq WHERE project = ?1 AND seq < ?2" + prefix_terms;
@@ -283,30 +335,11 @@ class SqliteJobStore final : public JobStore {
     sql += " ORDER BY seq DESC";
 
     TRAINYARD_ASSIGN_OR_RETURN(Stmt stmt, reader->Prepare(sql));
-    stmt.Bind(1, request.project).Bind(2, cursor.value_or(std::numeric_limits<int64_t>::max()));
-    if (prefix) stmt.Bind(3, *prefix);
-    if (upper) stmt.Bind(4, *upper);
-    if (state) stmt.Bind(5, static_cast<int64_t>(*state));
-
-    ListJobsResponse response;
-    Job job;  // reused for rejected rows
-    while (true) {
-      TRAINYARD_ASSIGN_OR_RETURN(bool row, stmt.Step());
-      if (!row) break;
-      if (response.jobs.size() == page_size && request.filter == nullptr) {
-        response.next_page_token = internal::EncodePageToken(response.jobs.back().seq);
-        break;
-      }
-      TRAINYARD_RETURN_IF_ERROR(DecodeJob(stmt, &job));
-      if (request.filter != nullptr && !request.filter->Matches(job)) continue;
-      if (response.jobs.size() == page_size) {
-        response.next_page_token = internal::EncodePageToken(response.jobs.back().seq);
-        break;
-      }
-      response.jobs.push_back(std::move(job));
-      job = Job();
-    }
-    return response;
+    bind(stmt);
+    stmt.Bind(2, cursor ? cursor->seq : std::numeric_limits<int64_t>::max());
+    if (scan.state) stmt.Bind(5, static_cast<int64_t>(*scan.state));
+    TRAINYARD_RETURN_IF_ERROR(scan.Run(stmt).status());
+    return std::move(scan.response);
   }
 
   Result<std::vector<Job>> ListActiveJobs() override {
@@ -1015,6 +1048,125 @@ class SqliteJobStore final : public JobStore {
     Status result;
     bool done = false;
   };
+
+  // ListJobs in request.order (not the default): statements over one index each, read in
+  // the order's direction until the page is done (docs/store.md, "Job order").
+  //  - jobId: jobs_project_job_id from the cursor's id (ids are unique in a project).
+  //  - a time: its version-4 index; first the rest of the cursor's tie (same sort value, seq
+  //    past the cursor's), then the values past it.
+  //  - state: jobs_project_state_seq, one state at a time in the order of their names.
+  Result<ListJobsResponse> ListSorted(Connection& conn, ListScan& scan,
+                                      const std::optional<internal::JobCursor>& cursor,
+                                      const std::string& prefix_terms,
+                                      const std::function<void(Stmt&)>& bind) {
+    const JobOrder& order = scan.request->order;
+    const char* dir = order.descending ? " DESC" : " ASC";
+    const char* past = order.descending ? " < " : " > ";
+    const std::string select = std::string("SELECT ") + kJobColumns + " FROM jobs INDEXED BY ";
+    const std::string state_term = scan.state ? " AND state = ?5" : "";
+    auto run = [&](const std::string& sql, std::optional<int64_t> seq, const auto& bind_value,
+                   std::optional<JobState> state) -> Result<bool> {
+      TRAINYARD_ASSIGN_OR_RETURN(Stmt stmt, conn.Prepare(sql));
+      bind(stmt);
+      if (seq) stmt.Bind(2, *seq);
+      if (state) stmt.Bind(5, static_cast<int64_t>(*state));
+      bind_value(stmt);
+      return scan.Run(stmt);
+    };
+    auto no_value = [](Stmt&) {};
+    if (order.key == JobOrderKey::kJobId) {
+      std::string sql = select + "jobs_project_job_id WHERE project = ?1" + prefix_terms +
+                        state_term + (cursor ? std::string(" AND job_id") + past + "?6" : "") +
+                        " ORDER BY job_id" + dir;
+      auto value = [&](Stmt& stmt) {
+        if (cursor) stmt.Bind(6, cursor->value.text);
+      };
+      TRAINYARD_RETURN_IF_ERROR(run(sql, std::nullopt, value, scan.state).status());
+      return std::move(scan.response);
+    }
+    if (order.key == JobOrderKey::kState) {
+      for (int i = 0; i < internal::kJobStateCount && !scan.done; ++i) {
+        const int64_t rank = order.descending ? internal::kJobStateCount - 1 - i : i;
+        if (cursor &&
+            (order.descending ? rank > cursor->value.number : rank < cursor->value.number)) {
+          continue;
+        }
+        const JobState state = internal::StateOfSortRank(rank);
+        if (scan.state && state != *scan.state) continue;
+        const bool tie = cursor && rank == cursor->value.number;
+        std::string sql = select + "jobs_project_state_seq WHERE project = ?1 AND state = ?5" +
+                          (tie ? std::string(" AND seq") + past + "?2" : "") + prefix_terms +
+                          " ORDER BY seq" + dir;
+        TRAINYARD_RETURN_IF_ERROR(
+            run(sql, tie ? std::optional<int64_t>(cursor->seq) : std::nullopt, no_value, state)
+                .status());
+      }
+      return std::move(scan.response);
+    }
+    const char* value_sql = order.key == JobOrderKey::kCreateTime  ? kCreateSortSql
+                            : order.key == JobOrderKey::kStartTime ? kStartSortSql
+                                                                   : kEndSortSql;
+    const char* index = order.key == JobOrderKey::kCreateTime  ? "jobs_project_create_order"
+                        : order.key == JobOrderKey::kStartTime ? "jobs_project_start_order"
+                                                               : "jobs_project_end_order";
+    const std::string order_by = std::string(" ORDER BY ") + value_sql + dir + ", seq" + dir;
+    auto value = [&](Stmt& stmt) { stmt.Bind(6, cursor->value.number); };
+    if (cursor) {
+      std::string sql = select + index + " WHERE project = ?1 AND " + value_sql + " = ?6 AND seq" +
+                        past + "?2" + state_term + prefix_terms +
+                        // (The sort value is fixed here: naming it in ORDER BY would make
+                        // SQLite sort the rows instead of reading them in the index's order.)
+                        " ORDER BY seq" + dir;
+      TRAINYARD_ASSIGN_OR_RETURN(bool done, run(sql, cursor->seq, value, scan.state));
+      if (done) return std::move(scan.response);
+      sql = select + index + " WHERE project = ?1 AND " + value_sql + past + "?6" + state_term +
+            prefix_terms + order_by;
+      TRAINYARD_RETURN_IF_ERROR(run(sql, std::nullopt, value, scan.state).status());
+    } else {
+      std::string sql =
+          select + index + " WHERE project = ?1" + state_term + prefix_terms + order_by;
+      TRAINYARD_RETURN_IF_ERROR(run(sql, std::nullopt, no_value, scan.state).status());
+    }
+    return std::move(scan.response);
+  }
+
+  // ListJobs in request.order when the filter's jobId prefix selects few jobs: all of them
+  // through jobs_project_job_id, sorted here.
+  Result<ListJobsResponse> ListFewSorted(Connection& conn, ListScan& scan,
+                                         const std::optional<internal::JobCursor>& cursor,
+                                         const std::string& prefix_terms,
+                                         const std::function<void(Stmt&)>& bind) {
+    const ListJobsRequest& request = *scan.request;
+    std::string sql = std::string("SELECT ") + kJobColumns +
+                      " FROM jobs INDEXED BY jobs_project_job_id WHERE project = ?1" +
+                      prefix_terms + (scan.state ? " AND state = ?5" : "");
+    TRAINYARD_ASSIGN_OR_RETURN(Stmt stmt, conn.Prepare(sql));
+    bind(stmt);
+    if (scan.state) stmt.Bind(5, static_cast<int64_t>(*scan.state));
+    std::vector<std::pair<internal::JobCursor, Job>> matches;
+    while (true) {
+      TRAINYARD_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) break;
+      Job job;
+      TRAINYARD_RETURN_IF_ERROR(DecodeJob(stmt, &job));
+      internal::JobCursor at = internal::CursorOf(job, request.order.key);
+      if (cursor && !internal::CursorLess(request.order, *cursor, at)) continue;
+      if (request.filter != nullptr && !request.filter->Matches(job)) continue;
+      matches.emplace_back(std::move(at), std::move(job));
+    }
+    std::sort(matches.begin(), matches.end(), [&request](const auto& a, const auto& b) {
+      return internal::CursorLess(request.order, a.first, b.first);
+    });
+    for (auto& [at, job] : matches) {
+      if (scan.response.jobs.size() == scan.page_size) {
+        scan.response.next_page_token =
+            internal::EncodePageToken(request, scan.response.jobs.back());
+        break;
+      }
+      scan.response.jobs.push_back(std::move(job));
+    }
+    return std::move(scan.response);
+  }
 
   Result<int64_t> CountPrefix(Connection& conn, const std::string& project,
                               const std::string& prefix, const std::optional<std::string>& upper) {

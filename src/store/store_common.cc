@@ -2,32 +2,191 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <iterator>
+#include <limits>
+#include <tuple>
 
+#include "trainyard/core/time.h"
 #include "trainyard/core/util.h"
 
 namespace trainyard::store::internal {
 
-std::string EncodePageToken(int64_t last_seq) {
-  return Base64Encode("s" + std::to_string(last_seq));
+int64_t TimeSortValue(Timestamp t) {
+  if (t == 0) return std::numeric_limits<int64_t>::max();
+  int64_t secs = t / kMicrosPerSecond;
+  if (t % kMicrosPerSecond < 0) --secs;  // floored, as RFC 3339 shows times before 1970
+  return secs;
 }
 
-Result<std::optional<int64_t>> DecodePageToken(const std::string& token) {
-  if (token.empty()) return std::optional<int64_t>();
+namespace {
+
+// The states by the name the API shows ("None" for STATE_UNSPECIFIED, which JSON omits),
+// alphabetically: gcloud's --sort-by=state compares those strings.
+constexpr model::JobState kStatesByName[kJobStateCount] = {
+    model::JobState::kCancelled,        model::JobState::kCancelling, model::JobState::kFailed,
+    model::JobState::kStateUnspecified, model::JobState::kPreparing,  model::JobState::kQueued,
+    model::JobState::kRunning,          model::JobState::kSucceeded};
+
+char KeyChar(JobOrderKey key) {
+  switch (key) {
+    case JobOrderKey::kDefault:
+      return 'n';
+    case JobOrderKey::kCreateTime:
+      return 'c';
+    case JobOrderKey::kStartTime:
+      return 's';
+    case JobOrderKey::kEndTime:
+      return 'e';
+    case JobOrderKey::kJobId:
+      return 'j';
+    case JobOrderKey::kState:
+      return 't';
+  }
+  return '?';
+}
+
+bool Plain(const ListJobsRequest& r) {
+  return r.order.key == JobOrderKey::kDefault && r.filter_text.empty();
+}
+
+// "o<key><direction><16 hex digits of the filter's FNV-1a hash>:"
+std::string TokenScope(const ListJobsRequest& r) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : r.filter_text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  const bool desc = r.order.key == JobOrderKey::kDefault || r.order.descending;
+  return std::string("o") + KeyChar(r.order.key) + (desc ? 'd' : 'a') + hex + ":";
+}
+
+bool ParseInt64(std::string_view text, int64_t* out) {
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+}  // namespace
+
+int64_t StateSortRank(model::JobState state) {
+  for (int i = 0; i < kJobStateCount; ++i) {
+    if (kStatesByName[i] == state) return i;
+  }
+  return kJobStateCount;
+}
+
+model::JobState StateOfSortRank(int64_t rank) { return kStatesByName[rank]; }
+
+JobSortValue SortValueOf(const model::Job& job, JobOrderKey key) {
+  switch (key) {
+    case JobOrderKey::kDefault:
+      return {};
+    case JobOrderKey::kCreateTime:
+      return {TimeSortValue(job.create_time), {}};
+    case JobOrderKey::kStartTime:
+      return {TimeSortValue(job.start_time), {}};
+    case JobOrderKey::kEndTime:
+      return {TimeSortValue(job.end_time), {}};
+    case JobOrderKey::kJobId:
+      return {0, job.job_id};
+    case JobOrderKey::kState:
+      return {StateSortRank(job.state), {}};
+  }
+  return {};
+}
+
+bool CursorLess(const JobOrder& order, const JobCursor& a, const JobCursor& b) {
+  if (order.key == JobOrderKey::kDefault) return a.seq > b.seq;
+  auto ka = std::tie(a.value, a.seq);
+  auto kb = std::tie(b.value, b.seq);
+  return order.descending ? kb < ka : ka < kb;
+}
+
+namespace {
+
+// "<seq>:<sort value>" (no value for kDefault).
+std::string CursorText(JobOrderKey key, const JobCursor& cursor) {
+  std::string text = std::to_string(cursor.seq) + ":";
+  if (key == JobOrderKey::kJobId) {
+    text += cursor.value.text;
+  } else if (key != JobOrderKey::kDefault) {
+    text += std::to_string(cursor.value.number);
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string EncodeCursor(const ListJobsRequest& request, const JobCursor& cursor) {
+  if (Plain(request)) return Base64Encode("s" + std::to_string(cursor.seq));
+  return Base64Encode(TokenScope(request) + CursorText(request.order.key, cursor));
+}
+
+std::string EncodePageToken(const ListJobsRequest& request, const model::Job& last) {
+  return EncodeCursor(request, CursorOf(last, request.order.key));
+}
+
+Result<std::optional<JobCursor>> DecodePageToken(const ListJobsRequest& request) {
+  const std::string& token = request.page_token;
+  if (token.empty()) return std::optional<JobCursor>();
   Status invalid = InvalidArgument("Invalid page token");
+  invalid.AddViolation("pageToken", "pass the nextPageToken of the previous page");
   auto decoded = Base64Decode(token);
   if (!decoded.ok()) return invalid;
   const std::string& text = decoded.value();
-  if (text.size() < 2 || text.size() > 20 || text[0] != 's') return invalid;
-  int64_t seq = 0;
-  const char* begin = text.data() + 1;
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(begin, end, seq);
-  if (ec != std::errc() || ptr != end || seq <= 0) return invalid;
-  // Reject non-canonical spellings ("s007", trailing garbage hidden by padding).
-  if (EncodePageToken(seq) != token) return invalid;
-  return std::optional<int64_t>(seq);
+  Status elsewhere = InvalidArgument(
+      "Invalid page token: it continues a listing with another orderBy or filter (pass the "
+      "orderBy and filter of the request that returned it)");
+  elsewhere.AddViolation("pageToken", "a nextPageToken of a listing with this orderBy and filter");
+  JobCursor cursor;
+  if (!text.empty() && text[0] == 's') {
+    if (text.size() < 2 || text.size() > 20) return invalid;
+    if (!ParseInt64(std::string_view(text).substr(1), &cursor.seq) || cursor.seq <= 0) {
+      return invalid;
+    }
+    // Reject non-canonical spellings ("s007", trailing garbage hidden by padding).
+    if (Base64Encode("s" + std::to_string(cursor.seq)) != token) return invalid;
+    if (!Plain(request)) return elsewhere;
+    return std::optional<JobCursor>(cursor);
+  }
+  // "o" + key + direction + 16 hex + ":" + seq + ":" + value
+  if (text.size() < 20 || text[0] != 'o' || text[19] != ':') return invalid;
+  const size_t colon = text.find(':', 20);
+  if (colon == std::string::npos) return invalid;
+  if (!ParseInt64(std::string_view(text).substr(20, colon - 20), &cursor.seq) || cursor.seq <= 0) {
+    return invalid;
+  }
+  const std::string_view value = std::string_view(text).substr(colon + 1);
+  const std::string scope = text.substr(0, 20);
+  static constexpr JobOrderKey kKeys[] = {JobOrderKey::kDefault,   JobOrderKey::kCreateTime,
+                                          JobOrderKey::kStartTime, JobOrderKey::kEndTime,
+                                          JobOrderKey::kJobId,     JobOrderKey::kState};
+  std::optional<JobOrderKey> key;
+  for (JobOrderKey k : kKeys) {
+    if (KeyChar(k) == scope[1]) key = k;
+  }
+  if (!key || (scope[2] != 'a' && scope[2] != 'd') ||
+      (*key == JobOrderKey::kDefault && scope[2] != 'd')) {
+    return invalid;
+  }
+  if (*key == JobOrderKey::kJobId) {
+    cursor.value.text = std::string(value);
+  } else if (*key == JobOrderKey::kDefault) {
+    if (!value.empty()) return invalid;
+  } else {
+    if (!ParseInt64(value, &cursor.value.number)) return invalid;
+    if (*key == JobOrderKey::kState &&
+        (cursor.value.number < 0 || cursor.value.number >= kJobStateCount)) {
+      return invalid;
+    }
+  }
+  // Canonical spellings only (as above).
+  if (Base64Encode(scope + CursorText(*key, cursor)) != token) return invalid;
+  if (Plain(request) || scope != TokenScope(request)) return elsewhere;
+  return std::optional<JobCursor>(cursor);
 }
 
 Status JobAlreadyExists(const std::string& project, const std::string& job_id) {

@@ -17,12 +17,47 @@
 
 namespace trainyard::store::internal {
 
-// A page token is opaque to clients: base64 of "s<seq>", where seq is the last job returned.
-// The next page holds jobs with a seq strictly below it.
-std::string EncodePageToken(int64_t last_seq);
-// "" decodes to nullopt (first page). Anything not produced by EncodePageToken is
-// INVALID_ARGUMENT "Invalid page token".
-Result<std::optional<int64_t>> DecodePageToken(const std::string& token);
+// The value a job is ordered by under a JobOrderKey (job_store.h): `number` for times (whole
+// seconds, floored; an unset time, 0, as INT64_MAX, after every set one) and states (the rank
+// of the name the API shows: JSON omits STATE_UNSPECIFIED, which gcloud reads as "None");
+// `text` for jobId. kDefault has none (the order is seq alone).
+struct JobSortValue {
+  int64_t number = 0;
+  std::string text;
+  friend bool operator==(const JobSortValue&, const JobSortValue&) = default;
+  friend auto operator<=>(const JobSortValue&, const JobSortValue&) = default;
+};
+
+constexpr int kJobStateCount = 8;
+// A time's sort value; the SQLite store's indexes compute the same (kTimeSortSql).
+int64_t TimeSortValue(Timestamp t);
+// A state's rank among the names the API shows, alphabetically (CANCELLED first); and back.
+int64_t StateSortRank(model::JobState state);
+model::JobState StateOfSortRank(int64_t rank);
+JobSortValue SortValueOf(const model::Job& job, JobOrderKey key);
+
+// A place in an order: the last job of a page (its sort value and seq).
+struct JobCursor {
+  JobSortValue value;
+  int64_t seq = 0;
+};
+// Whether (value, seq) `a` comes before `b` in `order` (ties by seq in the key's direction;
+// kDefault: seq descending).
+bool CursorLess(const JobOrder& order, const JobCursor& a, const JobCursor& b);
+inline JobCursor CursorOf(const model::Job& job, JobOrderKey key) {
+  return {SortValueOf(job, key), job.seq};
+}
+
+// A page token is opaque to clients. Without an order or a filter it is base64 of "s<seq>",
+// the seq of the last job returned (the token of every Trainyard before orderBy); else base64
+// of "o<key><direction><filter hash>:<seq>:<sort value>", so a token is refused when used
+// with another orderBy or filter. EncodePageToken makes the token that continues after `last`.
+std::string EncodePageToken(const ListJobsRequest& request, const model::Job& last);
+// The token that continues after `cursor` (EncodePageToken of a job at that place).
+std::string EncodeCursor(const ListJobsRequest& request, const JobCursor& cursor);
+// The place request.page_token continues from; nullopt for "" (first page). INVALID_ARGUMENT
+// naming pageToken for a token ListJobs did not make, or made for another order or filter.
+Result<std::optional<JobCursor>> DecodePageToken(const ListJobsRequest& request);
 
 // ALREADY_EXISTS "Job projects/P/jobs/ID already exists".
 Status JobAlreadyExists(const std::string& project, const std::string& job_id);

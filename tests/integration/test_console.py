@@ -311,16 +311,52 @@ def test_filter_paging_and_url_state(env, browser):
     b.take_errors()  # the refused request itself is the expected 400
 
 
+def wait_rows(b, ids):
+    """Waits until the table shows exactly `ids`, in order."""
+    want = json.dumps(ids, separators=(",", ":"))  # as JSON.stringify writes it
+    b.wait("JSON.stringify(Array.from(document.querySelectorAll('#jobs-table tbody tr'))"
+           ".map(r => r.dataset.job)) === %s" % json.dumps(want), what="rows %s" % ids)
+
+
 def test_sort_by_column(env, browser):
     b = browser
     b.goto(console(env, "jobs") + "?filter=" + urllib.parse.quote("jobId:paged_0*"))
     b.wait("document.querySelectorAll('#jobs-table tbody tr').length === 10")
     b.click("th a[data-sort=\"jobId\"]")
     b.wait("new URL(location.href).searchParams.get('sort') === 'jobId'")
-    assert rows(b) == ["paged_%02d" % i for i in range(10)]
+    wait_rows(b, ["paged_%02d" % i for i in range(10)])
     b.click("th a[data-sort=\"jobId\"]")
     b.wait("new URL(location.href).searchParams.get('sort') === '-jobId'")
-    assert rows(b) == ["paged_%02d" % i for i in reversed(range(10))]
+    wait_rows(b, ["paged_%02d" % i for i in reversed(range(10))])
+    # The daemon cannot order by duration: its header is no sort link.
+    assert b.eval("document.querySelector('th a[data-sort=\"duration\"]')") is None
+
+
+def test_sort_is_over_every_job_so_the_next_page_continues_it(env, browser):
+    # 60 jobs in pages of 50: the daemon sorts all of them (orderBy), not just the page shown.
+    b = browser
+    b.goto(console(env, "jobs") + "?filter=" + urllib.parse.quote("labels.batch=paged"))
+    b.wait("document.querySelectorAll('#jobs-table tbody tr').length === 50")
+    b.click("th a[data-sort=\"jobId\"]")
+    b.wait("new URL(location.href).searchParams.get('sort') === 'jobId'")
+    wait_rows(b, ["paged_%02d" % i for i in range(50)])
+    b.click("#page-next")
+    b.wait("new URL(location.href).searchParams.get('pageToken')")
+    wait_rows(b, ["paged_%02d" % i for i in range(50, PAGED)])
+    # A new order starts at its first page, and its second page continues it.
+    b.click("th a[data-sort=\"jobId\"]")
+    b.wait("new URL(location.href).searchParams.get('sort') === '-jobId' && "
+           "!new URL(location.href).searchParams.get('pageToken')")
+    wait_rows(b, ["paged_%02d" % i for i in reversed(range(PAGED - 50, PAGED))])
+    b.click("#page-next")
+    b.wait("new URL(location.href).searchParams.get('pageToken')")
+    wait_rows(b, ["paged_%02d" % i for i in reversed(range(PAGED - 50))])
+    # The view is in the URL: a reload shows the same sorted page; Previous goes back.
+    b.goto(b.eval("location.href"))
+    wait_rows(b, ["paged_%02d" % i for i in reversed(range(PAGED - 50))])
+    assert b.eval("document.querySelector('th a.sorted').dataset.sort") == "jobId"
+    b.click("#page-first")
+    wait_rows(b, ["paged_%02d" % i for i in reversed(range(PAGED - 50, PAGED))])
 
 
 def test_bulk_cancel(env, browser):

@@ -154,6 +154,53 @@ TEST_F(CliCommandsTest, ListPrintsATableAcrossPages) {
   EXPECT_EQ(csv.out, "job_id,status\ncensus_training_1,SUCCEEDED\n");
 }
 
+TEST_F(CliCommandsTest, ListSortedByADaemonKeyStopsOnceTheLimitAndItsTiesAreIn) {
+  // Created in this order; b and c share a createTime.
+  for (const auto& [id, created] : std::vector<std::pair<std::string, std::string>>{
+           {"a", "10"}, {"b", "11"}, {"c", "11"}, {"d", "12"}, {"e", "13"}, {"f", "14"}}) {
+    daemon_.PutJob("p", {{"jobId", id},
+                         {"state", id < "c" ? "QUEUED" : "RUNNING"},
+                         {"createTime", "2026-11-21T" + created + ":00:00Z"}});
+  }
+  size_t seen = 0;  // requests before the command
+  auto list_requests = [&] {
+    std::vector<std::string> paths;
+    const auto requests = daemon_.Requests();
+    for (size_t i = seen; i < requests.size(); ++i) {
+      if (requests[i].path.rfind("/v1/projects/p/jobs?", 0) == 0) paths.push_back(requests[i].path);
+    }
+    seen = requests.size();
+    return paths;
+  };
+  // gcloud sorts the whole listing (newest first) stably: ties stay newest first, so c before
+  // b. The daemon's pages of 2 in createTime order: [a b] [c d] [e f]; the second page shows
+  // b's tie is complete, the third is never asked for.
+  CliResult r =
+      Run({"jobs", "list", "--sort-by", "createTime", "--limit", "2", "--format", "value(jobId)"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "a\nc\n");
+  std::vector<std::string> paths = list_requests();
+  ASSERT_EQ(paths.size(), 2u);
+  EXPECT_NE(paths[0].find("orderBy=createTime"), std::string::npos) << paths[0];
+  EXPECT_NE(paths[1].find("orderBy=createTime"), std::string::npos) << paths[1];
+
+  // Descending, then a second key sorted here.
+  r = Run(
+      {"jobs", "list", "--sort-by", "~state,jobId", "--limit", "3", "--format", "value(jobId)"});
+  EXPECT_EQ(r.out, "c\nd\ne\n");
+  paths = list_requests();
+  ASSERT_FALSE(paths.empty());
+  EXPECT_NE(paths[0].find("orderBy=state desc"), std::string::npos) << paths[0];
+
+  // A key the daemon cannot order by: every page, sorted here, no orderBy.
+  r = Run(
+      {"jobs", "list", "--sort-by", "~labels.x,jobId", "--limit", "1", "--format", "value(jobId)"});
+  EXPECT_EQ(r.out, "a\n");
+  paths = list_requests();
+  EXPECT_EQ(paths.size(), 6u);
+  for (const std::string& path : paths) EXPECT_EQ(path.find("orderBy"), std::string::npos);
+}
+
 TEST_F(CliCommandsTest, ListFilterErrorsAndWarningsAreGclouds) {
   daemon_.PutJob("p",
                  {{"jobId", "a"}, {"state", "QUEUED"}, {"createTime", "2026-11-21T10:00:00Z"}});

@@ -264,7 +264,23 @@ class FakeDaemon {
       size = std::min<size_t>(size, static_cast<size_t>(list_page_size_cap));
       size_t start = req.has_param("pageToken") ? std::stoul(req.get_param_value("pageToken")) : 0;
       json body = json::object();
-      const auto& ids = order_[p];
+      std::vector<std::string> ids = order_[p];
+      if (req.has_param("orderBy")) {
+        // The daemon's orderBy ("field" or "field desc"): by the value as the JSON shows it
+        // ("None" when absent), ties in creation (here: insertion) order in the key's direction.
+        std::string order_by = req.get_param_value("orderBy");
+        const bool desc = order_by.size() > 5 && order_by.substr(order_by.size() - 5) == " desc";
+        const std::string field = desc ? order_by.substr(0, order_by.size() - 5) : order_by;
+        auto shown = [&](const std::string& id) {
+          const json& j = jobs_[p][id];
+          return j.contains(field) && j[field].is_string() ? j[field].get<std::string>()
+                                                           : std::string("None");
+        };
+        if (desc) std::reverse(ids.begin(), ids.end());
+        std::stable_sort(ids.begin(), ids.end(), [&](const std::string& a, const std::string& b) {
+          return desc ? shown(b) < shown(a) : shown(a) < shown(b);
+        });
+      }
       json list = json::array();
       for (size_t i = start; i < ids.size() && i < start + size; ++i) {
         list.push_back(jobs_[p][ids[i]]);

@@ -31,7 +31,7 @@ using testing::MakeJob;
 using testing::TempDir;
 
 // The schema version this build writes (migrations.cc).
-constexpr int kLatestSchemaVersion = 3;
+constexpr int kLatestSchemaVersion = 4;
 
 std::unique_ptr<JobStore> MustOpen(const std::string& path, const std::string& sync = "NORMAL") {
   auto store = OpenSqliteJobStore({.path = path, .synchronous = sync});

@@ -120,7 +120,9 @@ class Client {
   // GET /v1/projects/{p}/jobs/{id}.
   Result<std::string> GetJob(std::string_view job_id);
   // GET /v1/projects/{p}/jobs; page_size 0 = server default; empty strings are not sent.
-  Result<JobPage> ListJobs(std::string_view filter, int page_size, std::string_view page_token);
+  // order_by: Trainyard's orderBy extension ("startTime desc"; docs/api.md).
+  Result<JobPage> ListJobs(std::string_view filter, int page_size, std::string_view page_token,
+                           std::string_view order_by = "");
   // POST /v1/projects/{p}/jobs/{id}:cancel.
   Status CancelJob(std::string_view job_id);
   // PATCH /v1/projects/{p}/jobs/{id}?updateMask=labels[,etag] with {"labels":..., "etag":...}.

@@ -20,15 +20,41 @@
 
 namespace trainyard::store {
 
+// What ListJobs can order by (projects.jobs.list's orderBy, a Trainyard extension: docs/api.md).
+// Each key compares the value as the API shows it, which is what gcloud's client-side
+// --sort-by compares: times at whole seconds (an unset time after every set one), a state by
+// its name (alphabetically), a job id by its bytes.
+enum class JobOrderKey {
+  kDefault,  // newest first (seq descending), the listing without orderBy
+  kCreateTime,
+  kStartTime,
+  kEndTime,
+  kJobId,
+  kState,
+};
+
+// Jobs whose keys are equal come in creation order (seq), in the direction of the key:
+// ascending, oldest first; descending, newest first. (key, seq) is unique, so pages never
+// repeat or skip a job.
+struct JobOrder {
+  JobOrderKey key = JobOrderKey::kDefault;
+  bool descending = false;  // ignored for kDefault
+  friend bool operator==(const JobOrder&, const JobOrder&) = default;
+};
+
 struct ListJobsRequest {
   std::string project;
   const model::Filter* filter = nullptr;  // nullptr = all
   int page_size = 20;                     // already clamped by the caller to [1, 100]
   std::string page_token;                 // "" = first page; opaque, produced by ListJobs
+  JobOrder order;
+  // The text `filter` was parsed from: a page token is valid only with the same text and order
+  // (INVALID_ARGUMENT naming pageToken otherwise).
+  std::string filter_text;
 };
 
 struct ListJobsResponse {
-  std::vector<model::Job> jobs;  // newest first (highest seq first)
+  std::vector<model::Job> jobs;  // in request.order
   std::string next_page_token;   // "" = no more
 };
 
