@@ -1,6 +1,8 @@
 // The Queue and capacity page (docs/console.md): what runs where (the project's admitted jobs,
 // their replicas and GPUs), what waits and why (queued jobs in admission order with jobPosition
 // and waitReason), the node's capacity and what is free, and whether admission is paused or held.
+// With Slurm (node.scope "cluster") the capacity is the partition's, and jobs Slurm keeps waiting
+// (admitted, still QUEUED) are listed with Slurm's place and reason apart from the running ones.
 // One request, GET /v1/projects/P/jobs:queue, refreshed every 3 s while the tab is visible.
 import { useEffect, useState } from "preact/hooks";
 import { api, enc, Job } from "./api";
@@ -30,6 +32,7 @@ interface QueueJob extends Job {
 export interface QueueAnswer {
   admission: { paused: boolean; holdReason?: string; backendProblem?: string; maxRunningJobs?: number };
   node: {
+    scope?: "node" | "cluster";
     vcpus: number;
     memoryBytes: string;
     gpus: number;
@@ -89,6 +92,9 @@ export function QueuePage(props: { project: string; url: URL }) {
   );
   const n = data?.node;
   const a = data?.admission;
+  const cluster = n?.scope === "cluster";
+  const inCluster = (data?.admitted ?? []).filter((j) => j.state === "QUEUED");
+  const running = (data?.admitted ?? []).filter((j) => j.state !== "QUEUED");
   return (
     <section class="page">
       <p class="crumbs">
@@ -123,6 +129,12 @@ export function QueuePage(props: { project: string; url: URL }) {
               The backend does not work: {a.backendProblem}
             </div>
           )}
+          {cluster && (
+            <p class="muted small" id="queue-scope">
+              The Slurm partition's capacity; "in use" counts Trainyard's own submitted jobs
+              (Slurm places them and counts everyone else's).
+            </p>
+          )}
           <div class="meters" id="queue-capacity">
             <Meter id="cap-cpu" label="vCPUs" used={n.vcpus - n.freeVcpus} total={n.vcpus}
               text={`${+(n.vcpus - n.freeVcpus).toFixed(2)} of ${n.vcpus} in use`} />
@@ -130,7 +142,7 @@ export function QueuePage(props: { project: string; url: URL }) {
               total={Number(n.memoryBytes)}
               text={`${gib(Number(n.memoryBytes) - Number(n.freeMemoryBytes))} of ${gib(n.memoryBytes)} in use`} />
             <Meter id="cap-gpu" label="GPUs" used={n.gpus - n.freeGpus} total={n.gpus}
-              text={n.gpus ? `${n.gpus - n.freeGpus} of ${n.gpus} in use` : "none on this node"} />
+              text={n.gpus ? `${n.gpus - n.freeGpus} of ${n.gpus} in use` : cluster ? "none in the partition" : "none on this node"} />
           </div>
           <p class="muted small" id="queue-counts">
             Daemon-wide: {data.jobCounts.running ?? 0} running, {data.jobCounts.preparing ?? 0}{" "}
@@ -171,8 +183,35 @@ export function QueuePage(props: { project: string; url: URL }) {
               </table>
             </>
           )}
-          <h2>Running ({data.admitted.length})</h2>
-          {data.admitted.length === 0 ? (
+          {inCluster.length > 0 && (
+            <>
+              <h2>Waiting in Slurm ({inCluster.length})</h2>
+              <table class="grid" id="queue-in-cluster">
+                <thead>
+                  <tr>
+                    <th>Position</th>
+                    <th>Job</th>
+                    <th>Created</th>
+                    <th>Why it waits</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {inCluster.map((j) => (
+                    <tr data-job={j.jobId}>
+                      <td class="num">{j.jobPosition}</td>
+                      <td>{jobLink(j.jobId)}</td>
+                      <td>
+                        <span title={utcTitle(j.createTime)}>{localTime(j.createTime)}</span>
+                      </td>
+                      <td class="reason">{j.waitReason}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </>
+          )}
+          <h2>Running ({running.length})</h2>
+          {running.length === 0 ? (
             <p class="muted" id="queue-running-empty">
               No job of this project holds resources now.
             </p>
@@ -189,7 +228,7 @@ export function QueuePage(props: { project: string; url: URL }) {
                 </tr>
               </thead>
               <tbody>
-                {data.admitted.map((j) => (
+                {running.map((j) => (
                   <tr data-job={j.jobId}>
                     <td>{jobLink(j.jobId)}</td>
                     <td>

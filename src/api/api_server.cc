@@ -911,14 +911,13 @@ class Handlers {
         << "# HELP trainyard_admission_paused 1 while admission is paused.\n"
         << "# TYPE trainyard_admission_paused gauge\n"
         << "trainyard_admission_paused " << (scheduler_.admission_paused() ? 1 : 0) << "\n";
-    const scheduler::NodeCapacity& node = scheduler_.node();
     out << "# HELP trainyard_node_capacity What admission counts on this node (after "
-           "overcommit): vCPUs, memory bytes, GPUs.\n"
+           "overcommit; on Slurm the partition's): vCPUs, memory bytes, GPUs.\n"
         << "# TYPE trainyard_node_capacity gauge\n"
         << "trainyard_node_capacity{resource=\"cpu\"} "
-        << static_cast<double>(node.cpu_millis) / 1000 << "\n"
-        << "trainyard_node_capacity{resource=\"memory_bytes\"} " << node.memory_bytes << "\n"
-        << "trainyard_node_capacity{resource=\"gpu\"} " << node.gpus.size() << "\n"
+        << static_cast<double>(stats.total_cpu_millis) / 1000 << "\n"
+        << "trainyard_node_capacity{resource=\"memory_bytes\"} " << stats.total_memory_bytes << "\n"
+        << "trainyard_node_capacity{resource=\"gpu\"} " << stats.total_gpus << "\n"
         << "# HELP trainyard_node_free What admitted jobs leave free: vCPUs, memory bytes, GPUs.\n"
         << "# TYPE trainyard_node_free gauge\n"
         << "trainyard_node_free{resource=\"cpu\"} "

@@ -337,7 +337,6 @@ Result<std::string> QueuePage(scheduler::JobService& jobs, const std::string& pr
   const std::string* token = QueryParam(params, "pageToken");
   TRAINYARD_ASSIGN_OR_RETURN(scheduler::QueueView view,
                              jobs.Queue(project, token ? *token : "", static_cast<int>(page_size)));
-  const scheduler::NodeCapacity& node = jobs.node();
   const scheduler::SchedulerStats& st = view.stats;
   ordered_json out = ordered_json::object();
   ordered_json admission = {{"paused", view.paused}};
@@ -345,9 +344,12 @@ Result<std::string> QueuePage(scheduler::JobService& jobs, const std::string& pr
   if (!st.backend_problem.empty()) admission["backendProblem"] = st.backend_problem;
   if (view.max_running_jobs > 0) admission["maxRunningJobs"] = view.max_running_jobs;
   out["admission"] = std::move(admission);
-  out["node"] = {{"vcpus", json::parse(Vcpus(node.cpu_millis))},
-                 {"memoryBytes", std::to_string(node.memory_bytes)},
-                 {"gpus", node.gpus.size()},
+  // What admission counts: this node's capacity, or with Slurm its partition's (`scope`), where
+  // "free" is what Trainyard's own submitted jobs leave of it (others' jobs are Slurm's to count).
+  out["node"] = {{"scope", st.cluster ? "cluster" : "node"},
+                 {"vcpus", json::parse(Vcpus(st.total_cpu_millis))},
+                 {"memoryBytes", std::to_string(st.total_memory_bytes)},
+                 {"gpus", st.total_gpus},
                  {"freeVcpus", json::parse(Vcpus(st.free_cpu_millis))},
                  {"freeMemoryBytes", std::to_string(st.free_memory_bytes)},
                  {"freeGpus", st.free_gpus}};

@@ -148,7 +148,11 @@ int RunJobsQueue(const Invocation& inv, const JobsQueueArgs& args) {
       << "\n";
   if (adm.contains("backendProblem"))
     out << "Backend problem: " << Str(adm, "backendProblem") << "\n";
-  out << "Capacity: " << Str(node, "freeVcpus") << " of " << Str(node, "vcpus") << " vCPUs free, "
+  // With Slurm (`scope` cluster) the capacity is the partition's and "free" is what Trainyard's
+  // own jobs leave of it.
+  const bool cluster = node.value("scope", "") == "cluster";
+  out << (cluster ? "Cluster capacity (left by Trainyard's jobs): " : "Capacity: ")
+      << Str(node, "freeVcpus") << " of " << Str(node, "vcpus") << " vCPUs free, "
       << Gib(Str(node, "freeMemoryBytes")) << " of " << Gib(Str(node, "memoryBytes"))
       << " memory free, " << Str(node, "freeGpus") << " of " << Str(node, "gpus") << " GPUs free\n";
   std::vector<std::vector<std::string>> gpus;
@@ -163,7 +167,12 @@ int RunJobsQueue(const Invocation& inv, const JobsQueueArgs& args) {
   }
   if (!gpus.empty()) out << "\n" << FormatTable({"GPU", "TYPE", "HELD_BY"}, gpus);
   std::vector<std::vector<std::string>> running;
+  std::vector<std::vector<std::string>> in_cluster;  // submitted, QUEUED in Slurm's queue
   for (const auto& j : q.value("admitted", json::array())) {
+    if (Str(j, "state") == "QUEUED") {
+      in_cluster.push_back({Str(j, "jobPosition"), Str(j, "jobId"), Str(j, "waitReason")});
+      continue;
+    }
     for (const auto& r : j.value("replicas", json::array())) {
       std::string gpu = r.contains("gpuIndices") ? r["gpuIndices"].dump() : "";
       running.push_back({Str(j, "jobId"), Str(j, "state"), Str(r, "trialId"), Str(r, "taskName"),
@@ -179,6 +188,10 @@ int RunJobsQueue(const Invocation& inv, const JobsQueueArgs& args) {
                           : FormatTable({"JOB_ID", "STATE", "TRIAL", "TASK", "REPLICA", "VCPUS",
                                          "MEMORY", "GPUS"},
                                         running));
+  if (!in_cluster.empty()) {
+    out << "\nWaiting in the cluster's queue:\n"
+        << FormatTable({"POSITION", "JOB_ID", "WAIT_REASON"}, in_cluster);
+  }
   std::vector<std::vector<std::string>> waiting;
   for (const auto& j : q.value("queued", json::array())) {
     waiting.push_back({Str(j, "jobPosition"), Str(j, "jobId"), Str(j, "waitReason")});

@@ -81,6 +81,9 @@ class ClusterAdmission final : public Admission {
     for (const auto& [o, d] : held_) used += d.gpus;
     return cluster_.gpus - used;
   }
+  int64_t total_cpu_millis() const override { return cluster_.cpu_millis; }
+  int64_t total_memory_bytes() const override { return cluster_.memory_bytes; }
+  int total_gpus() const override { return cluster_.gpus; }
 
  private:
   ClusterCapacity cluster_;

@@ -55,9 +55,13 @@ Result<QueueView> SchedulerCore::Queue(const std::string& project, const std::st
     Unlocker lock(this);
     view.paused = paused_;
     view.max_running_jobs = options_.max_running_jobs;
-    // Who holds each GPU: any admitted job's replica; named only for this project's jobs.
+    // Who holds each GPU: any admitted job's replica; named only for this project's jobs. A
+    // backend with its own queue (Slurm) places GPUs on its nodes: the daemon's host has none
+    // to show.
     std::map<int, QueueGpu> by_index;
-    for (const Gpu& g : options_.node.gpus) by_index[g.index].gpu = g;
+    if (!executor_.QueuesGangs()) {
+      for (const Gpu& g : options_.node.gpus) by_index[g.index].gpu = g;
+    }
     for (const auto& [key, aj] : active_) {
       const bool own = key.first == project;
       QueueAdmittedJob* shown = nullptr;

@@ -102,6 +102,9 @@ class LocalAdmission final : public Admission {
   int64_t free_cpu_millis() const override { return pool_.free_cpu_millis(); }
   int64_t free_memory_bytes() const override { return pool_.free_memory_bytes(); }
   int free_gpus() const override { return pool_.free_gpus(); }
+  int64_t total_cpu_millis() const override { return pool_.capacity().cpu_millis; }
+  int64_t total_memory_bytes() const override { return pool_.capacity().memory_bytes; }
+  int total_gpus() const override { return static_cast<int>(pool_.capacity().gpus.size()); }
 
  private:
   bool IsOversize(const JobDemand& d) const {

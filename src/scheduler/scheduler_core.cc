@@ -330,6 +330,10 @@ SchedulerStats SchedulerCore::Stats() const {
   s.free_cpu_millis = admission_->free_cpu_millis();
   s.free_memory_bytes = admission_->free_memory_bytes();
   s.free_gpus = admission_->free_gpus();
+  s.total_cpu_millis = admission_->total_cpu_millis();
+  s.total_memory_bytes = admission_->total_memory_bytes();
+  s.total_gpus = admission_->total_gpus();
+  s.cluster = executor_.QueuesGangs();
   s.replica_restarts = restarts_total_;
   s.admission_hold = hold_reason_;
   s.queue_wait_seconds = queue_wait_;

@@ -861,6 +861,7 @@ def test_queue_page_shows_running_and_waiting(tenv, tbrowser):
     gpu = next(g for g in api["gpus"] if g["index"] == held)
     assert gpu["inUse"] and gpu["jobId"] == "gpu_runner" and gpu["taskName"] == MASTER
     assert api["node"]["gpus"] == 2 and api["node"]["freeGpus"] == 1
+    assert api["node"]["scope"] == "node" and api["node"]["vcpus"] > 0
     waiter = api["queued"][0]
     assert waiter["jobId"] == "gpu_waiter" and waiter["jobPosition"] == "1"
     assert "running-jobs limit" in waiter["waitReason"]

@@ -166,6 +166,18 @@ def test_a_job_pending_in_slurm_is_queued_with_its_place_and_slurms_reason(env):
         assert status == 200, listed
         rows = {j["jobId"]: j for j in listed["jobs"]}
         assert rows["qb"]["jobPosition"] == "3" and rows["qb"]["state"] == "QUEUED", rows["qb"]
+        # The queue page: the partition's capacity, and the jobs Slurm keeps waiting as such.
+        status, queue = d.request("GET", "/v1/projects/%s/jobs:queue" % PROJECT)
+        assert status == 200, queue
+        assert queue["node"]["scope"] == "cluster" and queue["gpus"] == [], queue
+        assert int(queue["node"]["vcpus"]) > 0, queue
+        waiting = {j["jobId"]: j for j in queue["admitted"] if j["state"] == "QUEUED"}
+        assert waiting["qb"]["jobPosition"] == "3", waiting
+        assert "jobs of higher priority" in waiting["qb"]["waitReason"], waiting
+        printed = d.cli("jobs", "queue").stdout
+        assert "Cluster capacity" in printed and "Waiting in the cluster's queue:" in printed, \
+            printed
+        assert "qb" in printed.split("Waiting in the cluster's queue:")[1], printed
         # Slurm starts them once the blockers go: PREPARING, then RUNNING; never QUEUED again.
         c.scancel(*(blockers + [other]))
         blockers = []

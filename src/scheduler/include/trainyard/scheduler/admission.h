@@ -58,10 +58,14 @@ class Admission {
   // Frees what `owner` holds (no-op for unknown owners).
   virtual void Release(const std::string& owner) = 0;
 
-  // For /metrics: what is free now.
+  // For /metrics and the console's queue page: what is free now, and of how much (the node's
+  // capacity after overcommit, or the cluster's partition in machine-type units; 0 = unknown).
   virtual int64_t free_cpu_millis() const = 0;
   virtual int64_t free_memory_bytes() const = 0;
   virtual int free_gpus() const = 0;
+  virtual int64_t total_cpu_millis() const = 0;
+  virtual int64_t total_memory_bytes() const = 0;
+  virtual int total_gpus() const = 0;
 };
 
 // What a cluster offers, in machine-type units (vCPUs and bytes as AI Platform counts them,

@@ -97,6 +97,12 @@ struct SchedulerStats {
   int64_t free_cpu_millis = 0;
   int64_t free_memory_bytes = 0;
   int free_gpus = 0;
+  // What the free amounts are of: the node's capacity (after overcommit), or with a backend that
+  // queues gangs itself (`cluster`, Slurm) its partition's, in machine-type units (0 = unknown).
+  int64_t total_cpu_millis = 0;
+  int64_t total_memory_bytes = 0;
+  int total_gpus = 0;
+  bool cluster = false;
   int64_t replica_restarts = 0;  // since start
   std::string backend_problem;   // Executor::Problem(): "" when the backend works
   std::string admission_hold;    // why admission is held (SetAdmissionHold), "" when it is not
