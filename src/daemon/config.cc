@@ -669,6 +669,15 @@ const std::vector<Field>& Fields() {
          return Status::Ok();
        },
        [](const DaemonConfig& c) { return JoinList(c.slurm.label_partitions); }},
+      {"slurm.cancel_orphans",
+       "cancel the Slurm jobs named as this daemon's that none of its jobs owns (found once "
+       "after a start; false: only logged)",
+       [](DaemonConfig& c, const std::string& v) {
+         return ParseBool("slurm.cancel_orphans", v, &c.slurm.cancel_orphans);
+       },
+       [](const DaemonConfig& c) {
+         return std::string(c.slurm.cancel_orphans ? "true" : "false");
+       }},
       {"log_format", "the daemon's log lines: text, or json (one JSON object per line)",
        [](DaemonConfig& c, const std::string& v) {
          if (v != "text" && v != "json")

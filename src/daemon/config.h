@@ -104,6 +104,9 @@ struct DaemonConfig {
     std::string project_accounts;
     // Partitions a job may pick with its label slurm-partition (empty: none may).
     std::vector<std::string> label_partitions;
+    // Slurm jobs named as this daemon's (ty-<tag>-...) that no job it recovered owns, found
+    // once after a restart: logged, and cancelled when true.
+    bool cancel_orphans = false;
   } slurm;
   // Authentication and authorization (docs/security.md): on unless disabled, and off only on
   // loopback listeners.

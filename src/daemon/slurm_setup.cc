@@ -194,6 +194,7 @@ Result<SlurmSetup> PrepareSlurm(const DaemonConfig& config, const std::string& j
   o.project_accounts = project_accounts;
   o.label_partitions = sc.label_partitions;
   o.sacct = sacct;
+  o.cancel_orphans = sc.cancel_orphans;
 
   // In machine-type units: what the partition has, through the scales.
   setup.capacity.cpu_millis = static_cast<int64_t>(totals.cpus * 1000 / sc.cpu_scale);

@@ -445,6 +445,9 @@ class SlurmExecutor final : public Executor {
   bool Poll(SReplica& r);
   void ReportExit(SReplica& r);
   void Scancel(const std::vector<std::string>& args);
+  // The live Slurm jobs of `by_name` (this daemon's name prefix) that no gang owns; marks the
+  // check done.
+  std::vector<SlurmJobState> OrphansLocked(const std::map<std::string, SlurmJobState>& by_name);
   void EnforceDeadlines();
   // Whether a gang Slurm does not list left any trace of running (its driver's output, a
   // launcher's files): a job that ran and left squeue (MinJobAge) is never submitted again.
@@ -474,6 +477,8 @@ class SlurmExecutor final : public Executor {
   std::map<ReplicaKey, std::shared_ptr<SReplica>> replicas_;  // guarded by mu_
   std::set<std::shared_ptr<Gang>> gangs_;                     // guarded by mu_
   bool stop_ = false;                                         // guarded by mu_
+  bool recovered_ = false;        // guarded by mu_: Recover returned (the store's gangs are known)
+  bool orphans_checked_ = false;  // guarded by mu_: the one orphan check after Recover is done
   int64_t next_squeue_ = 0;                                   // guarded by mu_
   int fast_polls_ = 0;   // guarded by mu_: quick squeue polls left after an event
   std::string problem_;  // guarded by mu_: why the last squeue failed ("" = it answered)
@@ -1075,6 +1080,7 @@ std::vector<RecoveredReplica> SlurmExecutor::Recover(const std::vector<ReplicaKe
   {
     std::lock_guard<std::mutex> lock(mu_);
     next_squeue_ = 0;
+    recovered_ = true;
   }
   Wake();
   return found;
@@ -1112,8 +1118,10 @@ void SlurmExecutor::PollSlurm() {
   // Gangs whose sbatch may or may not have run: whether one is in flight is asked before
   // squeue starts, so a job it submitted is in this squeue's answer.
   std::vector<std::pair<std::shared_ptr<Gang>, std::vector<ReplicaKey>>> unconfirmed;
+  bool check_orphans = false;  // the first squeue that starts after Recover
   {
     std::lock_guard<std::mutex> lock(mu_);
+    check_orphans = recovered_ && !orphans_checked_;
     for (const auto& g : gangs_) {
       if (g->unconfirmed && !g->ended) unconfirmed.emplace_back(g, g->members);
     }
@@ -1185,6 +1193,8 @@ void SlurmExecutor::PollSlurm() {
   std::vector<std::shared_ptr<Gang>> left;  // gone from squeue before it showed their end
   const int64_t now = MonotonicMicros();
   std::unique_lock<std::mutex> lock(mu_);
+  const std::vector<SlurmJobState> orphans =
+      check_orphans ? OrphansLocked(by_name) : std::vector<SlurmJobState>{};
   for (const auto& gang : gangs_) {
     if (gang->ended) continue;
     auto it = by_name.find(gang->name);
@@ -1305,7 +1315,31 @@ void SlurmExecutor::PollSlurm() {
       Scancel({"-s", sig, gang->slurm_id});
     }
   }
+  for (const SlurmJobState& o : orphans) {
+    TY_LOG_WARN(kLog,
+                "Slurm job {} ({}, {}{}) has this daemon's name but none of its jobs owns it "
+                "(a job store restored from an older backup, or another daemon with the same "
+                "jobs_dir): {}",
+                o.id, o.name, o.state, o.nodes.empty() ? "" : " on " + o.nodes,
+                options_.cancel_orphans ? "cancelling it (slurm.cancel_orphans)"
+                                        : "left alone (slurm.cancel_orphans: true cancels it)");
+    if (options_.cancel_orphans) Scancel({o.id});
+  }
   RefreshPositions();
+}
+
+std::vector<SlurmJobState> SlurmExecutor::OrphansLocked(
+    const std::map<std::string, SlurmJobState>& by_name) {
+  orphans_checked_ = true;
+  std::set<std::string> owned;
+  for (const auto& g : gangs_) owned.insert(g->name);
+  std::vector<SlurmJobState> out;
+  for (const auto& [name, s] : by_name) {
+    // COMPLETING: it ended, its steps are being cleaned up.
+    if (SlurmStateEnded(s.state) || s.state == "COMPLETING" || owned.count(name) != 0) continue;
+    out.push_back(s);
+  }
+  return out;
 }
 
 void SlurmExecutor::AskSacct(const std::vector<std::shared_ptr<Gang>>& left) {

@@ -255,3 +255,46 @@ def test_node_failure_restarts_the_whole_gang_with_new_addresses(env):
     wait_for(lambda: not live_jobs(c), timeout=60, what="no Slurm job left")
     wait_for(lambda: not c.job_pids(), timeout=60,
              what="no process of a job left: %s" % c.describe(c.job_pids()))
+
+
+def daemon_log(d):
+    with open(os.path.join(d.data_dir, "daemon.log"), errors="replace") as f:
+        return f.read()
+
+
+def test_a_slurm_job_named_as_ours_that_no_job_owns_is_logged_then_cancelled_if_asked(env):
+    """An orphan: a live Slurm job with this daemon's name prefix that none of the jobs it
+    recovers owns (a store restored from an older backup). The first squeue after a start
+    finds it: logged and left alone, or cancelled with slurm.cancel_orphans."""
+    d = env["daemon"]
+    c = env["cluster"]
+    submit(env, "named")
+    job = d.wait_state("named", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=180)
+    assert job["state"] == "SUCCEEDED", job
+    name = slurm_jobs(c, "named")[0][2]
+    prefix = name[:name.index("-", len("ty-")) + 1]  # ty-<tag>-
+    orphan = c.sbatch("-n1", "--mem=10M", "-o", "/dev/null", "-J", prefix + "gone-from-the-store",
+                      "--wrap", "sleep 600")
+    try:
+        c.wait_state(orphan, "RUNNING", timeout=60)
+        d.stop()
+        d.start()
+        wait_for(lambda: "Slurm job %s (%sgone-from-the-store" % (orphan, prefix) in daemon_log(d),
+                 timeout=60, what="the orphan logged")
+        assert "left alone (slurm.cancel_orphans: true cancels it)" in daemon_log(d)
+        assert c.job_state(orphan) == "RUNNING"
+        d.stop()
+        d.env = dict(c.env, TRAINYARD_SLURM_CANCEL_ORPHANS="true")
+        d.start()
+        wait_for(lambda: c.job_state(orphan) not in ("RUNNING", "COMPLETING"), timeout=60,
+                 what="the orphan cancelled")
+        assert "cancelling it (slurm.cancel_orphans)" in daemon_log(d)
+        # The daemon's own jobs are not orphans: a job submitted now runs to its end.
+        submit(env, "after_orphans")
+        job = d.wait_state("after_orphans", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=180)
+        assert job["state"] == "SUCCEEDED", job
+    finally:
+        c.scancel(orphan)
+        d.stop()
+        d.env = c.env
+        d.start()

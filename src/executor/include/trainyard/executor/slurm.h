@@ -56,6 +56,9 @@ struct SlurmOptions {
   // How Slurm's verdict on a job that left squeue is read: "db" (sacct, with slurmdbd),
   // "jobcomp" (sacct -c, jobcomp/filetxt on this host) or "" (not at all: its files decide).
   std::string sacct;
+  // Slurm jobs with this daemon's name prefix that no recovered gang owns, found by the first
+  // squeue after Recover: logged as orphans, and cancelled (scancel) when true.
+  bool cancel_orphans = false;
   // How often the place of pending jobs in their partition's queue is asked for (squeue -t PD).
   Duration position_interval = 30 * kMicrosPerSecond;
 };
