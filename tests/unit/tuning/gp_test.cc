@@ -376,7 +376,7 @@ double BatchMembersValue(double explore, uint64_t seed) {
   c.params = {Double("x", 0, 1), Double("y", 0, 1)};
   Space space(c);
   gp::GpUcbPeOptions options;
-  options.explore_ucb_coefficient = explore;
+  options.batch_explore_ucb_coefficient = explore;
   auto d = MakeGpUcbPeDesigner(c, space, options);
   std::vector<Trial> trials;
   for (double x : {0.0, 0.25, 0.5, 0.75, 1.0}) {
@@ -399,7 +399,8 @@ double BatchMembersValue(double explore, uint64_t seed) {
 }
 
 TEST(GpUcbPeTest, BatchMembersExploreWhereTheMeanIsPromising) {
-  EXPECT_EQ(gp::GpUcbPeOptions{}.explore_ucb_coefficient, 0.0);
+  EXPECT_EQ(gp::GpUcbPeOptions{}.batch_explore_ucb_coefficient, 0.0);
+  EXPECT_EQ(gp::GpUcbPeOptions{}.explore_ucb_coefficient, 0.5);  // sequential PE: Vizier's
   double value_default = 0, value_vizier = 0;
   for (uint64_t seed = 1; seed <= 8; ++seed) {
     value_default += BatchMembersValue(0.0, seed);
