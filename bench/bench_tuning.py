@@ -46,6 +46,23 @@ default parts, run with --parts batch_final,es_final):
                climbs back) on hpo_xgb7, hpo_cnn5, hpo_mixed5 and hpo_mixed6b, 30-60 steps, noise
                0.01-0.03: engine with and without early stopping (G8f, as G8w)
 
+Third held out (session 9: defined and committed before the engine changes for mixed spaces in
+batches, run once after them; 40 seeds 300..339, --third-first-seed and --third-seeds; run with
+--parts batch_third,es_third):
+
+  batch_third  12 rounds of 4 on three new mixed training surfaces (hpo_lgbm9: three
+               categoricals, one binary; hpo_bert6: two categoricals, uneven DISCRETE warm-up;
+               hpo_aug6: an eight-valued and a nearly irrelevant four-valued categorical), the four
+               older mixed surfaces and two continuous functions on the new seeds: engine against
+               TPE with constant_liar (G7t, as G7w; the table adds P(engine < TPE+CL))
+  es_third     40 trials on 6 sets of learning curves: a new family (cosine: a cosine-annealed
+               schedule) and older ones on the new surfaces and hpo_xgb7 (G8t, as G8w)
+
+--baseline-engine-cmd runs every engine study a second time with another build (main's, say) in
+the same run, and adds a table of the two engines side by side (median final regret and
+P(engine < baseline); for early stopping, steps used and loss against each one's own run without
+stopping).
+
 The engine is driven through its JSON-lines protocol, one `trainyard-tuner` process per study:
 
   -> {"op":"create","goal":"MINIMIZE","params":[ParameterSpec...],
@@ -116,10 +133,21 @@ FINAL_ES_TASKS = [("hpo_xgb7", "step", 40, 0.01), ("hpo_xgb7", "twoexp", 30, 0.0
                   ("hpo_cnn5", "overfit", 30, 0.01), ("hpo_cnn5", "step", 60, 0.02),
                   ("hpo_mixed5", "twoexp", 40, 0.03), ("hpo_mixed6b", "overfit", 40, 0.01)]
 FINAL_FIRST_SEED = 200
+# The third held-out set (batch_third, es_third; session 9): new mixed surfaces, a new curve
+# family and seeds 300..339, defined before the engine changes for mixed spaces in batches and run
+# once after them. The older mixed surfaces and two continuous functions come along on the new
+# seeds.
+THIRD_BATCH_FUNCTIONS = list(tobj.THIRD) + ["hpo_mixed5", "hpo_mixed6b", "hpo_xgb7", "hpo_cnn5",
+                                            "hartmann6_max", "levy4_shift"]
+THIRD_ES_TASKS = [("hpo_lgbm9", "step", 40, 0.01), ("hpo_bert6", "cosine", 40, 0.01),
+                  ("hpo_aug6", "overfit", 30, 0.01), ("hpo_lgbm9", "cosine", 30, 0.02),
+                  ("hpo_bert6", "twoexp", 30, 0.02), ("hpo_xgb7", "cosine", 40, 0.01)]
+THIRD_FIRST_SEED, THIRD_SEEDS = 300, 40
 # Held-out sets by part suffix: batch functions, es tasks, gate row ids, title.
 HELD = {
     "wide": (WIDE_BATCH_FUNCTIONS, WIDE_ES_TASKS, ("G7w", "G8w"), "held out"),
     "final": (FINAL_BATCH_FUNCTIONS, FINAL_ES_TASKS, ("G7f", "G8f"), "final held out"),
+    "third": (THIRD_BATCH_FUNCTIONS, THIRD_ES_TASKS, ("G7t", "G8t"), "third held out"),
 }
 
 
@@ -181,15 +209,21 @@ PART_ALGOS = {
     "es_wide": ["engine_es", "engine"],
     "batch_final": ["engine", "tpe_cl"],
     "es_final": ["engine_es", "engine"],
+    "batch_third": ["engine", "tpe_cl"],
+    "es_third": ["engine_es", "engine"],
 }
+# --baseline-engine-cmd: every engine algorithm again with the baseline build.
+BASE = {"engine": "base", "engine_es": "base_es"}
 FAMILY = {"engine": "engine", "engine_es": "engine", "tpe": "tpe", "tpe_cl": "tpe",
-          "tpe_prune": "tpe", "random": "random", "gpref": "gpref"}
+          "tpe_prune": "tpe", "random": "random", "gpref": "gpref", "base": "base",
+          "base_es": "base"}
 LABEL = {"engine": "engine", "engine_es": "engine + stopping", "tpe": "TPE",
          "tpe_cl": "TPE + const. liar", "tpe_prune": "TPE + MedianPruner", "random": "random",
-         "gpref": "GP-UCB reference"}
+         "gpref": "GP-UCB reference", "base": "baseline engine",
+         "base_es": "baseline engine + stopping"}
 # Rough seconds per suggestion, only to start the longest tasks first.
 COST = {"engine": 0.015, "engine_es": 0.015, "gpref": 0.08, "tpe": 0.005, "tpe_cl": 0.006,
-        "tpe_prune": 0.006, "random": 0.001}
+        "tpe_prune": 0.006, "random": 0.001, "base": 0.015, "base_es": 0.015}
 
 
 def log10r(regret):
@@ -448,10 +482,11 @@ class GprefTuner:
 
 def make_tuner(algo, obj, seed, part, cfg):
     spec, goal = obj.spec, obj.goal
-    if algo in ("engine", "engine_es"):
-        return EngineTuner(cfg["engine_cmd"], spec, goal, seed, cfg["engine_algorithm"],
+    if algo in ("engine", "engine_es", "base", "base_es"):
+        return EngineTuner(cfg["base_cmd" if FAMILY[algo] == "base" else "engine_cmd"], spec, goal,
+                           seed, cfg["engine_algorithm"],
                            BATCH_SIZE if part_kind(part) == "batch" else 1,
-                           algo == "engine_es",
+                           algo in ("engine_es", "base_es"),
                            cfg["engine_timeout"])
     if algo == "random":
         return OptunaTuner(spec, goal, seed, random=True)
@@ -537,7 +572,8 @@ def run_task(task):
     """One study. Never raises: errors come back in the result."""
     part, fn, algo, seed, cfg = task
     res = {"part": part, "function": fn, "algo": algo, "seed": seed}
-    obj = tobj.OBJECTIVES[es_task(fn)[0] if part in ("es_wide", "es_final") else fn]
+    held_es = part_kind(part) == "es" and held_of(part) is not None
+    obj = tobj.OBJECTIVES[es_task(fn)[0] if held_es else fn]
     inst = obj.instance(seed)
     lat = []
     tuner = None
@@ -550,7 +586,7 @@ def run_task(task):
                 res.update(run_core(tuner, inst, cfg["trials"], lat))
             elif part_kind(part) == "batch":
                 res.update(run_batch(tuner, inst, BATCH_ROUNDS, BATCH_SIZE, lat))
-            elif part in ("es_wide", "es_final"):
+            elif held_es:
                 res.update(run_es(tuner, inst, seed, ES_TRIALS, lat, es_task(fn)))
             else:
                 res.update(run_es(tuner, inst, seed, ES_TRIALS, lat))
@@ -780,12 +816,15 @@ def wide_gate(wide_batch, wide_es, ran_batch, ran_es, held="wide"):
           if wide_batch.get(f, {}).get("engine") and wide_batch[f].get("tpe_cl")]
     if bf:
         diff = {f: at(wide_batch[f]["engine"], 48) - at(wide_batch[f]["tpe_cl"], 48) for f in bf}
+        prob = {f: p_better([c[47] for c in wide_batch[f]["engine"]["curves"]],
+                            [c[47] for c in wide_batch[f]["tpe_cl"]["curves"]]) for f in bf}
         wins = [f for f in bf if diff[f] < 0]
         worst = max(bf, key=lambda f: diff[f])
+        least = min(bf, key=lambda f: prob[f])
         rows.append((g7, len(wins) == len(bf),
                      title + ": batch median@48 below TPE+constant liar's on %d/%d functions "
-                     "(need all); closest %s %+.2f decades" % (len(wins), len(bf), worst,
-                                                               diff[worst])))
+                     "(need all); closest %s %+.2f decades; smallest P(engine < TPE+CL) %s %.2f"
+                     % (len(wins), len(bf), worst, diff[worst], least, prob[least])))
     else:
         rows.append((g7, None if not ran_batch else False, "batch_%s not run" % held))
     tasks = [n for n in wide_es if wide_es[n].get("engine_es") and wide_es[n].get("engine")]
@@ -808,9 +847,9 @@ def wide_gate(wide_batch, wide_es, ran_batch, ran_es, held="wide"):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--parts", default="core,batch,es,batch_wide,es_wide",
-                    help="core,batch,es,batch_wide,es_wide,batch_final,es_final (default: all "
-                    "but the final held-out set, which is run on its own: --parts "
-                    "batch_final,es_final)")
+                    help="core,batch,es,batch_wide,es_wide,batch_final,es_final,batch_third,"
+                    "es_third (default: all but the final and third held-out sets, which are run "
+                    "on their own: --parts batch_final,es_final or batch_third,es_third)")
     ap.add_argument("--algos", default="engine,tpe,random",
                     help="families to run: engine, tpe, random, gpref (default engine,tpe,random)")
     ap.add_argument("--seeds", type=int, default=20, help="seeds 0..N-1 (default 20)")
@@ -821,7 +860,12 @@ def main():
                     help="the first seed of the final held-out set (default %d)" %
                     FINAL_FIRST_SEED)
     ap.add_argument("--wide-seeds", type=int, default=20,
-                    help="seeds of the held-out parts (default 20)")
+                    help="seeds of the wide and final held-out parts (default 20)")
+    ap.add_argument("--third-first-seed", type=int, default=THIRD_FIRST_SEED,
+                    help="the first seed of the third held-out set (default %d)" %
+                    THIRD_FIRST_SEED)
+    ap.add_argument("--third-seeds", type=int, default=THIRD_SEEDS,
+                    help="seeds of the third held-out set (default %d)" % THIRD_SEEDS)
     ap.add_argument("--trials", type=int, default=50, help="core trials per study (default 50)")
     ap.add_argument("--functions", default="", help="comma-separated subset of the core functions")
     ap.add_argument("--quick", action="store_true",
@@ -831,6 +875,9 @@ def main():
                     "not found from the current directory)")
     ap.add_argument("--engine-algorithm", default="ALGORITHM_UNSPECIFIED",
                     help="algorithm field of create (e.g. RANDOM_SEARCH to check the harness)")
+    ap.add_argument("--baseline-engine-cmd", default="",
+                    help="a second engine build (e.g. main's trainyard-tuner, copied aside): every "
+                    "engine study runs with it too, and a table compares the two")
     ap.add_argument("--engine-timeout", type=float, default=60.0,
                     help="seconds to wait for one engine reply (default 60)")
     ap.add_argument("--reference-path", default=os.path.join(common.REPO, "..", "shared", "spec"),
@@ -862,44 +909,61 @@ def main():
     batch_fns = [f for f in BATCH_FUNCTIONS if f in fns]
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
 
-    engine_cmd = shlex.split(args.engine_cmd)
-    if "engine" in families:
-        exe = engine_cmd[0]
+    def engine_argv(cmd, flag):
+        argv = shlex.split(cmd)
+        exe = argv[0]
         if os.sep in exe and not os.path.isabs(exe) and not os.path.exists(exe):
             exe = os.path.join(common.REPO, exe)
-        engine_cmd[0] = exe
+        argv[0] = exe
         if os.sep in exe and not os.access(exe, os.X_OK):
             sys.exit("%s not found: build it (ninja -C build trainyard-tuner), pass "
-                     "--engine-cmd, or leave the engine out (--algos tpe,random)" % exe)
+                     "%s, or leave the engine out (--algos tpe,random)" % (exe, flag))
+        return argv
+
+    engine_cmd = shlex.split(args.engine_cmd)
+    base_cmd = None
+    if "engine" in families:
+        engine_cmd = engine_argv(args.engine_cmd, "--engine-cmd")
+        if args.baseline_engine_cmd:
+            base_cmd = engine_argv(args.baseline_engine_cmd, "--baseline-engine-cmd")
+            families.append("base")
+    elif args.baseline_engine_cmd:
+        ap.error("--baseline-engine-cmd needs the engine in --algos")
     ref = os.path.abspath(args.reference_path)
     if os.path.isfile(ref):
         ref = os.path.dirname(ref)
     if "gpref" in families and not os.path.exists(os.path.join(ref, "tuning_gp_reference.py")):
         sys.exit("tuning_gp_reference.py not found in %s (--reference-path)" % ref)
     cfg = {"trials": args.trials, "engine_cmd": engine_cmd, "engine_timeout": args.engine_timeout,
-           "engine_algorithm": args.engine_algorithm, "reference_path": ref}
+           "engine_algorithm": args.engine_algorithm, "reference_path": ref,
+           "base_cmd": base_cmd}
 
     wide_seeds = list(range(args.wide_first_seed, args.wide_first_seed + args.wide_seeds))
     final_seeds = list(range(args.final_first_seed, args.final_first_seed + args.wide_seeds))
+    third_seeds = list(range(args.third_first_seed, args.third_first_seed + args.third_seeds))
     if args.quick:
-        wide_seeds, final_seeds = wide_seeds[:5], final_seeds[:5]
-    held_seeds = {"wide": wide_seeds, "final": final_seeds}
+        wide_seeds, final_seeds, third_seeds = wide_seeds[:5], final_seeds[:5], third_seeds[:5]
+    held_seeds = {"wide": wide_seeds, "final": final_seeds, "third": third_seeds}
     tasks = []
     for part in parts:
         pfns = {"core": fns, "batch": batch_fns, "es": ["hpo_mixed5"],
                 "batch_wide": WIDE_BATCH_FUNCTIONS,
                 "es_wide": [es_task_name(t) for t in WIDE_ES_TASKS],
                 "batch_final": FINAL_BATCH_FUNCTIONS,
-                "es_final": [es_task_name(t) for t in FINAL_ES_TASKS]}[part]
+                "es_final": [es_task_name(t) for t in FINAL_ES_TASKS],
+                "batch_third": THIRD_BATCH_FUNCTIONS,
+                "es_third": [es_task_name(t) for t in THIRD_ES_TASKS]}[part]
+        algos = PART_ALGOS[part] + [BASE[a] for a in PART_ALGOS[part] if a in BASE]
         for fn in pfns:
-            for algo in PART_ALGOS[part]:
+            for algo in algos:
                 if FAMILY[algo] not in families:
                     continue
                 for s in (held_seeds[held_of(part)] if held_of(part) else seeds):
                     tasks.append((part, fn, algo, s, cfg))
     n_sugg = {"core": args.trials, "batch": BATCH_ROUNDS * BATCH_SIZE, "es": ES_TRIALS,
               "batch_wide": BATCH_ROUNDS * BATCH_SIZE, "es_wide": ES_TRIALS,
-              "batch_final": BATCH_ROUNDS * BATCH_SIZE, "es_final": ES_TRIALS}
+              "batch_final": BATCH_ROUNDS * BATCH_SIZE, "es_final": ES_TRIALS,
+              "batch_third": BATCH_ROUNDS * BATCH_SIZE, "es_third": ES_TRIALS}
     tasks.sort(key=lambda t: -COST[t[2]] * n_sugg[t[0]])
     X = args.gate_algo or ("engine" if "engine" in families else
                            "gpref" if "gpref" in families else "")
@@ -911,6 +975,8 @@ def main():
                                          args.seeds - 1, args.trials, len(tasks), args.workers))
     if "engine" in families:
         print("engine: %s (%s)" % (" ".join(engine_cmd), args.engine_algorithm))
+    if base_cmd:
+        print("baseline engine: %s" % " ".join(base_cmd))
     print("machine: %s" % common.machine_description())
     sys.stdout.flush()
 
@@ -944,7 +1010,8 @@ def main():
     by = aggregate(results)
     out = {"config": {"parts": parts, "algos": families, "functions": fns, "seeds": args.seeds,
                       "trials": args.trials, "engine_cmd": engine_cmd if "engine" in families
-                      else None, "engine_algorithm": args.engine_algorithm,
+                      else None, "baseline_engine_cmd": base_cmd,
+                      "engine_algorithm": args.engine_algorithm,
                       "workers": args.workers, "quick": args.quick},
            "machine": common.machine_description(), "wall_s": wall,
            "errors": [{k: r[k] for k in ("part", "function", "algo", "seed", "error")}
@@ -1107,14 +1174,22 @@ def main():
                     continue
                 e = [c[47] for c in d["engine"]["curves"]]
                 t = [c[47] for c in d["tpe_cl"]["curves"]]
-                rows.append([fn, trio([at(d["engine"], c) for c in BATCH_CHECKPOINTS]),
-                             trio([at(d["tpe_cl"], c) for c in BATCH_CHECKPOINTS]),
-                             "%+.2f" % (at(d["engine"], 48) - at(d["tpe_cl"], 48)),
-                             "%.2f" % p_better(e, t)])
+                row = [fn, trio([at(d["engine"], c) for c in BATCH_CHECKPOINTS]),
+                       trio([at(d["tpe_cl"], c) for c in BATCH_CHECKPOINTS]),
+                       "%+.2f" % (at(d["engine"], 48) - at(d["tpe_cl"], 48)),
+                       "%.2f" % p_better(e, t)]
+                if base_cmd:
+                    b = [c[47] for c in d["base"]["curves"]] if "base" in d else None
+                    row += ["%s / %s / %s" % (fmt(at(d.get("base"), 48)),
+                                              "%+.2f" % (at(d["base"], 48) - at(d["tpe_cl"], 48))
+                                              if b else "-",
+                                              "%.2f" % p_better(b, t) if b else "-")]
+                rows.append(row)
             common.table("%s (%s): median log10 regret at 12 / 24 / 48 trials, %d per round, "
                          "seeds %d..%d" % (bpart, title, BATCH_SIZE, hseeds[0], hseeds[-1]),
                          ["function", "engine", "TPE + const. liar", "diff@48",
-                          "P(engine < TPE+CL)"], rows)
+                          "P(engine < TPE+CL)"] +
+                         (["baseline@48 / diff / P"] if base_cmd else []), rows)
         names = [es_task_name(t) for t in hes_tasks]
         for name in names:
             for algo, runs in by.get(epart, {}).get(name, {}).items():
@@ -1126,24 +1201,64 @@ def main():
                 if "engine_es" not in d or "engine" not in d:
                     continue
                 s_, n0 = d["engine_es"], d["engine"]
-                rows.append([name, "%.0f %%" % (100 * s_["steps_fraction"]),
-                             "%.0f" % s_["stopped_median"], fmt(s_["best_median"]),
-                             fmt(n0["best_median"]),
-                             "%+.2f" % (s_["best_median"] - n0["best_median"])])
+                row = [name, "%.0f %%" % (100 * s_["steps_fraction"]),
+                       "%.0f" % s_["stopped_median"], fmt(s_["best_median"]),
+                       fmt(n0["best_median"]),
+                       "%+.2f" % (s_["best_median"] - n0["best_median"])]
+                if base_cmd:
+                    bs_, b0 = d.get("base_es"), d.get("base")
+                    row += ["%.0f %% / %s / %s / %+.2f" % (
+                        100 * bs_["steps_fraction"], fmt(bs_["best_median"]),
+                        fmt(b0["best_median"]), bs_["best_median"] - b0["best_median"])
+                        if bs_ and b0 else "-"]
+                rows.append(row)
             common.table("%s (%s): %d trials, surface/curve family/steps/noise, seeds %d..%d"
                          % (epart, title, ES_TRIALS, hseeds[0], hseeds[-1]),
                          ["task", "steps used", "stopped (median)", "best final, stopping",
-                          "without", "loss (decades)"], rows)
+                          "without", "loss (decades)"] +
+                         (["baseline: steps / stopping / without / loss"] if base_cmd else []),
+                         rows)
         out[bpart] = wide_batch
         out[epart] = wide_es
         held_results[held] = (wide_batch, wide_es)
+
+    # --- the engine against the baseline build ---------------------------------------------
+    if base_cmd:
+        rows = []
+        for part in parts:
+            for fn, d in by.get(part, {}).items():
+                if part_kind(part) == "es":
+                    e_es, e0 = d.get("engine_es"), d.get("engine")
+                    b_es, b0 = d.get("base_es"), d.get("base")
+                    if not (e_es and e0 and b_es and b0):
+                        continue
+                    es_e, es_b = es_stats(e_es), es_stats(b_es)
+                    loss_e = es_e["best_median"] - es_stats(e0)["best_median"]
+                    loss_b = es_b["best_median"] - es_stats(b0)["best_median"]
+                    rows.append([part, fn, "%.0f %% / %+.2f" % (100 * es_e["steps_fraction"],
+                                                                loss_e),
+                                 "%.0f %% / %+.2f" % (100 * es_b["steps_fraction"], loss_b),
+                                 "", ""])
+                    continue
+                if "engine" not in d or "base" not in d:
+                    continue
+                e = [r["curve"][-1] for r in d["engine"]]
+                b = [r["curve"][-1] for r in d["base"]]
+                rows.append([part, fn, fmt(common.median(e)), fmt(common.median(b)),
+                             "%+.2f" % (common.median(e) - common.median(b)),
+                             "%.2f" % p_better(e, b)])
+        common.table("engine against the baseline build (%s): median log10 regret at the last "
+                     "trial; for early stopping, steps used / loss against the same build without "
+                     "stopping" % " ".join(base_cmd),
+                     ["part", "function", "engine", "baseline", "diff", "P(engine < baseline)"],
+                     rows)
 
     # --- latency -------------------------------------------------------------------------------
     lat_raw, lat = summarize_latency([r for r in results if "error" not in r])
     rows = []
     for a in sorted(lat, key=lambda a: list(LABEL).index(a)):
         for part in ("core", "batch", "es", "batch_wide", "es_wide", "batch_final",
-                     "es_final"):
+                     "es_final", "batch_third", "es_third"):
             if part in lat[a]:
                 s = lat[a][part]
                 rows.append([LABEL[a], part, s["calls"], "%.1f" % s["median_ms"],
@@ -1155,7 +1270,7 @@ def main():
                      "median / p95 in the last column)" % BATCH_SIZE,
                      ["algorithm", "part", "calls", "median", "p95", "max", "per call"], rows)
     out["latency"] = lat
-    dups = sum(r.get("duplicates", 0) for r in results)
+    dups = sum(r.get("duplicates", 0) for r in results if FAMILY[r["algo"]] == "engine")
     if any(FAMILY[r["algo"]] == "engine" for r in results):
         print("engine: %d duplicate suggestions (same assignment twice in a study)" % dups)
         out["engine_duplicates"] = dups
@@ -1173,7 +1288,7 @@ def main():
         rows = gate(X, core, pairs, batch, es, lat_raw, fns, args.trials)
         if X == "engine":
             for held in HELD:
-                if held == "wide" or "batch_final" in parts or "es_final" in parts:
+                if held == "wide" or "batch_" + held in parts or "es_" + held in parts:
                     rows += wide_gate(*held_results[held], "batch_" + held in parts,
                                       "es_" + held in parts, held)
         print()

@@ -29,6 +29,17 @@ while changing the engine; bench_tuning.py's batch_final and es_final parts, see
   hpo_cnn5       a network surface, five parameters: a five-valued categorical, two log-scaled
                  DISCRETE lists (one of them linear), an INTEGER (below)
 
+Third held-out set (session 9: defined before the engine changes for mixed spaces in batches and
+run once after them; bench_tuning.py's batch_third and es_third parts, seeds 300-339):
+
+  hpo_lgbm9      a gradient-boosting surface, nine parameters, three categoricals (one binary),
+                 a near-tie between two boosting types (below)
+  hpo_bert6      a fine-tuning surface, six parameters: two categoricals (a four-valued scheduler),
+                 an uneven linear DISCRETE warm-up ratio, a log DISCRETE batch size (below)
+  hpo_aug6       an image-classification surface: an eight-valued categorical whose value moves
+                 the best epochs and label smoothing, a four-valued categorical that barely
+                 matters, a reverse-log DISCRETE momentum (below)
+
 Shifted functions: the optimum of Ackley (natively the centre of the box, which a designer that
 starts at the centre would hit with its first trial) and Levy (natively (1, ..., 1), near the
 centre) is moved to a point drawn per seed inside the central 80 % of the box. The draw depends
@@ -118,6 +129,76 @@ With a = log10(learning_rate), b = log2(batch_size / 128):
 
 f* = 0 at adamw, learning rate 1e-3, batch 128, 7 layers, label smoothing 0.1.
 
+hpo_lgbm9 (third held-out set; the best learning rate falls as the trees grow leaves, extra trees
+want twice the leaves, goss wants more features):
+
+  learning_rate     DOUBLE 1e-3..0.3, UNIT_LOG_SCALE
+  num_leaves        INTEGER 8..512, UNIT_LOG_SCALE
+  min_data_in_leaf  INTEGER 1..200, UNIT_LOG_SCALE
+  feature_fraction  DOUBLE 0.3..1, UNIT_LINEAR_SCALE
+  lambda_l2         DOUBLE 1e-8..10, UNIT_LOG_SCALE
+  max_bin           DISCRETE 63, 127, 255, 511, 1023, UNIT_LOG_SCALE
+  boosting          CATEGORICAL gbdt, dart, goss
+  objective         CATEGORICAL l2, huber, fair
+  extra_trees       CATEGORICAL false, true
+
+With a = log10(learning_rate), L = log2(num_leaves / 64), L* = {false: 0, true: 1}[extra_trees]:
+
+  a* = -1.2 - 0.25 L + {gbdt: -0.3, dart: 0, goss: -0.4}[boosting]
+  f = 0.45 (1 - exp(-((a - a*) / 0.45)^2 / 2)) + 0.012 (L - L*)^2
+    + 0.03 log10(min_data_in_leaf / 20)^2 + 0.25 (feature_fraction - {goss: 0.9, else 0.7})^2
+    + 0.004 (log10(lambda_l2) + 1)^2 + 0.005 log2((max_bin + 1) / 256)^2
+    + {gbdt: 0.005, dart: 0, goss: 0.02}[boosting] + {l2: 0.03, huber: 0, fair: 0.01}[objective]
+    + {false: 0, true: 0.008}[extra_trees]
+
+f* = 0 at dart, huber, no extra trees, learning rate 10^-1.2, 64 leaves, 20 per leaf, feature
+fraction 0.7, lambda_l2 0.1, 255 bins.
+
+hpo_bert6 (third held-out set; the best learning rate depends on the optimizer and the scheduler
+and grows with the batch size):
+
+  learning_rate  DOUBLE 1e-6..1e-3, UNIT_LOG_SCALE
+  batch_size     DISCRETE 8, 16, 32, 64, UNIT_LOG_SCALE
+  warmup_ratio   DISCRETE 0, 0.01, 0.03, 0.06, 0.1, 0.2, UNIT_LINEAR_SCALE
+  weight_decay   DOUBLE 0..0.3, UNIT_LINEAR_SCALE
+  scheduler      CATEGORICAL linear, cosine, constant, polynomial
+  optimizer      CATEGORICAL adamw, adafactor, sgd
+
+With a = log10(learning_rate), b = log2(batch_size / 32):
+
+  a* = -4.5 + 0.5 b log10(2) + {adamw: 0, adafactor: 0.4, sgd: 1.6}[optimizer]
+       + {constant: -0.3, else 0}[scheduler]
+  f = 0.5 (1 - exp(-((a - a*) / 0.4)^2 / 2)) + 0.01 b^2
+    + 0.05 (log10(warmup_ratio + 0.01) - log10(0.07))^2 + 0.3 (weight_decay - 0.05)^2
+    + {linear: 0, cosine: 0.004, constant: 0.03, polynomial: 0.012}[scheduler]
+    + {adamw: 0, adafactor: 0.02, sgd: 0.06}[optimizer]
+
+f* = 0 at adamw, linear, learning rate 10^-4.5, batch 32, warm-up 0.06, weight decay 0.05 (SGD's
+best learning rate lies outside the box).
+
+hpo_aug6 (third held-out set; the augmentation decides how many epochs pay and whether label
+smoothing helps; the initialisation barely matters):
+
+  learning_rate    DOUBLE 1e-4..1, UNIT_LOG_SCALE
+  momentum         DISCRETE 0.8, 0.9, 0.95, 0.99, UNIT_REVERSE_LOG_SCALE
+  epochs           INTEGER 10..200, UNIT_LOG_SCALE
+  label_smoothing  DOUBLE 0..0.3, UNIT_LINEAR_SCALE
+  augment          CATEGORICAL none, flip, crop, flipcrop, autoaugment, randaugment, mixup, cutmix
+  init             CATEGORICAL he, xavier, orthogonal, lecun
+
+With a = log10(learning_rate), c = log10(1 - momentum) + 1 (0 at momentum 0.9):
+
+  a* = -1.3 + c
+  E* = {none: 30, flip: 40, crop: 50, flipcrop: 60, autoaugment: 120, randaugment: 100,
+        mixup: 150, cutmix: 120}[augment];  ls* = {mixup: 0, cutmix: 0, else 0.1}[augment]
+  f = 0.5 (1 - exp(-((a - a*) / 0.5)^2 / 2)) + 0.03 c^2 + 0.03 log2(epochs / E*)^2
+    + 0.6 (label_smoothing - ls*)^2
+    + {none: 0.08, flip: 0.05, crop: 0.045, flipcrop: 0.025, autoaugment: 0.008, randaugment: 0,
+       mixup: 0.012, cutmix: 0.004}[augment] + {he: 0, xavier: 0.003, orthogonal: 0.001,
+       lecun: 0.004}[init]
+
+f* = 0 at randaugment, he, momentum 0.9, learning rate 10^-1.3, 100 epochs, label smoothing 0.1.
+
 Learning curves (the early-stopping part): hpo_curve(params, rng) is a 30-step curve from f + 1
 towards f: value(t) = f + (e^(-r t) - e^(-r T)) / (1 - e^(-r T)) + N(0, 0.01^2), with the
 rate r = 0.3 * 10^(0.5 * min(0, a - a*)): a learning rate 100x below its best converges 10x slower
@@ -145,6 +226,12 @@ r = 0.3 * 10^(0.5 min(0, g)):
   overfit   E'(t) - h 4 (t/T)(1 - t/T), E' with the crossing family's rate and h = 0.15 clip(1 + g,
             0, 1): too high a learning rate dips below its final value in mid-run and climbs back
             (validation loss rising late)
+
+Family of the third held-out set (es_third), with the same rate r:
+
+  cosine    a cosine-annealed schedule: the exp family's shape at progress P(t) = t/T +
+            sin(pi t/T)/pi instead of t/T (the learning rate's integral): fast early, then a
+            slowing run that still drops at the end
 """
 
 import math
@@ -426,11 +513,151 @@ def cnn_lr_gap(p):
     return a - best
 
 
+# ------------------------------------------------------------------------------------------
+# The third held-out set
+
+
+LGBM_SPEC = [
+    {"parameterName": "learning_rate", "type": "DOUBLE", "minValue": 1e-3, "maxValue": 0.3,
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "num_leaves", "type": "INTEGER", "minValue": 8, "maxValue": 512,
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "min_data_in_leaf", "type": "INTEGER", "minValue": 1, "maxValue": 200,
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "feature_fraction", "type": "DOUBLE", "minValue": 0.3, "maxValue": 1.0,
+     "scaleType": "UNIT_LINEAR_SCALE"},
+    {"parameterName": "lambda_l2", "type": "DOUBLE", "minValue": 1e-8, "maxValue": 10.0,
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "max_bin", "type": "DISCRETE", "discreteValues": [63, 127, 255, 511, 1023],
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "boosting", "type": "CATEGORICAL",
+     "categoricalValues": ["gbdt", "dart", "goss"]},
+    {"parameterName": "objective", "type": "CATEGORICAL",
+     "categoricalValues": ["l2", "huber", "fair"]},
+    {"parameterName": "extra_trees", "type": "CATEGORICAL", "categoricalValues": ["false", "true"]},
+]
+LGBM_LR_SHIFT = {"gbdt": -0.3, "dart": 0.0, "goss": -0.4}
+LGBM_BOOSTING_PENALTY = {"gbdt": 0.005, "dart": 0.0, "goss": 0.02}
+LGBM_OBJECTIVE_PENALTY = {"l2": 0.03, "huber": 0.0, "fair": 0.01}
+
+
+def _lgbm_parts(p):
+    a = math.log10(float(p["learning_rate"]))
+    leaves = math.log2(float(p["num_leaves"]) / 64.0)
+    return a, leaves, -1.2 - 0.25 * leaves + LGBM_LR_SHIFT[p["boosting"]]
+
+
+def lgbm_surface(p):
+    a, leaves, best = _lgbm_parts(p)
+    extra = p["extra_trees"] == "true"
+    return (0.45 * (1.0 - math.exp(-0.5 * ((a - best) / 0.45) ** 2))
+            + 0.012 * (leaves - (1.0 if extra else 0.0)) ** 2
+            + 0.03 * math.log10(float(p["min_data_in_leaf"]) / 20.0) ** 2
+            + 0.25 * (float(p["feature_fraction"]) - (0.9 if p["boosting"] == "goss" else 0.7)) ** 2
+            + 0.004 * (math.log10(float(p["lambda_l2"])) + 1.0) ** 2
+            + 0.005 * math.log2((float(p["max_bin"]) + 1.0) / 256.0) ** 2
+            + LGBM_BOOSTING_PENALTY[p["boosting"]] + LGBM_OBJECTIVE_PENALTY[p["objective"]]
+            + (0.008 if extra else 0.0))
+
+
+def lgbm_lr_gap(p):
+    a, _, best = _lgbm_parts(p)
+    return a - best
+
+
+BERT_SPEC = [
+    {"parameterName": "learning_rate", "type": "DOUBLE", "minValue": 1e-6, "maxValue": 1e-3,
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "batch_size", "type": "DISCRETE", "discreteValues": [8, 16, 32, 64],
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "warmup_ratio", "type": "DISCRETE",
+     "discreteValues": [0.0, 0.01, 0.03, 0.06, 0.1, 0.2], "scaleType": "UNIT_LINEAR_SCALE"},
+    {"parameterName": "weight_decay", "type": "DOUBLE", "minValue": 0.0, "maxValue": 0.3,
+     "scaleType": "UNIT_LINEAR_SCALE"},
+    {"parameterName": "scheduler", "type": "CATEGORICAL",
+     "categoricalValues": ["linear", "cosine", "constant", "polynomial"]},
+    {"parameterName": "optimizer", "type": "CATEGORICAL",
+     "categoricalValues": ["adamw", "adafactor", "sgd"]},
+]
+BERT_LR_SHIFT = {"adamw": 0.0, "adafactor": 0.4, "sgd": 1.6}
+BERT_OPTIMIZER_PENALTY = {"adamw": 0.0, "adafactor": 0.02, "sgd": 0.06}
+BERT_SCHEDULER_PENALTY = {"linear": 0.0, "cosine": 0.004, "constant": 0.03, "polynomial": 0.012}
+
+
+def _bert_parts(p):
+    a = math.log10(float(p["learning_rate"]))
+    b = math.log2(float(p["batch_size"]) / 32.0)
+    best = (-4.5 + 0.5 * b * math.log10(2.0) + BERT_LR_SHIFT[p["optimizer"]]
+            + (-0.3 if p["scheduler"] == "constant" else 0.0))
+    return a, b, best
+
+
+def bert_surface(p):
+    a, b, best = _bert_parts(p)
+    return (0.5 * (1.0 - math.exp(-0.5 * ((a - best) / 0.4) ** 2))
+            + 0.01 * b * b
+            + 0.05 * (math.log10(float(p["warmup_ratio"]) + 0.01) - math.log10(0.07)) ** 2
+            + 0.3 * (float(p["weight_decay"]) - 0.05) ** 2
+            + BERT_SCHEDULER_PENALTY[p["scheduler"]] + BERT_OPTIMIZER_PENALTY[p["optimizer"]])
+
+
+def bert_lr_gap(p):
+    a, _, best = _bert_parts(p)
+    return a - best
+
+
+AUG_SPEC = [
+    {"parameterName": "learning_rate", "type": "DOUBLE", "minValue": 1e-4, "maxValue": 1.0,
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "momentum", "type": "DISCRETE", "discreteValues": [0.8, 0.9, 0.95, 0.99],
+     "scaleType": "UNIT_REVERSE_LOG_SCALE"},
+    {"parameterName": "epochs", "type": "INTEGER", "minValue": 10, "maxValue": 200,
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "label_smoothing", "type": "DOUBLE", "minValue": 0.0, "maxValue": 0.3,
+     "scaleType": "UNIT_LINEAR_SCALE"},
+    {"parameterName": "augment", "type": "CATEGORICAL",
+     "categoricalValues": ["none", "flip", "crop", "flipcrop", "autoaugment", "randaugment",
+                           "mixup", "cutmix"]},
+    {"parameterName": "init", "type": "CATEGORICAL",
+     "categoricalValues": ["he", "xavier", "orthogonal", "lecun"]},
+]
+AUG_EPOCHS = {"none": 30.0, "flip": 40.0, "crop": 50.0, "flipcrop": 60.0, "autoaugment": 120.0,
+              "randaugment": 100.0, "mixup": 150.0, "cutmix": 120.0}
+AUG_PENALTY = {"none": 0.08, "flip": 0.05, "crop": 0.045, "flipcrop": 0.025, "autoaugment": 0.008,
+               "randaugment": 0.0, "mixup": 0.012, "cutmix": 0.004}
+AUG_INIT_PENALTY = {"he": 0.0, "xavier": 0.003, "orthogonal": 0.001, "lecun": 0.004}
+
+
+def _aug_parts(p):
+    a = math.log10(float(p["learning_rate"]))
+    c = math.log10(max(1.0 - float(p["momentum"]), 1e-300)) + 1.0
+    return a, c, -1.3 + c
+
+
+def aug_surface(p):
+    a, c, best = _aug_parts(p)
+    aug = p["augment"]
+    smooth = 0.0 if aug in ("mixup", "cutmix") else 0.1
+    return (0.5 * (1.0 - math.exp(-0.5 * ((a - best) / 0.5) ** 2))
+            + 0.03 * c * c
+            + 0.03 * math.log2(float(p["epochs"]) / AUG_EPOCHS[aug]) ** 2
+            + 0.6 * (float(p["label_smoothing"]) - smooth) ** 2
+            + AUG_PENALTY[aug] + AUG_INIT_PENALTY[p["init"]])
+
+
+def aug_lr_gap(p):
+    a, _, best = _aug_parts(p)
+    return a - best
+
+
 SURFACES = {"hpo_mixed5": (HPO_SPEC, hpo_surface, hpo_lr_gap),
             "hpo_mixed6b": (HPO6_SPEC, hpo6_surface, hpo6_lr_gap),
             "hpo_xgb7": (XGB_SPEC, xgb_surface, xgb_lr_gap),
-            "hpo_cnn5": (CNN_SPEC, cnn_surface, cnn_lr_gap)}
-CURVE_FAMILIES = ("exp", "pow", "crossing", "sigmoid", "step", "twoexp", "overfit")
+            "hpo_cnn5": (CNN_SPEC, cnn_surface, cnn_lr_gap),
+            "hpo_lgbm9": (LGBM_SPEC, lgbm_surface, lgbm_lr_gap),
+            "hpo_bert6": (BERT_SPEC, bert_surface, bert_lr_gap),
+            "hpo_aug6": (AUG_SPEC, aug_surface, aug_lr_gap)}
+CURVE_FAMILIES = ("exp", "pow", "crossing", "sigmoid", "step", "twoexp", "overfit", "cosine")
 
 
 def _exp_shape(r, steps):
@@ -476,6 +703,11 @@ def curve(surface, family, p, rng, steps=HPO_STEPS, noise=HPO_NOISE):
         e = _exp_shape(min(max(0.15 * 10.0 ** (0.5 * g), 0.01), 1.5), steps)
         h = 0.15 * min(max(1.0 + g, 0.0), 1.0)
         shape = [e[t - 1] - h * 4.0 * (t / T) * (1.0 - t / T) for t in range(1, steps + 1)]
+    elif family == "cosine":
+        r = 0.3 * 10.0 ** (0.5 * min(0.0, g))
+        end = math.exp(-r * T)
+        shape = [(math.exp(-r * T * min(1.0, t / T + math.sin(math.pi * t / T) / math.pi)) - end)
+                 / (1.0 - end) for t in range(1, steps + 1)]
     else:
         raise ValueError("unknown curve family %r" % family)
     return [f + v + rng.normal(0.0, noise) for v in shape]
@@ -561,10 +793,15 @@ def _make():
         Objective("hpo_xgb7", XGB_SPEC, None, 0.0),
         Objective("hpo_cnn5", CNN_SPEC, None, 0.0),
     ]
+    third = [
+        Objective("hpo_lgbm9", LGBM_SPEC, None, 0.0),
+        Objective("hpo_bert6", BERT_SPEC, None, 0.0),
+        Objective("hpo_aug6", AUG_SPEC, None, 0.0),
+    ]
     return ({o.name: o for o in objs}, [o.name for o in held_out], [o.name for o in final],
-            {o.name: o for o in held_out + final})
+            [o.name for o in third], {o.name: o for o in held_out + final + third})
 
 
-OBJECTIVES, HELD_OUT, FINAL, _HELD = _make()
+OBJECTIVES, HELD_OUT, FINAL, THIRD, _HELD = _make()
 CORE = list(OBJECTIVES)
 OBJECTIVES.update(_HELD)

@@ -100,8 +100,11 @@ class Posterior {
 
 // Knobs of the GP-UCB-PE designer (defaults = the production setting; tests shrink them).
 struct GpUcbPeOptions {
-  double ucb_coefficient = 1.5;          // Vizier: 1.8 (see the comment in gp_ucb_pe.cc)
-  double explore_ucb_coefficient = 0.5;  // PE's "promising region": mean + 0.5 std >= tau
+  double ucb_coefficient = 1.5;  // Vizier: 1.8 (see the comment in gp_ucb_pe.cc)
+  // PE's "promising region": mean + coefficient * std >= tau. Vizier's 0.5 when nothing is
+  // pending; 0 for the further members of a batch (see the comment in gp_ucb_pe.cc).
+  double explore_ucb_coefficient = 0.5;
+  double batch_explore_ucb_coefficient = 0.0;
   double pe_penalty = 10.0;
   double ucb_overwrite_probability = 0.25;  // UCB although no trial completed since the batch began
   double pe_overwrite_probability = 0.1;    // PE although a trial completed

@@ -364,6 +364,52 @@ TEST(GpUcbPeTest, BatchesAreDistinctAndSpreadOut) {
   }
 }
 
+// The further members of a batch explore (PE) only where the model's mean is at least the mean at
+// the incumbent, not wherever their variance is large: with the box covered by a coarse grid and
+// the optimum near (0.2, 0.2), a batch stays near the optimum. With Vizier's wider region (mean +
+// 0.5 std >= tau) members go to the gaps between bad grid points.
+double BatchMembersValue(double explore, uint64_t seed) {
+  StudyConfig c;
+  c.goal = Goal::kMinimize;
+  c.seed = seed;
+  c.max_parallel_trials = 4;
+  c.params = {Double("x", 0, 1), Double("y", 0, 1)};
+  Space space(c);
+  gp::GpUcbPeOptions options;
+  options.batch_explore_ucb_coefficient = explore;
+  auto d = MakeGpUcbPeDesigner(c, space, options);
+  std::vector<Trial> trials;
+  for (double x : {0.0, 0.25, 0.5, 0.75, 1.0}) {
+    for (double y : {0.0, 0.25, 0.5, 0.75, 1.0}) {
+      Trial t;
+      t.id = static_cast<int64_t>(trials.size()) + 1;
+      t.params = space.Decode(Point{{x, y}, {}});
+      t.state = TrialState::kCompleted;
+      t.value = std::pow(x - 0.2, 2) + std::pow(y - 0.2, 2);
+      trials.push_back(t);
+    }
+  }
+  // The further members' values (the first is UCB in both).
+  const std::vector<Assignment> batch = d->Suggest(trials, 4);
+  double sum = 0;
+  for (size_t i = 1; i < batch.size(); ++i) {
+    sum += std::pow(batch[i][0].number - 0.2, 2) + std::pow(batch[i][1].number - 0.2, 2);
+  }
+  return sum;
+}
+
+TEST(GpUcbPeTest, BatchMembersExploreWhereTheMeanIsPromising) {
+  EXPECT_EQ(gp::GpUcbPeOptions{}.batch_explore_ucb_coefficient, 0.0);
+  EXPECT_EQ(gp::GpUcbPeOptions{}.explore_ucb_coefficient, 0.5);  // sequential PE: Vizier's
+  double value_default = 0, value_vizier = 0;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    value_default += BatchMembersValue(0.0, seed);
+    value_vizier += BatchMembersValue(0.5, seed);
+  }
+  // Measured: 0.0018 against 0.11.
+  EXPECT_LT(value_default, 0.25 * value_vizier);
+}
+
 TEST(GpUcbPeTest, PendingTrialsAreAvoided) {
   StudyConfig c = BraninConfig(8);
   Space space(c);
