@@ -479,9 +479,9 @@ class SlurmExecutor final : public Executor {
   bool stop_ = false;                                         // guarded by mu_
   bool recovered_ = false;        // guarded by mu_: Recover returned (the store's gangs are known)
   bool orphans_checked_ = false;  // guarded by mu_: the one orphan check after Recover is done
-  int64_t next_squeue_ = 0;                                   // guarded by mu_
-  int fast_polls_ = 0;   // guarded by mu_: quick squeue polls left after an event
-  std::string problem_;  // guarded by mu_: why the last squeue failed ("" = it answered)
+  int64_t next_squeue_ = 0;       // guarded by mu_
+  int fast_polls_ = 0;            // guarded by mu_: quick squeue polls left after an event
+  std::string problem_;           // guarded by mu_: why the last squeue failed ("" = it answered)
   std::deque<std::shared_ptr<Gang>> submit_queue_;  // guarded by mu_
   std::vector<SlurmPendingJob> pending_;            // guarded by mu_: the last squeue -t PD
   int64_t positions_at_ = 0;                        // guarded by mu_: monotonic, when taken
@@ -1501,7 +1501,8 @@ void SlurmExecutor::MonitorLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
     const int64_t now = MonotonicMicros();
-    bool poll_slurm = !gangs_.empty() && now >= next_squeue_;
+    // With no gang, only the one orphan check after Recover needs an answer.
+    bool poll_slurm = (!gangs_.empty() || (recovered_ && !orphans_checked_)) && now >= next_squeue_;
     if (poll_slurm) {
       Duration next = options_.poll_interval;
       if (fast_polls_ > 0) {

@@ -382,6 +382,9 @@ class Launcher {
   void HandleSignals();
   void ReapChildren();
   void StartTermination(int signo);
+  // On Slurm: a stop the daemon asked for (its `kill` file) that no signal brought, as for a
+  // step restarted in place while the job was being stopped (the scancel went to the old step).
+  void CheckKillFile(int64_t now);
   void Escalate();
   void KillDescendants(int sig);
   // Waits up to `timeout` for a signal and handles it.
@@ -455,7 +458,8 @@ class Launcher {
   bool child_ended_after_term_ = false;  // the last child was reaped after the request
   bool stop_unrequested_ = false;        // no `kill` request was written when SIGTERM came
   int term_signal_ = 0;
-  int64_t kill_deadline_ = 0;  // monotonic
+  int64_t kill_deadline_ = 0;    // monotonic
+  int64_t next_kill_check_ = 0;  // monotonic: CheckKillFile's next look
   bool escalated_ = false;
 
   // Collected output.
@@ -1897,6 +1901,7 @@ std::optional<ChildStatus> Launcher::RunChild(const std::vector<std::string>& ar
       started_pending_ = nullptr;
       started();
     }
+    CheckKillFile(now);
     if (term_requested_ && !escalated_ && now >= kill_deadline_) Escalate();
     log_.MaybeFlush(now);
     if (n == 0 && !child_reaped_) ReapChildren();  // belt and braces; SIGCHLD may coalesce
@@ -2066,10 +2071,19 @@ void Launcher::StartTermination(int signo) {
     if (ec == std::errc() && p == v.data() + v.size() && g >= 0) grace = g;
   }
   kill_deadline_ = MonotonicMicros() + grace;
-  Service(Severity::kWarning, "Received " + SignalName(signo) +
-                                  "; stopping the replica (grace period " + FormatDuration(grace) +
-                                  ").");
+  Service(Severity::kWarning,
+          (signo != 0 ? "Received " + SignalName(signo)
+                      : std::string("Trainyard asked for a stop that no signal brought")) +
+              "; stopping the replica (grace period " + FormatDuration(grace) + ").");
   if (child_ > 0 && !child_reaped_ && !shielded_) ::kill(-child_, SIGTERM);
+}
+
+void Launcher::CheckKillFile(int64_t now) {
+  if (!slurm_ || term_requested_ || now < next_kill_check_) return;
+  next_kill_check_ = now + kMicrosPerSecond;
+  if (::access(Join(work_dir_, executor::kKillFile).c_str(), F_OK) == 0) {
+    StartTermination(0);
+  }
 }
 
 void Launcher::Escalate() {
