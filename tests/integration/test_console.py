@@ -85,7 +85,21 @@ def env(tmp_path_factory):
     yield d
     b.close()
     d.request("PUT", "/v1/admin/admission", {"paused": False})
+    stop_jobs(d)
     d.stop()
+
+
+def stop_jobs(d):
+    """Cancels what still runs or waits (long_job prints for hours): a daemon stop leaves its
+    trainers running, as it must, and a test leaves nothing behind."""
+    status, listed = d.request("GET", JOBS + "?pageSize=1000")
+    assert status == 200, listed
+    live = [j["jobId"] for j in listed.get("jobs", [])
+            if j["state"] in ("QUEUED", "PREPARING", "RUNNING", "CANCELLING")]
+    for job_id in live:
+        d.request("POST", "%s/%s:cancel" % (JOBS, job_id))
+    for job_id in live:
+        d.wait_state(job_id, ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=120)
 
 
 def sign_in(b, d, token=None, path="/console/"):
@@ -596,6 +610,7 @@ def tenv(tmp_path_factory):
     b.take_errors()
     yield d
     b.close()
+    stop_jobs(d)
     d.stop()
 
 
