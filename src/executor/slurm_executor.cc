@@ -362,6 +362,19 @@ struct SReplica {
   ino_t ended_exit_inode = 0;
 };
 
+// A replica of `spec` (its work dir set) in `gang` (null: not known yet), its tail at the start.
+std::shared_ptr<SReplica> NewReplica(const ReplicaSpec& spec, std::shared_ptr<Gang> gang) {
+  auto r = std::make_shared<SReplica>();
+  r->key = spec.key;
+  r->work_dir = spec.work_dir;
+  r->gang = std::move(gang);
+  r->tail.key = spec.key;
+  r->tail.work_dir = spec.work_dir;
+  r->tail.metric_tag = spec.metric_tag;
+  r->tail.attempt = spec.attempt;
+  return r;
+}
+
 class SlurmExecutor final : public Executor {
  public:
   SlurmExecutor(SlurmOptions options, ExecutorListener* listener)
@@ -642,14 +655,7 @@ Status SlurmExecutor::LaunchGang(std::span<const ReplicaSpec> specs, const GangS
     // Slurm's task/cgroup enforces limits; the launcher makes no cgroups of its own there.
     spec.cgroup_root.clear();
     TRAINYARD_RETURN_IF_ERROR(WriteFileAtomic(Join(spec.work_dir, kSpecFile), SpecToJson(spec)));
-    auto r = std::make_shared<SReplica>();
-    r->key = spec.key;
-    r->work_dir = spec.work_dir;
-    r->gang = gang;
-    r->tail.key = spec.key;
-    r->tail.work_dir = spec.work_dir;
-    r->tail.metric_tag = spec.metric_tag;
-    r->tail.attempt = spec.attempt;
+    auto r = NewReplica(spec, gang);
     gang->members.push_back(spec.key);
     std::lock_guard<std::mutex> lock(mu_);
     replicas_[spec.key] = std::move(r);
@@ -868,14 +874,7 @@ Status SlurmExecutor::RestartInPlace(const ReplicaSpec& given, const std::shared
   }
   spec.cgroup_root.clear();
   TRAINYARD_RETURN_IF_ERROR(WriteFileAtomic(Join(spec.work_dir, kSpecFile), SpecToJson(spec)));
-  auto r = std::make_shared<SReplica>();
-  r->key = spec.key;
-  r->work_dir = spec.work_dir;
-  r->gang = gang;
-  r->tail.key = spec.key;
-  r->tail.work_dir = spec.work_dir;
-  r->tail.metric_tag = spec.metric_tag;
-  r->tail.attempt = spec.attempt;
+  auto r = NewReplica(spec, gang);
   r->relaunch_pending = true;
   r->ended_exit_inode = ended_exit.st_ino;
   {

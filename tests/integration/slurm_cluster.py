@@ -372,3 +372,23 @@ def start_daemon_on_cluster(cluster, root, config, trainer, shared_prefix):
     d.start()
     uri = upload_package(d, build_sdist(make_package(root / "pkg", trainer)))
     return {"daemon": d, "uri": uri, "shared": shared, "root": root, "cluster": cluster}
+
+
+def live_jobs(cluster):
+    """Trainyard's Slurm jobs still in squeue's default listing (pending or running): rows
+    "id|state|name"."""
+    out = cluster.run("squeue", "-h", "-o", "%i|%T|%j").stdout
+    return [line for line in out.splitlines() if "|ty-" in line]
+
+
+def slurm_jobs(cluster, job_id):
+    """Every Slurm job (live or ended within MinJobAge) of a Trainyard job: [id, state, name]."""
+    out = cluster.run("squeue", "-h", "-t", "all", "-o", "%i|%T|%j").stdout
+    rows = [line.split("|") for line in out.splitlines() if line.strip()]
+    return [r for r in rows if r[2].startswith("ty-") and ("-%s-" % job_id) in r[2]]
+
+
+def messages(d, job_id, task=None):
+    """The messages of a job's stored log lines, of one task (e.g. "service") or all."""
+    return [e["jsonPayload"]["message"] for e in d.logs(job_id)
+            if task is None or e["resource"]["labels"].get("task_name") == task]

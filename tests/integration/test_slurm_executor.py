@@ -17,6 +17,7 @@ import time
 import pytest
 
 from conftest import PROJECT, wait_for
+from slurm_cluster import messages
 from slurm_cluster import slurm_cluster  # noqa: F401
 from slurm_cluster import requires_slurm, start_daemon_on_cluster
 
@@ -94,11 +95,6 @@ def submit(env, job_id, args=(), **training):
 def seen(out, name):
     with open(os.path.join(out, name + ".json")) as f:
         return json.load(f)
-
-
-def messages(d, job_id, task=None):
-    return [e["jsonPayload"]["message"] for e in d.logs(job_id)
-            if task is None or e["resource"]["labels"].get("task_name") == task]
 
 
 def test_single_replica_job_succeeds_with_its_logs(env):

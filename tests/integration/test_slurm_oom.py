@@ -16,6 +16,7 @@ import os
 import pytest
 
 from conftest import PROJECT, wait_for
+from slurm_cluster import live_jobs, messages, slurm_jobs
 from slurm_cluster import slurm_cgroup_cluster  # noqa: F401
 from slurm_cluster import requires_slurm, start_daemon_on_cluster
 
@@ -73,17 +74,6 @@ def env(slurm_cgroup_cluster, tmp_path_factory):
     assert not live_jobs(slurm_cgroup_cluster), live_jobs(slurm_cgroup_cluster)
 
 
-def live_jobs(cluster):
-    out = cluster.run("squeue", "-h", "-o", "%i|%T|%j").stdout
-    return [line for line in out.splitlines() if "|ty-" in line]
-
-
-def slurm_jobs(cluster, job_id):
-    out = cluster.run("squeue", "-h", "-t", "all", "-o", "%i|%T|%j").stdout
-    rows = [line.split("|") for line in out.splitlines() if line.strip()]
-    return [r for r in rows if r[2].startswith("ty-") and ("-%s-" % job_id) in r[2]]
-
-
 def submit(env, job_id, args, **training):
     out = os.path.join(str(env["root"]), "out-" + job_id)
     os.makedirs(out, exist_ok=True)
@@ -103,11 +93,6 @@ def starts(out, name):
         return 0
     with open(path) as f:
         return sum(1 for line in f if line.strip())
-
-
-def messages(d, job_id, task=None):
-    return [e["jsonPayload"]["message"] for e in d.logs(job_id)
-            if task is None or e["resource"]["labels"].get("task_name") == task]
 
 
 def assert_nothing_left(env, job_id):

@@ -17,6 +17,7 @@ import tempfile
 import pytest
 
 from conftest import PROJECT, wait_for
+from slurm_cluster import live_jobs as live, messages
 from slurm_cluster import SlurmCluster, requires_slurm, slurm_installed, start_daemon_on_cluster
 
 pytestmark = requires_slurm
@@ -83,11 +84,6 @@ def env(cluster, tmp_path_factory):
     assert not live(cluster), "Slurm jobs left behind: %s" % live(cluster)
 
 
-def live(cluster):
-    out = cluster.run("squeue", "-h", "-o", "%i|%T|%j").stdout
-    return [line for line in out.splitlines() if "|ty-" in line]
-
-
 def slurm_jobs(cluster, job_id):
     """Slurm jobs of a Trainyard job still in squeue: [(id, state, partition, account)]."""
     out = cluster.run("squeue", "-h", "-t", "all", "-o", "%i|%T|%P|%a|%j").stdout
@@ -115,11 +111,6 @@ def starts(out, name="master-0"):
         return []
     with open(path) as f:
         return [json.loads(line) for line in f if line.strip()]
-
-
-def messages(d, job_id, task=None):
-    return [e["jsonPayload"]["message"] for e in d.logs(job_id)
-            if task is None or e["resource"]["labels"].get("task_name") == task]
 
 
 def history(d, job_id):

@@ -7,6 +7,7 @@ what it saw to <out>/<task>.jsonl when it starts, so a test counts how often it 
 
 Run with Debian's /usr/bin/python3 -m pytest tests/integration/test_slurm_recovery.py."""
 
+import http.client
 import json
 import os
 import signal
@@ -14,6 +15,7 @@ import signal
 import pytest
 
 from conftest import PROJECT, wait_for
+from slurm_cluster import live_jobs, messages, slurm_jobs
 from slurm_cluster import slurm_cluster  # noqa: F401
 from slurm_cluster import requires_slurm, start_daemon_on_cluster
 
@@ -97,18 +99,6 @@ def env(slurm_cluster, tmp_path_factory):
     assert not live_jobs(slurm_cluster), "Slurm jobs left behind: %s" % live_jobs(slurm_cluster)
 
 
-def slurm_jobs(cluster, job_id):
-    """Every Slurm job (live or ended within MinJobAge) of a Trainyard job: (id, state, name)."""
-    out = cluster.run("squeue", "-h", "-t", "all", "-o", "%i|%T|%j").stdout
-    rows = [line.split("|") for line in out.splitlines() if line.strip()]
-    return [r for r in rows if r[2].startswith("ty-") and ("-%s-" % job_id) in r[2]]
-
-
-def live_jobs(cluster):
-    out = cluster.run("squeue", "-h", "-o", "%i|%T|%j").stdout
-    return [line for line in out.splitlines() if "|ty-" in line]
-
-
 def submit(env, job_id, args=(), may_die=False, **training):
     """Creates the job; `may_die`: the daemon may die before it answers (the job is stored
     before admission starts it, so it is there after a restart)."""
@@ -120,7 +110,7 @@ def submit(env, job_id, args=(), may_die=False, **training):
     try:
         status, body = env["daemon"].request("POST", "/v1/projects/%s/jobs" % PROJECT,
                                              {"jobId": job_id, "trainingInput": ti})
-    except OSError:
+    except (OSError, http.client.HTTPException):  # e.g. IncompleteRead: it died mid-answer
         if not may_die:
             raise
         return out
@@ -135,11 +125,6 @@ def starts(out, name):
         return []
     with open(path) as f:
         return [json.loads(line) for line in f if line.strip()]
-
-
-def messages(d, job_id, task=None):
-    return [e["jsonPayload"]["message"] for e in d.logs(job_id)
-            if task is None or e["resource"]["labels"].get("task_name") == task]
 
 
 def kill_at(env, failpoint, job_id, args):

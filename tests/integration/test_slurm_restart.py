@@ -19,6 +19,7 @@ import signal
 import pytest
 
 from conftest import PROJECT, wait_for
+from slurm_cluster import live_jobs, messages, slurm_jobs
 from slurm_cluster import slurm_cluster  # noqa: F401
 from slurm_cluster import requires_slurm, start_daemon_on_cluster
 
@@ -80,17 +81,6 @@ def env(slurm_cluster, tmp_path_factory):
     assert not live_jobs(slurm_cluster), live_jobs(slurm_cluster)
 
 
-def live_jobs(cluster):
-    out = cluster.run("squeue", "-h", "-o", "%i|%T|%j").stdout
-    return [line for line in out.splitlines() if "|ty-" in line]
-
-
-def slurm_jobs(cluster, job_id):
-    out = cluster.run("squeue", "-h", "-t", "all", "-o", "%i|%T|%j").stdout
-    rows = [line.split("|") for line in out.splitlines() if line.strip()]
-    return [r for r in rows if r[2].startswith("ty-") and ("-%s-" % job_id) in r[2]]
-
-
 def submit(env, job_id, **training):
     out = os.path.join(str(env["root"]), "out-" + job_id)
     os.makedirs(out, exist_ok=True)
@@ -118,11 +108,6 @@ def slurm_step(env, job_id, task):
             return json.load(f)
     except (OSError, ValueError):
         return None
-
-
-def messages(d, job_id, task=None):
-    return [e["jsonPayload"]["message"] for e in d.logs(job_id)
-            if task is None or e["resource"]["labels"].get("task_name") == task]
 
 
 def parent_of(pid):
