@@ -398,7 +398,6 @@ class SlurmExecutor final : public Executor {
   // A gang is one allocation: a lost replica's run restarts whole (a new allocation, new
   // addresses for every replica, the same identities), unless the replica was killed inside
   // an allocation that is still healthy: then its step restarts in place (RestartInPlace).
-  bool RestartsWholeRuns() const override { return true; }
   bool RestartsWholeRun(const ReplicaKey& key, const ReplicaExit&) const override {
     std::lock_guard<std::mutex> lock(mu_);
     return in_place_.count(key) == 0;
@@ -465,6 +464,12 @@ class SlurmExecutor final : public Executor {
   // Whether a gang Slurm does not list left any trace of running (its driver's output, a
   // launcher's files): a job that ran and left squeue (MinJobAge) is never submitted again.
   bool GangRan(const Gang& gang, const std::vector<ReplicaKey>& members) const;
+  // Where a gang waits: `chosen` (its label's partition), else slurm.partition, else the
+  // cluster's default partition.
+  std::string PartitionOf(const std::string& chosen) const {
+    if (!chosen.empty()) return chosen;
+    return options_.partition.empty() ? options_.default_partition : options_.partition;
+  }
   // Queues the gang's sbatch (mu_ held).
   void QueueSubmitLocked(const std::shared_ptr<Gang>& gang);
   // A new step for the replica in its gang's running allocation: same node, port, work dir and
@@ -535,9 +540,7 @@ Status SlurmExecutor::LaunchGang(std::span<const ReplicaSpec> specs, const GangS
   auto gang = std::make_shared<Gang>();
   gang->name = SlurmJobName(options_.name_prefix, specs[0].key, suffix);
   gang->dir = run_dir + "/slurm-" + suffix;
-  gang->partition = !partition.empty()            ? partition
-                    : !options_.partition.empty() ? options_.partition
-                                                  : options_.default_partition;
+  gang->partition = PartitionOf(partition);
   TRAINYARD_RETURN_IF_ERROR(MakeDirs(gang->dir));
 
   // One component per distinct shape. Several shapes run as a heterogeneous job when the
@@ -1037,11 +1040,7 @@ std::vector<RecoveredReplica> SlurmExecutor::Recover(const std::vector<ReplicaKe
           gang->in_place = j.value("restartInPlace", false);
         }
         if (j.is_object()) {
-          gang->partition = j.value("slurmPartition", "");
-          if (gang->partition.empty()) {
-            gang->partition =
-                options_.partition.empty() ? options_.default_partition : options_.partition;
-          }
+          gang->partition = PartitionOf(j.value("slurmPartition", ""));
         }
       }
     }

@@ -76,7 +76,6 @@ class FakeExecutor : public executor::Executor {
     return it != metric_tags.end() ? it->second : std::vector<std::string>{};
   }
   int RunningCount() const override { return 0; }
-  bool RestartsWholeRuns() const override { return whole_runs; }
   bool QueuesGangs() const override { return queues; }
   std::string PendingReason(const executor::ReplicaKey& key) const override {
     std::lock_guard<std::mutex> lock(mu);
@@ -116,7 +115,7 @@ class FakeExecutor : public executor::Executor {
   std::map<executor::ReplicaKey, std::vector<std::string>> metric_tags;  // in the metric file
   std::vector<executor::ReplicaKey> recover_keys;
   std::set<executor::ReplicaKey> reattach;  // still running at Recover
-  bool whole_runs = false;                  // a backend like Slurm's (RestartsWholeRuns)
+  bool whole_runs = false;                  // a backend like Slurm's (RestartsWholeRun)
   bool queues = false;                      // a backend with its own queue (QueuesGangs)
   // Launched replicas waiting in that queue: the reason and the place it gives.
   std::map<executor::ReplicaKey, std::pair<std::string, int64_t>> waiting;

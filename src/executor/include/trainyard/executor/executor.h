@@ -298,20 +298,17 @@ class Executor {
     (void)key;
     return 0;
   }
-  // Whether a lost replica is restarted with its whole run (every replica of the job, or of
-  // the trial, stopped and launched again together with LaunchGang): a backend that gives each
-  // gang attempt one allocation (Slurm) cannot add one replica to a running gang, and the
-  // peers of a replica started elsewhere would keep its old address. false: the lost replica
+  // Whether the lost replica `key`, which ended as `exit`, is restarted with its whole run
+  // (every replica of the job, or of the trial, stopped and launched again together with
+  // LaunchGang); asked from within ExecutorListener::OnReplicaExit, before Launch. A backend
+  // that gives each gang attempt one allocation (Slurm) cannot add a replica to a running gang
+  // elsewhere, and its peers would keep the old address: there, only a replica killed inside a
+  // healthy allocation gets a new step on its node (Launch). false (local): the lost replica
   // alone is launched again (Launch), with the same identity and address.
-  virtual bool RestartsWholeRuns() const { return false; }
-  // The same for one lost replica, `key`, which ended as `exit` (asked from within
-  // ExecutorListener::OnReplicaExit, before Launch): a backend may restart some losses in place
-  // and others whole. Slurm: a replica killed inside a healthy allocation gets a new step on its
-  // node (Launch), one whose allocation is gone restarts with its whole run.
   virtual bool RestartsWholeRun(const ReplicaKey& key, const ReplicaExit& exit) const {
     (void)key;
     (void)exit;
-    return RestartsWholeRuns();
+    return false;
   }
   // Number of replicas currently running (for /metrics).
   virtual int RunningCount() const = 0;
