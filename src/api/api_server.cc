@@ -28,6 +28,7 @@
 #include "logging_api.h"
 #include "routes.h"
 #include "trainyard/console/console.h"
+#include "trainyard/core/etag.h"
 #include "trainyard/core/log.h"
 #include "trainyard/core/time.h"
 #include "trainyard/core/util.h"

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "trainyard/core/hash.h"
 #include "trainyard/core/time.h"
 
 namespace trainyard::api {
@@ -29,12 +30,7 @@ constexpr std::string_view kRegions[] = {
 
 // A stable 12-digit project number for a project id (Trainyard has no project registry).
 uint64_t ProjectNumber(std::string_view project) {
-  uint64_t h = 1469598103934665603ULL;  // FNV-1a
-  for (unsigned char c : project) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return 100000000000ULL + h % 900000000000ULL;
+  return 100000000000ULL + Fnv1a(project, kFnv1aLegacyBasis) % 900000000000ULL;
 }
 
 json LocationOf(std::string_view project, std::string_view region,

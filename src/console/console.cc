@@ -7,6 +7,8 @@
 #include <charconv>
 #include <memory>
 
+#include "trainyard/core/etag.h"
+
 namespace trainyard::console {
 
 namespace {
@@ -26,20 +28,6 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
            return std::tolower(static_cast<unsigned char>(x)) ==
                   std::tolower(static_cast<unsigned char>(y));
          });
-}
-
-// True when `header` (an If-None-Match value: "*" or a list of entity tags, weak or strong)
-// names `etag`. Weak comparison, as RFC 9110 §13.1.2 asks for If-None-Match.
-bool EtagMatches(std::string_view header, std::string_view etag) {
-  while (!header.empty()) {
-    size_t comma = header.find(',');
-    std::string_view tag = Trim(header.substr(0, comma));
-    header = comma == std::string_view::npos ? std::string_view() : header.substr(comma + 1);
-    if (tag == "*") return true;
-    if (tag.starts_with("W/")) tag.remove_prefix(2);
-    if (tag == etag) return true;
-  }
-  return false;
 }
 
 const ConsoleAsset* Find(std::span<const ConsoleAsset> assets, std::string_view path) {
@@ -142,7 +130,7 @@ ConsoleReply ServeConsole(std::span<const ConsoleAsset> assets, std::string_view
                              asset->immutable ? "public, max-age=31536000, immutable" : "no-cache");
   reply.headers.emplace_back("ETag", std::string(asset->etag));
   if (asset->gz != nullptr) reply.headers.emplace_back("Vary", "Accept-Encoding");
-  if (!if_none_match.empty() && EtagMatches(if_none_match, asset->etag)) {
+  if (!if_none_match.empty() && IfNoneMatchHits(if_none_match, asset->etag)) {
     reply.status = 304;
     return reply;
   }

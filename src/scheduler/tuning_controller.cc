@@ -31,6 +31,7 @@
 #include <stdexcept>
 
 #include "scheduler_core.h"
+#include "trainyard/core/hash.h"
 #include "trainyard/core/log.h"
 #include "trainyard/core/util.h"
 #include "trainyard/model/state_machine.h"
@@ -69,15 +70,8 @@ json HyperparameterSpecOf(const Job& job) {
   return it != ti.end() && it->is_object() ? *it : json::object();
 }
 
-// FNV-1a: a seed that is the same on every run and every build.
-uint64_t StableHash(std::string_view s) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
+// A seed that is the same on every run and every build.
+uint64_t StableHash(std::string_view s) { return Fnv1a(s, kFnv1aLegacyBasis); }
 
 // "Trainyard decides" (maxFailedTrials 0): a job whose first three trials all fail has a broken
 // trainer or spec; otherwise it fails once more than half of maxTrials failed.
@@ -476,11 +470,8 @@ bool SchedulerCore::PrepareSuggestions() {
 }
 
 uint64_t StudyFingerprint(const tuning::Study& study) {
-  uint64_t h = 1469598103934665603ULL;
-  auto mix = [&h](uint64_t v) {
-    h ^= v;
-    h *= 1099511628211ULL;
-  };
+  uint64_t h = kFnv1aLegacyBasis;
+  auto mix = [&h](uint64_t v) { h = Fnv1aMix(h, v); };
   for (const tuning::Trial& t : study.trials()) {
     mix(static_cast<uint64_t>(t.id));
     mix(static_cast<uint64_t>(t.state));

@@ -8,6 +8,7 @@
 #include <limits>
 #include <tuple>
 
+#include "trainyard/core/hash.h"
 #include "trainyard/core/time.h"
 #include "trainyard/core/util.h"
 
@@ -53,11 +54,7 @@ bool Plain(const ListJobsRequest& r) {
 
 // "o<key><direction><16 hex digits of the filter's FNV-1a hash>:"
 std::string TokenScope(const ListJobsRequest& r) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : r.filter_text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
+  const uint64_t h = Fnv1a(r.filter_text);
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
   const bool desc = r.order.key == JobOrderKey::kDefault || r.order.descending;

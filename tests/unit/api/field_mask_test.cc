@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "http_cache.h"
+#include "trainyard/core/etag.h"
 
 namespace trainyard::api {
 namespace {

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "trainyard/core/etag.h"
+#include "trainyard/core/hash.h"
 #include "trainyard/core/status.h"
 #include "trainyard/core/time.h"
 #include "trainyard/core/units.h"
@@ -91,6 +93,30 @@ TEST(UtilTest, SplitKeepsEmptyFields) {
   EXPECT_EQ(Split("a,,b", ','), want);
   EXPECT_TRUE(StartsWith("gs://b", "gs://"));
   EXPECT_TRUE(EndsWith("x.tar.gz", ".tar.gz"));
+}
+
+TEST(HashTest, Fnv1aMatchesPublishedVectors) {
+  // FNV's own test vectors for 64-bit FNV-1a.
+  EXPECT_EQ(Fnv1a(""), 0xcbf29ce484222325ull);
+  EXPECT_EQ(Fnv1a("a"), 0xaf63dc4c8601ec8cull);
+  EXPECT_EQ(Fnv1a("foobar"), 0x85944171f73967e8ull);
+  // Chaining continues a hash: "foo" then "bar" is "foobar".
+  EXPECT_EQ(Fnv1a("bar", Fnv1a("foo")), Fnv1a("foobar"));
+  // The legacy basis gives other values, stable across builds (project numbers depend on it).
+  static_assert(Fnv1a("", kFnv1aLegacyBasis) == kFnv1aLegacyBasis);
+  EXPECT_NE(Fnv1a("a", kFnv1aLegacyBasis), Fnv1a("a"));
+}
+
+TEST(EtagTest, IfNoneMatchUsesWeakComparison) {
+  EXPECT_TRUE(IfNoneMatchHits("\"v1\"", "\"v1\""));
+  EXPECT_TRUE(IfNoneMatchHits("W/\"v1\"", "\"v1\""));
+  EXPECT_TRUE(IfNoneMatchHits("\"v1\"", "W/\"v1\""));
+  EXPECT_TRUE(IfNoneMatchHits(" \"x\" ,\t\"v1\" ", "\"v1\""));
+  EXPECT_TRUE(IfNoneMatchHits("*", "\"v1\""));
+  EXPECT_FALSE(IfNoneMatchHits("", "\"v1\""));
+  EXPECT_FALSE(IfNoneMatchHits("\"v2\"", "\"v1\""));
+  EXPECT_FALSE(IfNoneMatchHits("v1", "\"v1\""));
+  EXPECT_FALSE(IfNoneMatchHits(", ,", "\"v1\""));
 }
 
 }  // namespace
