@@ -272,6 +272,22 @@ class CompiledFilter final : public Filter {
     return std::nullopt;
   }
 
+  std::optional<Timestamp> CreateTimeFloor() const override {
+    // MatchTime: a job that passes one of these has create_time >= n.time (flooring to the
+    // second only lowers the value compared).
+    std::optional<Timestamp> floor;
+    for (uint32_t i : TopConjuncts()) {
+      const Node& n = nodes_[i];
+      if (n.kind != Node::Kind::kRestriction || n.field != FieldId::kCreateTime ||
+          n.pattern == Pattern::kAny ||
+          (n.op != Op::kGt && n.op != Op::kGe && n.op != Op::kEq && n.op != Op::kHas)) {
+        continue;
+      }
+      if (!floor || n.time > *floor) floor = n.time;
+    }
+    return floor;
+  }
+
  private:
   std::vector<uint32_t> TopConjuncts() const {
     const Node& root = nodes_[root_];

@@ -35,6 +35,7 @@
 #include "store_common.h"
 #include "trainyard/core/failpoint.h"
 #include "trainyard/core/log.h"
+#include "trainyard/core/time.h"
 #include "trainyard/core/util.h"
 #include "trainyard/store/store_sqlite.h"
 
@@ -52,8 +53,9 @@ constexpr int kBusyTimeoutMs = 5000;
 constexpr size_t kMaxBatch = 256;
 // Idle reader connections kept open.
 constexpr size_t kMaxIdleReaders = 8;
-// A jobId prefix matching at most this many jobs is listed through the (project, job_id) index
-// and sorted; a less selective prefix is checked while walking the seq-ordered index.
+// A jobId prefix (or createTime floor) matching at most this many jobs is listed through the
+// (project, job_id) index (the createTime index) and sorted; a less selective one is checked
+// while walking the page's order.
 constexpr int64_t kPrefixIndexMaxRows = 2000;
 // Bounds of one log chunk (a chunk is read whole even when a cursor or limit needs a few lines).
 constexpr size_t kMaxChunkLines = 4096;
@@ -310,22 +312,44 @@ class SqliteJobStore final : public JobStore {
       TRAINYARD_ASSIGN_OR_RETURN(int64_t n, CountPrefix(*reader, request.project, *prefix, upper));
       by_prefix = n <= kPrefixIndexMaxRows;
     }
+    // A lower bound on createTime (createTime>-P1D, the console's recent jobs) that leaves few
+    // jobs: read just those through the createTime index instead of every row of the project.
+    std::optional<int64_t> created_from;  // seconds, as the index sorts them
+    if (!by_prefix && request.filter != nullptr) {
+      if (std::optional<Timestamp> t = request.filter->CreateTimeFloor()) {
+        const int64_t secs = *t >= 0 ? *t / kMicrosPerSecond : (*t + 1) / kMicrosPerSecond - 1;
+        TRAINYARD_ASSIGN_OR_RETURN(int64_t n, CountCreatedFrom(*reader, request.project, secs));
+        if (n <= kPrefixIndexMaxRows) created_from = secs;
+      }
+    }
     // Bound parameters: ?1 project, ?2 seq cursor, ?3 prefix, ?4 prefix upper bound, ?5 state,
-    // ?6 sort value cursor.
+    // ?6 sort value cursor, ?7 createTime floor (seconds).
     std::string prefix_terms;
     if (prefix) prefix_terms = upper ? " AND job_id >= ?3 AND job_id < ?4" : " AND job_id >= ?3";
+    const std::string created_terms = std::string(" AND ") + kCreateSortSql + " >= ?7";
     auto bind = [&](Stmt& stmt) {
       stmt.Bind(1, request.project);
       if (prefix) stmt.Bind(3, *prefix);
       if (upper) stmt.Bind(4, *upper);
+      if (created_from) stmt.Bind(7, *created_from);
     };
     if (request.order.key != JobOrderKey::kDefault) {
-      if (by_prefix) return ListFewSorted(*reader, scan, cursor, prefix_terms, bind);
+      if (by_prefix) {
+        return ListFewSorted(*reader, scan, cursor, "jobs_project_job_id", prefix_terms, bind);
+      }
+      if (created_from) {
+        return ListFewSorted(*reader, scan, cursor, "jobs_project_create_order",
+                             created_terms + prefix_terms, bind);
+      }
       return ListSorted(*reader, scan, cursor, prefix_terms, bind);
     }
     std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs INDEXED BY ";
     if (by_prefix) {
       sql += "jobs_project_job_id WHERE project = ?1" + prefix_terms + " AND seq < ?2";
+      if (scan.state) sql += " AND state = ?5";
+    } else if (created_from) {
+      sql += "jobs_project_create_order WHERE project = ?1" + created_terms + " AND seq < ?2" +
+             prefix_terms;
       if (scan.state) sql += " AND state = ?5";
     } else if (scan.state) {
       sql += "jobs_project_state_seq WHERE project = ?1 AND state = ?5 AND seq < ?2" + prefix_terms;
@@ -1130,16 +1154,15 @@ class SqliteJobStore final : public JobStore {
     return std::move(scan.response);
   }
 
-  // ListJobs in request.order when the filter's jobId prefix selects few jobs: all of them
-  // through jobs_project_job_id, sorted here.
+  // ListJobs in request.order when the filter selects few jobs through one range of `index`
+  // (a jobId prefix, a createTime floor): all of them, sorted here.
   Result<ListJobsResponse> ListFewSorted(Connection& conn, ListScan& scan,
                                          const std::optional<internal::JobCursor>& cursor,
-                                         const std::string& prefix_terms,
+                                         const char* index, const std::string& range_terms,
                                          const std::function<void(Stmt&)>& bind) {
     const ListJobsRequest& request = *scan.request;
-    std::string sql = std::string("SELECT ") + kJobColumns +
-                      " FROM jobs INDEXED BY jobs_project_job_id WHERE project = ?1" +
-                      prefix_terms + (scan.state ? " AND state = ?5" : "");
+    std::string sql = std::string("SELECT ") + kJobColumns + " FROM jobs INDEXED BY " + index +
+                      " WHERE project = ?1" + range_terms + (scan.state ? " AND state = ?5" : "");
     TRAINYARD_ASSIGN_OR_RETURN(Stmt stmt, conn.Prepare(sql));
     bind(stmt);
     if (scan.state) stmt.Bind(5, static_cast<int64_t>(*scan.state));
@@ -1178,6 +1201,17 @@ class SqliteJobStore final : public JobStore {
     TRAINYARD_ASSIGN_OR_RETURN(Stmt stmt, conn.Prepare(sql));
     stmt.Bind(1, project).Bind(2, prefix).Bind(4, kPrefixIndexMaxRows + 1);
     if (upper) stmt.Bind(3, *upper);
+    TRAINYARD_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    return row ? stmt.Int(0) : 0;
+  }
+
+  // How many jobs of `project` were created at or after `secs` (up to kPrefixIndexMaxRows + 1).
+  Result<int64_t> CountCreatedFrom(Connection& conn, const std::string& project, int64_t secs) {
+    TRAINYARD_ASSIGN_OR_RETURN(
+        Stmt stmt, conn.Prepare(std::string("SELECT count(*) FROM (SELECT 1 FROM jobs INDEXED BY "
+                                            "jobs_project_create_order WHERE project = ?1 AND ") +
+                                kCreateSortSql + " >= ?2 LIMIT ?3)"));
+    stmt.Bind(1, project).Bind(2, secs).Bind(3, kPrefixIndexMaxRows + 1);
     TRAINYARD_ASSIGN_OR_RETURN(bool row, stmt.Step());
     return row ? stmt.Int(0) : 0;
   }

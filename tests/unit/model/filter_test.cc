@@ -192,6 +192,22 @@ TEST_F(FilterTest, RequiredStateAndPrefixComeOnlyFromTopLevelConjuncts) {
   EXPECT_EQ(k->RequiredJobIdPrefix(), "ab");
 }
 
+TEST_F(FilterTest, CreateTimeFloorIsTheLargestLowerBoundOfATopLevelConjunct) {
+  const Timestamp t2024 = *ParseRfc3339("2024-01-01T00:00:00Z");
+  const Timestamp t2025 = *ParseRfc3339("2025-06-01T12:00:00.5Z");
+  EXPECT_EQ(Compile("createTime>2024-01-01")->CreateTimeFloor(), t2024);
+  EXPECT_EQ(Compile("createTime>=\"2024-01-01T00:00:00Z\"")->CreateTimeFloor(), t2024);
+  EXPECT_EQ(Compile("create_time=2024-01-01 state:FAILED")->CreateTimeFloor(), t2024);
+  EXPECT_EQ(Compile("createTime>2024-01-01 createTime>=2025-06-01T12:00:00.5Z")->CreateTimeFloor(),
+            t2025);
+  // Upper bounds, negations, disjunctions, presence and other times give none.
+  for (const char* text :
+       {"createTime<2024-01-01", "createTime!=2024-01-01", "NOT createTime>2024-01-01",
+        "createTime>2024-01-01 OR state:FAILED", "createTime:*", "startTime>2024-01-01"}) {
+    EXPECT_FALSE(Compile(text)->CreateTimeFloor().has_value()) << text;
+  }
+}
+
 TEST_F(FilterTest, RejectsSyntaxErrors) {
   for (const char* text :
        {"jobId:", "jobId", "(jobId:a", "jobId:a)", "()", "jobId:a AND", "AND jobId:a", "jobId:a OR",

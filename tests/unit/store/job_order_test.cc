@@ -168,12 +168,23 @@ TEST_P(JobOrderTest, EveryOrderPagesLikeASortOfEverything) {
   auto zeta = testing::JobIdStartsWith("zeta_");
   auto team = testing::LabelIs("team", "t1");
   auto zeta_queued = testing::JobIdStartsWithAndStateIs("zeta_", JobState::kQueued);
+  // createTime floors inside a second (sub-second parts differ) and before 1970.
+  const Timestamp base = 1700000000000000;
+  auto recent = testing::CreatedFrom(base + 2 * kMicrosPerSecond + 30000);
+  auto since_1969 = testing::CreatedFrom(-1000000);
+  const Timestamp floor = base + 3 * kMicrosPerSecond;
+  auto recent_failed = testing::FuncFilter(
+      [floor](const Job& j) { return j.create_time >= floor && j.state == JobState::kFailed; },
+      JobState::kFailed, std::nullopt, floor);
   const std::vector<std::pair<const model::Filter*, std::string>> filters = {
       {nullptr, ""},
       {&failed, "state:FAILED"},
       {&zeta, "jobId:zeta_*"},
       {&team, "labels.team=t1"},
-      {&zeta_queued, "jobId:zeta_* AND state:QUEUED"}};
+      {&zeta_queued, "jobId:zeta_* AND state:QUEUED"},
+      {&recent, "createTime>=recent"},
+      {&since_1969, "createTime>=-1s"},
+      {&recent_failed, "createTime>=floor AND state:FAILED"}};
   for (JobOrderKey key : kKeys) {
     for (bool desc : {false, true}) {
       const JobOrder order{key, desc};
@@ -188,7 +199,12 @@ TEST_P(JobOrderTest, EveryOrderPagesLikeASortOfEverything) {
     }
   }
   // The default order is unchanged: newest first.
-  EXPECT_EQ(ListAll({}, nullptr, 7), Expect({}, nullptr));
+  for (const auto& [filter, text] : filters) {
+    for (int page_size : {1, 7, 100}) {
+      EXPECT_EQ(ListAll({}, filter, page_size, text), Expect({}, filter))
+          << "default order, filter \"" << text << "\", page size " << page_size;
+    }
+  }
 }
 
 TEST_P(JobOrderTest, TiesKeepCreationOrderInTheKeysDirection) {

@@ -17,17 +17,23 @@ class FuncFilter final : public model::Filter {
  public:
   FuncFilter(std::function<bool(const model::Job&)> match,
              std::optional<model::JobState> state = std::nullopt,
-             std::optional<std::string> prefix = std::nullopt)
-      : match_(std::move(match)), state_(state), prefix_(std::move(prefix)) {}
+             std::optional<std::string> prefix = std::nullopt,
+             std::optional<Timestamp> created_from = std::nullopt)
+      : match_(std::move(match)),
+        state_(state),
+        prefix_(std::move(prefix)),
+        created_from_(created_from) {}
 
   bool Matches(const model::Job& job) const override { return match_(job); }
   std::optional<model::JobState> RequiredState() const override { return state_; }
   std::optional<std::string> RequiredJobIdPrefix() const override { return prefix_; }
+  std::optional<Timestamp> CreateTimeFloor() const override { return created_from_; }
 
  private:
   std::function<bool(const model::Job&)> match_;
   std::optional<model::JobState> state_;
   std::optional<std::string> prefix_;
+  std::optional<Timestamp> created_from_;
 };
 
 // state = s
@@ -54,6 +60,12 @@ inline FuncFilter JobIdStartsWithAndStateIs(const std::string& prefix, model::Jo
   return FuncFilter(
       [prefix, s](const model::Job& j) { return j.state == s && StartsWith(j.job_id, prefix); }, s,
       prefix);
+}
+
+// createTime >= t
+inline FuncFilter CreatedFrom(Timestamp t) {
+  return FuncFilter([t](const model::Job& j) { return j.create_time >= t; }, std::nullopt,
+                    std::nullopt, t);
 }
 
 }  // namespace trainyard::store::testing

@@ -30,6 +30,9 @@ class Filter {
   virtual std::optional<JobState> RequiredState() const = 0;
   // When the filter requires jobId to start with a prefix (a top-level conjunct), that prefix.
   virtual std::optional<std::string> RequiredJobIdPrefix() const = 0;
+  // When a top-level conjunct bounds createTime from below (createTime >, >=, = or : a time),
+  // the largest such time: no job created before it matches. Lets the store narrow a scan.
+  virtual std::optional<Timestamp> CreateTimeFloor() const = 0;
 };
 
 // INVALID_ARGUMENT naming the position and the problem on a syntax error or unknown field.
