@@ -1,6 +1,7 @@
 #include "trainyard/executor/launcher_protocol.h"
 
 #include <charconv>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
@@ -189,6 +190,24 @@ std::string ExitToJson(const ReplicaExit& exit) {
   if (exit.disk_full) j["diskFull"] = true;
   if (exit.stop_unrequested) j["stopUnrequested"] = true;
   return Dump(j);
+}
+
+std::string ExitToJson(const ReplicaExit& exit, int attempt) {
+  if (attempt < 0) return ExitToJson(exit);
+  json j = json::parse(ExitToJson(exit), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return ExitToJson(exit);
+  j["attempt"] = attempt;
+  return Dump(j);
+}
+
+int ExitReportAttempt(std::string_view text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return -1;
+  auto it = j.find("attempt");
+  if (it == j.end() || !it->is_number_integer()) return -1;
+  const int64_t attempt = it->get<int64_t>();
+  return attempt >= 0 && attempt <= std::numeric_limits<int>::max() ? static_cast<int>(attempt)
+                                                                    : -1;
 }
 
 Result<ReplicaExit> ExitFromJson(std::string_view text) {

@@ -46,6 +46,7 @@
 #include "trainyard/core/util.h"
 #include "trainyard/executor/launcher_protocol.h"
 #include "trainyard/executor/slurm.h"
+#include "trainyard/executor/slurm_control.h"
 #include "trainyard/executor/subprocess.h"
 #include "work_dir_tail.h"
 
@@ -66,7 +67,8 @@ constexpr const char* kSbatchLock = "sbatch.lock";
 // time limit (--signal=B:USR1): their SIGTERM was Trainyard's after all.
 constexpr const char* kTimeLimitFile = "time-limit";
 // Restart in place: the daemon's decisions on the gang's ended steps, one line each, appended
-// ("restart <task> <attempt>" or "release <task>"), read by the driver (slurm_driver.cc).
+// ("restart <task> <attempt>" or "release <task> <attempt>"), read by the driver
+// (slurm_driver.cc; the protocol in slurm_control.h).
 constexpr const char* kControlFile = "control.log";
 constexpr Duration kCommandTimeout = 30 * kMicrosPerSecond;
 // After an exit was seen, polls spent re-delivering lines the store refused.
@@ -339,6 +341,7 @@ struct Gang {
   bool cancel_sent = false;    // scancel -s TERM (or a plain scancel while not running)
   int64_t hard_cancel_at = 0;  // monotonic; a plain scancel, 0 = none due
   bool in_place = false;       // its driver restarts a replica's step in place (plan.json)
+  int64_t listed_at = 0;       // monotonic: when the last squeue that listed it began
 };
 
 struct SReplica {
@@ -373,6 +376,23 @@ std::shared_ptr<SReplica> NewReplica(const ReplicaSpec& spec, std::shared_ptr<Ga
   r->tail.metric_tag = spec.metric_tag;
   r->tail.attempt = spec.attempt;
   return r;
+}
+
+// Whether the replica's work dir holds the exit report of an attempt older than its spec's
+// (`attempt`): the ended step of a restart in place not yet carried out. Then `r` waits for
+// its driver to replace that report (as after RestartInPlace).
+bool StaleExitIn(const std::string& work_dir, int attempt, SReplica* r) {
+  const std::string path = Join(work_dir, kExitFile);
+  struct stat st;
+  struct stat again;
+  if (::stat(path.c_str(), &st) != 0) return false;
+  auto text = ReadFile(path);
+  if (!text.ok() || !SlurmExitIsStale(ExitReportAttempt(*text), attempt)) return false;
+  // Replaced meanwhile (the driver acted): then it is not the one read.
+  if (::stat(path.c_str(), &again) != 0 || again.st_ino != st.st_ino) return false;
+  r->relaunch_pending = true;
+  r->ended_exit_inode = st.st_ino;
+  return true;
 }
 
 class SlurmExecutor final : public Executor {
@@ -588,7 +608,9 @@ Status SlurmExecutor::LaunchGang(std::span<const ReplicaSpec> specs, const GangS
                         {"memPerCpuMb", mem_per_cpu},
                         {"gpus", gres},
                         {"hetGroup", it->second},
-                        {"container", !specs[i].container.image.empty()}});
+                        {"container", !specs[i].container.image.empty()},
+                        // The driver ignores a repeated restart decision for it (slurm_control.h).
+                        {"attempt", specs[i].attempt}});
   }
   const bool het = components.size() > 1 &&
                    (options_.heterogeneous == "always" ||
@@ -884,7 +906,11 @@ Status SlurmExecutor::RestartInPlace(const ReplicaSpec& given, const std::shared
     std::lock_guard<std::mutex> lock(mu_);
     replicas_[spec.key] = std::move(r);
   }
-  TellDriver(*gang, "restart " + spec.key.TaskName() + " " + std::to_string(spec.attempt));
+  // Between the two: the restart is recorded (and counted: the spec holds the attempt) and
+  // its driver not told. A daemon that dies here tells it on its next start (Recover).
+  TY_FAILPOINT("executor.slurm.restart.before_tell");
+  TellDriver(*gang, SlurmControlLine({"restart", spec.key.TaskName(), spec.attempt}));
+  TY_FAILPOINT("executor.slurm.restart.after_tell");
   TY_LOG_INFO(kLog, "restarting {} of job {} in place in Slurm job {} (attempt {})",
               spec.key.TaskName(), spec.key.job_id, gang->slurm_id, spec.attempt);
   Wake();
@@ -1058,6 +1084,11 @@ std::vector<RecoveredReplica> SlurmExecutor::Recover(const std::vector<ReplicaKe
     }
     rec.kill_requested = r->kill_requested;
     rec.stop_reason = r->stop_reason;
+    // A restart in place recorded (the spec is at its new attempt, and counted) that the
+    // driver had not carried out when the daemon stopped: the ended step's report, of an
+    // older attempt, is still there. The decision stands and the driver is told again (it
+    // ignores a repeat); the old report is not this attempt's end (slurm_control.h).
+    const bool retell = !gang->ended && gang->in_place && StaleExitIn(dir, spec->attempt, r.get());
     rec.spec = std::move(spec).value();
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -1069,10 +1100,17 @@ std::vector<RecoveredReplica> SlurmExecutor::Recover(const std::vector<ReplicaKe
       replicas_[key] = r;
       if (!gang->ended) gangs_.insert(gang);
     }
-    rec.running = !gang->ended && !FileExists(Join(dir, kExitFile));
+    rec.running = retell || (!gang->ended && !FileExists(Join(dir, kExitFile)));
     TY_LOG_INFO(kLog, "{} of job {}: {}", key.TaskName(), key.job_id,
                 rec.running ? "re-attached to Slurm job " + gang->slurm_id
                             : std::string("ended while the daemon was down"));
+    if (retell) {
+      TY_LOG_INFO(kLog,
+                  "{} of job {}: its restart in place (attempt {}) was not carried out yet; "
+                  "asking its driver again",
+                  key.TaskName(), key.job_id, rec.spec.attempt);
+      TellDriver(*gang, SlurmControlLine({"restart", key.TaskName(), rec.spec.attempt}));
+    }
     found.push_back(std::move(rec));
   }
   {
@@ -1130,6 +1168,7 @@ void SlurmExecutor::PollSlurm() {
     free_before[g.get()] = !SbatchInFlight(g->dir);
     if (free_before[g.get()]) ran[g.get()] = GangRan(*g, members);
   }
+  const int64_t began = MonotonicMicros();
   auto res = RunCommand({"squeue", "-h", "-u", user_, "-t", "all", "-o", "%i|%T|%r|%N|%j"},
                         SlurmClientEnv(), kCommandTimeout);
   if (!res.ok() || res->exit_code != 0) {
@@ -1212,6 +1251,7 @@ void SlurmExecutor::PollSlurm() {
       gang->seen = true;
       gang->state = s.state;
       gang->reason = s.reason;
+      gang->listed_at = began;
       // What the job's log says of the allocation: the envelope's waste once, why Slurm keeps
       // it waiting (on every change of reason), and where it started.
       const ReplicaKey& first = gang->members.front();
@@ -1572,7 +1612,17 @@ bool SlurmExecutor::Poll(SReplica& r) {
       std::lock_guard<std::mutex> lock(mu_);
       if (r.kill_requested || r.gang->ended) {
         r.gone = true;
-      } else if (auto e = ReadExitReport(r.work_dir); !e.ok() || !e->stop_requested) {
+      } else if (auto e = ReadExitReport(r.work_dir);
+                 e.ok() && e->phase == "lost" && !e->stop_requested) {
+        // Its driver saw the launcher killed in a step Slurm did not end: believed once a
+        // squeue that began after the report was seen still lists the job (then a restart in
+        // place is decided from its state), or says how it ended (its node failed meanwhile).
+        if (r.exit_seen_at == 0) {
+          r.exit_seen_at = MonotonicMicros();
+          next_squeue_ = 0;
+        }
+        r.gone = r.gang->listed_at > r.exit_seen_at;
+      } else if (!e.ok() || !e->stop_requested) {
         r.gone = true;
       } else {
         if (r.exit_seen_at == 0) r.exit_seen_at = MonotonicMicros();
@@ -1702,7 +1752,9 @@ void SlurmExecutor::ReportExit(SReplica& r) {
     restarting = it != replicas_.end() && it->second->gang == r.gang;
     in_place_.erase(r.key);
   }
-  if (tell && !restarting) TellDriver(*r.gang, "release " + r.key.TaskName());
+  if (tell && !restarting) {
+    TellDriver(*r.gang, SlurmControlLine({"release", r.key.TaskName(), r.tail.attempt}));
+  }
 }
 
 }  // namespace

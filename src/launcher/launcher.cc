@@ -411,6 +411,9 @@ class Launcher {
   ReplicaExit failure_;        // why PrepareEnvironment failed
   // Warnings for exit.json's "warnings" (e.g. outputs in a relative gs: directory).
   std::vector<std::string> exit_warnings_;
+  // The attempt exit.json names (the spec's; -1 until the spec is read): on Slurm a report of
+  // an older attempt than the spec's is a step whose restart was not carried out yet.
+  int report_attempt_ = -1;
 
   // Storage clients and /gcs (see the header comment).
   // Trainyard's defaults for the trainer's environment (before the host's and the spec's).
@@ -843,6 +846,7 @@ bool Launcher::Init(std::string* error) {
     return false;
   }
   spec_ = std::move(spec).value();
+  report_attempt_ = spec_.attempt;
   if (auto b = spec_.env.find("TRAINYARD_BUCKETS_DIR"); b != spec_.env.end()) {
     buckets_dir_ = b->second;
   }
@@ -910,7 +914,7 @@ int Launcher::Finish(ReplicaExit exit) {
     }
   }
   ::unlink(Join(work_dir_, executor::kExitReserveFile).c_str());
-  std::string report = executor::ExitToJson(exit);
+  std::string report = executor::ExitToJson(exit, report_attempt_);
   if (!exit_warnings_.empty()) {
     // An addition of the launcher's to exit.json (docs/on-disk-layout.md); readers that do not
     // know it ignore it.
@@ -926,7 +930,8 @@ int Launcher::Finish(ReplicaExit exit) {
     ReplicaExit brief = exit;
     brief.error_tail.clear();
     if (brief.message.size() > 256) brief.message.resize(256);
-    s = WriteFileAtomic(Join(work_dir_, executor::kExitFile), executor::ExitToJson(brief));
+    s = WriteFileAtomic(Join(work_dir_, executor::kExitFile),
+                        executor::ExitToJson(brief, report_attempt_));
   }
   if (!s.ok()) {
     std::fprintf(stderr, "trainyard-launcher: %s\n", s.ToString().c_str());

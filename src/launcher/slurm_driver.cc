@@ -11,7 +11,10 @@
 // Restart in place: a step whose replica may be restarted (killed by a signal nobody at
 // Trainyard sent) keeps its slot until the daemon's decision in the gang's control.log:
 // "restart <task> <attempt>" starts a new step on the same node, with the same port and the
-// same cluster environment; "release <task>" lets it go (docs/slurm.md "Restart in place").
+// same cluster environment; "release <task> <attempt>" lets it go (docs/slurm.md "Restart in
+// place"). Each step knows its replica's attempt, so a decision repeated by a daemon that
+// restarted meanwhile is done once (slurm_control.h). A step whose launcher was killed (srun:
+// "task 0: Killed") is reported at once, so the daemon need not wait for Slurm's verdict.
 //
 // Signals: USR1 comes from Slurm before the job's time limit (sbatch --signal=B:USR1@...): the
 // driver then asks every step to stop gracefully (scancel -s TERM, which never reaches the
@@ -39,6 +42,7 @@
 #include "trainyard/core/time.h"
 #include "trainyard/core/util.h"
 #include "trainyard/executor/launcher_protocol.h"
+#include "trainyard/executor/slurm_control.h"
 #include "trainyard/executor/subprocess.h"
 
 extern char** environ;
@@ -59,7 +63,8 @@ struct Step {
   std::string buf;
   int err_fd = -1;  // srun's stderr (read end): Slurm's own words on the step
   std::string err_buf;
-  bool oom = false;    // srun said the step ended OUT_OF_MEMORY
+  std::vector<std::string> err_lines;  // the first of them (ClassifySrunStepEnd)
+  bool oom = false;                    // srun said the step ended OUT_OF_MEMORY
   bool ended = false;  // exited, its output read to the end, and reported if it had to be
   bool reported = false;
   bool answered = false;
@@ -75,9 +80,14 @@ struct Step {
   bool awaiting = false;
   int64_t await_until = 0;
   int restarts = 0;
+  // The replica's attempt this step runs (the plan's, then each restart's; -1 unknown).
+  int attempt = -1;
   // A restart the daemon asked for before the step had ended here (the launcher's report
-  // comes before srun returns): done as soon as it has.
-  std::string restart_asked;
+  // comes before srun returns): done as soon as it has, as attempt asked_attempt.
+  bool restart_asked = false;
+  int asked_attempt = -1;
+  // The attempt a decision on this step is compared with (DecideSlurmControl).
+  int current_attempt() const { return restart_asked ? asked_attempt : attempt; }
 };
 
 void Say(const std::string& line) {
@@ -87,11 +97,12 @@ void Say(const std::string& line) {
 
 // The exit report of a replica whose step ended before its launcher could write one (srun
 // refused the step, the node failed it): the daemon sees how it ended instead of waiting.
-void ReportLostStep(const Step& s) {
+void ReportLostStep(const Step& s, bool stopping) {
   const std::string path = s.work_dir + "/" + executor::kExitFile;
   if (::access(path.c_str(), F_OK) == 0) return;
   executor::ReplicaExit exit;
   exit.exit_code = 1;
+  const executor::SrunStepEnd end = executor::ClassifySrunStepEnd(s.err_lines, s.status);
   if (s.oom) {
     // Slurm's task/cgroup killed the step for memory and took the launcher with it: the
     // step's OUT_OF_MEMORY, reported as the launcher reports an OOM kill (never restarted).
@@ -100,7 +111,27 @@ void ReportLostStep(const Step& s) {
     exit.signal = SIGKILL;
     exit.oom_killed = true;
     exit.message = "Slurm ended the step of " + s.task_name + " OUT_OF_MEMORY";
-    Status st = WriteFileAtomic(path, executor::ExitToJson(exit));
+    Status st = WriteFileAtomic(path, executor::ExitToJson(exit, s.attempt));
+    if (!st.ok()) Say("cannot write " + path + ": " + st.message());
+    return;
+  }
+  if (s.reported && end.task_signal != 0 && !stopping &&
+      ::access((s.work_dir + "/" + executor::kKillFile).c_str(), F_OK) != 0) {
+    // Its launcher was killed (someone's kill -9, the node's OOM killer) and Slurm did not
+    // end the step: the replica was lost inside a healthy allocation, as locally a launcher
+    // killed with its trainer. Reported now, not left to Slurm's verdict on the job; the
+    // daemon still checks that the job runs before it restarts the replica in place.
+    exit.phase = "lost";
+    exit.signal = end.task_signal;
+    exit.exit_code = 128 + end.task_signal;
+    std::string said;
+    for (const std::string& l : s.err_lines) {
+      if (l.find(": task ") != std::string::npos) said = l;
+    }
+    exit.message = "its launcher was killed by signal " + std::to_string(end.task_signal) +
+                   (s.node.empty() ? std::string() : " on node " + s.node) +
+                   (said.empty() ? std::string() : " (" + said + ")");
+    Status st = WriteFileAtomic(path, executor::ExitToJson(exit, s.attempt));
     if (!st.ok()) Say("cannot write " + path + ": " + st.message());
     return;
   }
@@ -113,7 +144,7 @@ void ReportLostStep(const Step& s) {
   const int code = WIFEXITED(s.status) ? WEXITSTATUS(s.status) : 128 + WTERMSIG(s.status);
   exit.message = "the Slurm step of " + s.task_name + " ended (srun exit status " +
                  std::to_string(code) + ") before its launcher reported";
-  Status st = WriteFileAtomic(path, executor::ExitToJson(exit));
+  Status st = WriteFileAtomic(path, executor::ExitToJson(exit, s.attempt));
   if (!st.ok()) Say("cannot write " + path + ": " + st.message());
 }
 
@@ -121,6 +152,7 @@ void ReportLostStep(const Step& s) {
 // Slurm ended the step OUT_OF_MEMORY ("srun: error: n1: task 0: Out Of Memory").
 void OnSrunError(Step& s, const std::string& line) {
   if (line.find(": Out Of Memory") != std::string::npos) s.oom = true;
+  if (s.err_lines.size() < 64) s.err_lines.push_back(line);
   std::string l = "[" + s.task_name + "] " + line + "\n";
   [[maybe_unused]] ssize_t m = ::write(STDOUT_FILENO, l.data(), l.size());
 }
@@ -154,6 +186,7 @@ bool SpawnStep(Step& s, const std::vector<std::string>& extra) {
   s.pid = 0;
   s.buf.clear();
   s.err_buf.clear();
+  s.err_lines.clear();
   s.oom = s.ended = s.reported = s.answered = s.exited = false;
   s.status = 0;
   int in_pipe[2];
@@ -198,7 +231,7 @@ bool SpawnStep(Step& s, const std::vector<std::string>& extra) {
     s.exited = true;
     s.status = 127 << 8;
     s.ended = true;
-    ReportLostStep(s);
+    ReportLostStep(s, false);
   }
   return true;
 }
@@ -215,7 +248,7 @@ bool MayRestart(const Step& s) {
 
 // The exit report of a replica the daemon asked to restart that cannot be (the job is
 // stopping, or it was stopped meanwhile): it never started again.
-void ReportNotRestarted(const Step& s, const std::string& why) {
+void ReportNotRestarted(const Step& s, const std::string& why, int attempt) {
   executor::ReplicaExit exit;
   exit.phase = "install";
   exit.signal = SIGTERM;
@@ -223,7 +256,8 @@ void ReportNotRestarted(const Step& s, const std::string& why) {
   exit.stop_requested = true;
   exit.message = "the replica was stopped before the trainer started (" + why + ")";
   const std::string path = s.work_dir + "/" + executor::kExitFile;
-  Status st = WriteFileAtomic(path, executor::ExitToJson(exit));
+  // The attempt that never started: the one the daemon's spec is at now.
+  Status st = WriteFileAtomic(path, executor::ExitToJson(exit, attempt));
   if (!st.ok()) Say("cannot write " + path + ": " + st.message());
 }
 
@@ -287,6 +321,7 @@ int RunSlurmDriver(const std::string& plan_path) {
     s.task_name = r.value("taskName", "");
     s.task = r.value("task", 0);
     s.container = r.value("container", false);
+    s.attempt = r.value("attempt", -1);
     if (s.task >= run.tasks.size()) {
       Say("replica " + s.task_name + " names task " + std::to_string(s.task) +
           " outside the run plan");
@@ -334,12 +369,13 @@ int RunSlurmDriver(const std::string& plan_path) {
     }
     return true;
   };
-  auto restart_in_place = [&](Step& s, const std::string& attempt) {
+  auto restart_in_place = [&](Step& s, int attempt) {
     if (!s.ended) {
-      s.restart_asked = attempt;
+      s.restart_asked = true;
+      s.asked_attempt = attempt;
       return;
     }
-    s.restart_asked.clear();
+    s.restart_asked = false;
     s.awaiting = false;
     // The ended step's files go, exit.json last: the daemon reads the work dir again once
     // that one is gone (or replaced).
@@ -348,9 +384,10 @@ int RunSlurmDriver(const std::string& plan_path) {
                           executor::kLauncherErrFile, "slurm.json", executor::kExitFile}) {
       ::unlink((s.work_dir + "/" + f).c_str());
     }
-    if (stop_sent) return ReportNotRestarted(s, "the Slurm job is stopping");
+    if (attempt >= 0) s.attempt = attempt;
+    if (stop_sent) return ReportNotRestarted(s, "the Slurm job is stopping", attempt);
     if (::access((s.work_dir + "/" + executor::kKillFile).c_str(), F_OK) == 0) {
-      return ReportNotRestarted(s, "Trainyard stopped it");
+      return ReportNotRestarted(s, "Trainyard stopped it", attempt);
     }
     std::vector<std::string> extra;
     if (!s.node.empty()) extra.push_back("--nodelist=" + s.node);
@@ -364,7 +401,7 @@ int RunSlurmDriver(const std::string& plan_path) {
     }
     ++s.restarts;
     Say("restarting " + s.task_name + " in place on node " + s.node + ", port " +
-        std::to_string(s.port) + " (attempt " + attempt + ")");
+        std::to_string(s.port) + " (attempt " + std::to_string(attempt) + ")");
     SpawnStep(s, extra);
   };
   auto read_control = [&] {
@@ -374,14 +411,22 @@ int RunSlurmDriver(const std::string& plan_path) {
     if (end == std::string::npos || end < control_offset) return;
     for (const std::string& line :
          Split(std::string_view(*control).substr(control_offset, end - control_offset), '\n')) {
-      std::vector<std::string> w = Split(line, ' ');
-      if (w.size() < 2) continue;
+      const std::optional<executor::SlurmControl> c = executor::ParseSlurmControlLine(line);
+      if (!c) continue;
       for (Step& s : steps) {
-        if (s.task_name != w[1]) continue;
-        if (w[0] == "restart") {
-          restart_in_place(s, w.size() > 2 ? w[2] : "?");
-        } else if (w[0] == "release") {
-          s.awaiting = false;
+        if (s.task_name != c->task) continue;
+        switch (executor::DecideSlurmControl(*c, s.current_attempt())) {
+          case executor::SlurmControlAction::kRestart:
+            restart_in_place(s, c->attempt);
+            break;
+          case executor::SlurmControlAction::kRelease:
+            s.awaiting = false;
+            break;
+          case executor::SlurmControlAction::kIgnore:
+            // A decision repeated by a daemon that restarted before it saw this driver act.
+            Say("ignoring \"" + line + "\": " + s.task_name + " is at attempt " +
+                std::to_string(s.current_attempt()) + " already");
+            break;
         }
       }
     }
@@ -472,9 +517,9 @@ int RunSlurmDriver(const std::string& plan_path) {
       // Reported once srun's words on the step are read to the end (an OUT_OF_MEMORY among them).
       if (s.exited && !s.ended && s.out_fd < 0 && s.err_fd < 0) {
         s.ended = true;
-        ReportLostStep(s);
-        if (!s.restart_asked.empty()) {
-          restart_in_place(s, s.restart_asked);
+        ReportLostStep(s, stop_sent);
+        if (s.restart_asked) {
+          restart_in_place(s, s.asked_attempt);
         } else if (in_place && answered_all && s.answered && !stop_sent && MayRestart(s)) {
           s.awaiting = true;
           s.await_until = MonotonicMicros() + restart_wait;

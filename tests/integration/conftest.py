@@ -190,3 +190,15 @@ def job_body(job_id, package_uri, args=(), module="trainer.task", **training):
           "args": list(args)}
     ti.update(training)
     return {"jobId": job_id, "trainingInput": ti}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Keeps the reports of a module's failed tests on the module (`failed_reports`), so that a
+    module fixture's teardown checks can tell they follow a failure (slurm_cluster.py,
+    teardown_checks): with -x, an error raised by such a teardown ends pytest with a traceback
+    of its own and the failure's report is never printed."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and report.when in ("setup", "call") and item.module is not None:
+        item.module.__dict__.setdefault("failed_reports", []).append(report)

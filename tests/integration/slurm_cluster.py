@@ -16,13 +16,16 @@ against the cluster needs `cluster.env` (it carries SLURM_CONF); pass it to trai
 stop() cancels every job, stops the daemons and ASSERTS that no process of the cluster (daemon,
 slurmstepd, or job process that escaped its step) is left and that no Slurm job was stuck."""
 
+import contextlib
 import glob
 import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
+import traceback
 
 import pytest
 
@@ -316,8 +319,26 @@ class SlurmCluster:
         self.stop()
 
 
+@contextlib.contextmanager
+def teardown_checks(request):
+    """Runs a module fixture's teardown checks (stopping a daemon or a cluster, asserting that
+    nothing is left). After a failed test of the module, a failing check is printed and not
+    raised: what it finds left is most likely that failure's doing, and an error raised there
+    (with -x, at the session's end) makes pytest end with a traceback of its own, without the
+    failure's report. Without a failure it is raised as usual."""
+    try:
+        yield
+    except Exception:
+        failed = getattr(request.module, "failed_reports", [])
+        if not failed:
+            raise
+        sys.stderr.write("\n%s: teardown after %d failed test(s) (first: %s) also failed:\n%s"
+                         % (request.module.__name__, len(failed), failed[0].nodeid,
+                            traceback.format_exc()))
+
+
 @pytest.fixture(scope="module")
-def slurm_cluster():
+def slurm_cluster(request):
     """A started 3-node dev cluster shared by the test module; stopped (and checked for
     leftovers) after the module's last test."""
     if not slurm_installed():
@@ -329,13 +350,14 @@ def slurm_cluster():
         yield cluster
     finally:
         try:
-            cluster.stop()
+            with teardown_checks(request):
+                cluster.stop()
         finally:
             shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
-def slurm_cgroup_cluster():
+def slurm_cgroup_cluster(request):
     """Like slurm_cluster, with Slurm's task/cgroup and proctrack/cgroup on cgroup v1
     (TRAINYARD_SLURM_CGROUP=1): a step's memory is a cgroup limit. Skipped where the host has no
     writable cgroup v1 memory hierarchy."""
@@ -351,7 +373,8 @@ def slurm_cgroup_cluster():
         yield cluster
     finally:
         try:
-            cluster.stop()
+            with teardown_checks(request):
+                cluster.stop()
         finally:
             shutil.rmtree(base, ignore_errors=True)
 

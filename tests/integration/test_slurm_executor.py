@@ -19,7 +19,7 @@ import pytest
 from conftest import PROJECT, wait_for
 from slurm_cluster import messages
 from slurm_cluster import slurm_cluster  # noqa: F401
-from slurm_cluster import requires_slurm, start_daemon_on_cluster
+from slurm_cluster import requires_slurm, start_daemon_on_cluster, teardown_checks
 
 pytestmark = requires_slurm
 
@@ -62,13 +62,14 @@ print("done", name, flush=True)
 
 
 @pytest.fixture(scope="module")
-def env(slurm_cluster, tmp_path_factory):
+def env(slurm_cluster, tmp_path_factory, request):
     """The shared directory, a daemon on the cluster, the trainer package uploaded."""
     root = tmp_path_factory.mktemp("slurm-exec")
     e = start_daemon_on_cluster(slurm_cluster, root, CONFIG, TRAINER, "ty-slurm-shared-")
     yield e
-    e["daemon"].stop()
-    assert not ours(slurm_cluster), "Slurm jobs left behind: %s" % ours(slurm_cluster)
+    with teardown_checks(request):
+        e["daemon"].stop()
+        assert not ours(slurm_cluster), "Slurm jobs left behind: %s" % ours(slurm_cluster)
 
 
 def ours(cluster):

@@ -18,7 +18,7 @@ import pytest
 from conftest import PROJECT, wait_for
 from slurm_cluster import live_jobs, messages, slurm_jobs
 from slurm_cluster import slurm_cgroup_cluster  # noqa: F401
-from slurm_cluster import requires_slurm, start_daemon_on_cluster
+from slurm_cluster import requires_slurm, start_daemon_on_cluster, teardown_checks
 
 pytestmark = requires_slurm
 
@@ -66,12 +66,13 @@ print("released", name, flush=True)
 
 
 @pytest.fixture(scope="module")
-def env(slurm_cgroup_cluster, tmp_path_factory):
+def env(slurm_cgroup_cluster, tmp_path_factory, request):
     root = tmp_path_factory.mktemp("slurm-oom")
     e = start_daemon_on_cluster(slurm_cgroup_cluster, root, CONFIG, TRAINER, "ty-slurm-oom-")
     yield e
-    e["daemon"].stop()
-    assert not live_jobs(slurm_cgroup_cluster), live_jobs(slurm_cgroup_cluster)
+    with teardown_checks(request):
+        e["daemon"].stop()
+        assert not live_jobs(slurm_cgroup_cluster), live_jobs(slurm_cgroup_cluster)
 
 
 def submit(env, job_id, args, **training):

@@ -17,7 +17,7 @@ import pytest
 from conftest import PROJECT, wait_for
 from slurm_cluster import live_jobs, messages, slurm_jobs
 from slurm_cluster import slurm_cluster  # noqa: F401
-from slurm_cluster import requires_slurm, start_daemon_on_cluster
+from slurm_cluster import requires_slurm, start_daemon_on_cluster, teardown_checks
 
 pytestmark = requires_slurm
 
@@ -90,13 +90,14 @@ print("done", name, flush=True)
 
 
 @pytest.fixture(scope="module")
-def env(slurm_cluster, tmp_path_factory):
+def env(slurm_cluster, tmp_path_factory, request):
     """The shared directory, a daemon on the cluster, the trainer package uploaded."""
     root = tmp_path_factory.mktemp("slurm-rec")
     e = start_daemon_on_cluster(slurm_cluster, root, CONFIG, TRAINER, "ty-slurm-rec-")
     yield e
-    e["daemon"].stop()
-    assert not live_jobs(slurm_cluster), "Slurm jobs left behind: %s" % live_jobs(slurm_cluster)
+    with teardown_checks(request):
+        e["daemon"].stop()
+        assert not live_jobs(slurm_cluster), "Slurm jobs left behind: %s" % live_jobs(slurm_cluster)
 
 
 def submit(env, job_id, args=(), may_die=False, **training):

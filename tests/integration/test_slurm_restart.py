@@ -10,6 +10,10 @@ for <out>/release, then reaches every worker at the address in its own TF_CONFIG
 depends on timing: the test kills a trainer once both listen and releases the master once the
 killed one listens again.
 
+The daemon killed between deciding a restart in place and its driver acting on it (failpoints
+`executor.slurm.restart.before_tell` and `.after_tell`, docs/faults.md) restarts the replica
+once and counts it once; a repeated decision in control.log is ignored by the driver.
+
 Run with Debian's /usr/bin/python3 -m pytest tests/integration/test_slurm_restart.py."""
 
 import json
@@ -21,7 +25,7 @@ import pytest
 from conftest import PROJECT, wait_for
 from slurm_cluster import live_jobs, messages, slurm_jobs
 from slurm_cluster import slurm_cluster  # noqa: F401
-from slurm_cluster import requires_slurm, start_daemon_on_cluster
+from slurm_cluster import requires_slurm, start_daemon_on_cluster, teardown_checks
 
 pytestmark = requires_slurm
 
@@ -73,12 +77,13 @@ print("done", name, flush=True)
 
 
 @pytest.fixture(scope="module")
-def env(slurm_cluster, tmp_path_factory):
+def env(slurm_cluster, tmp_path_factory, request):
     root = tmp_path_factory.mktemp("slurm-restart")
     e = start_daemon_on_cluster(slurm_cluster, root, CONFIG, TRAINER, "ty-slurm-restart-")
     yield e
-    e["daemon"].stop()
-    assert not live_jobs(slurm_cluster), live_jobs(slurm_cluster)
+    with teardown_checks(request):
+        e["daemon"].stop()
+        assert not live_jobs(slurm_cluster), live_jobs(slurm_cluster)
 
 
 def submit(env, job_id, **training):
@@ -129,6 +134,9 @@ def test_replica_killed_restarts_in_place_with_its_identity(env, victim):
     assert before is not None
     assert slurm_step(env, job_id, "master-replica-0")["node"] != before["node"]
     first = starts(out, "worker-0")[0]
+    # Its first line is stored (a launcher killed before it relayed the line would lose it).
+    wait_for(lambda: "start 0 of worker-0" in messages(d, job_id, "worker-replica-0"),
+             timeout=60, what="the worker's first line stored")
     # Nobody at Trainyard sends it: the trainer, or its launcher (whose death takes the
     # trainer with it, so the driver reports the step lost).
     os.kill(first["pid"] if victim == "trainer" else parent_of(first["pid"]), signal.SIGKILL)
@@ -156,7 +164,10 @@ def test_replica_killed_restarts_in_place_with_its_identity(env, victim):
     assert len(starts(out, "master-0")) == 1
     assert len(slurm_jobs(c, job_id)) == 1, slurm_jobs(c, job_id)  # no new allocation
     service = messages(d, job_id, "service")
-    how = "was killed by signal 9" if victim == "trainer" else "was lost ("
+    # A killed launcher is reported by the driver from srun's words at once (not after the
+    # executor's wait for Slurm's verdict on a step that ended without a report).
+    how = ("was killed by signal 9" if victim == "trainer"
+           else "was lost (its launcher was killed by signal 9 on node %s" % before["node"])
     assert [m for m in service if m.startswith("The replica worker 0 " + how) and
             m.endswith("; restarting it with the same identity (restart 1 of 2).")], service
     assert not [m for m in service if "new allocation" in m], service
@@ -171,3 +182,73 @@ def test_replica_killed_restarts_in_place_with_its_identity(env, victim):
     wait_for(lambda: not live_jobs(c), timeout=60, what="no Slurm job left")
     wait_for(lambda: not c.job_pids(), timeout=60,
              what="no process of a job left: %s" % c.describe(c.job_pids()))
+
+
+def gang_file(env, job_id, name):
+    """The path of `name` in the job's one gang dir (slurm-*)."""
+    run_dir = os.path.join(env["shared"], "jobs", PROJECT, job_id)
+    gangs = [g for g in os.listdir(run_dir) if g.startswith("slurm-")]
+    assert len(gangs) == 1, gangs
+    return os.path.join(run_dir, gangs[0], name)
+
+
+def read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+@pytest.mark.parametrize("when", ["before_tell", "after_tell"])
+def test_daemon_killed_while_restarting_in_place_restarts_once(env, when):
+    d = env["daemon"]
+    c = env["cluster"]
+    job_id = "inplacefp" + when.replace("_", "")
+    d.stop()
+    d.env = dict(c.env, TRAINYARD_FAILPOINTS="executor.slurm.restart.%s=kill" % when)
+    d.start()
+    out = submit(env, job_id, masterType="n1-standard-16", workerType="n1-standard-16",
+                 workerCount=1)
+    wait_for(lambda: len(starts(out, "master-0")) == 1 and len(starts(out, "worker-0")) == 1,
+             timeout=180, what="both trainers listening")
+    first = starts(out, "worker-0")[0]
+    proc = d.proc
+    os.kill(first["pid"], signal.SIGKILL)
+    # The daemon decides the restart in place (recorded: the spec holds attempt 1) and dies
+    # before, or right after, it asks the driver.
+    assert proc.wait(timeout=120) == -signal.SIGKILL, "the daemon did not die at " + when
+    d.proc = None
+    d.env = c.env
+    work = os.path.join(env["shared"], "jobs", PROJECT, job_id, "worker-replica-0")
+    with open(os.path.join(work, "spec.json")) as f:
+        assert json.load(f).get("attempt") == 1
+    control = gang_file(env, job_id, "control.log")
+    asked = [line for line in read(control).splitlines() if line.startswith("restart ")]
+    assert asked == ([] if when == "before_tell" else ["restart worker-replica-0 1"]), asked
+    d.start()
+    wait_for(lambda: len(starts(out, "worker-0")) == 2, timeout=120,
+             what="the worker's trainer started again")
+    # The same decision once more, as a daemon restarted again before it saw the driver act
+    # would write it: the driver ignores it (without attempts it restarted the step again
+    # once the worker ended).
+    with open(control, "a") as f:
+        f.write("restart worker-replica-0 1\n")
+    with open(os.path.join(out, "release"), "w"):
+        pass
+    job = d.wait_state(job_id, ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=180)
+    assert job["state"] == "SUCCEEDED", job
+    driver_out = gang_file(env, job_id, "driver.out")
+    wait_for(lambda: 'ignoring "restart worker-replica-0 1"' in read(driver_out), timeout=60,
+             what="the driver ignoring the repeated decision")
+    # Restarted once, counted once.
+    assert read(driver_out).count("restarting worker-replica-0 in place") == 1, read(driver_out)
+    assert len(starts(out, "worker-0")) == 2 and len(starts(out, "master-0")) == 1
+    service = messages(d, job_id, "service")
+    restarts = [m for m in service if "restarting it with the same identity" in m]
+    assert len(restarts) == 1 and restarts[0].endswith("(restart 1 of 2)."), service
+    worker_address = json.loads(first["TF_CONFIG"])["cluster"]["worker"][0]
+    assert ("master reached %s: worker-0 attempt 1" % worker_address
+            in messages(d, job_id, "master-replica-0"))
+    assert len(slurm_jobs(c, job_id)) == 1, slurm_jobs(c, job_id)
+    wait_for(lambda: not live_jobs(c), timeout=60, what="no Slurm job left")

@@ -45,7 +45,13 @@ bool MayBeRestarted(const ReplicaExit& exit);
 std::string SpecToJson(const ReplicaSpec& spec);
 Result<ReplicaSpec> SpecFromJson(std::string_view json);
 std::string ExitToJson(const ReplicaExit& exit);
+// The same naming the attempt (the spec's) it was written for ("attempt"; none when < 0): on
+// Slurm, a report of an older attempt than the spec's is not the current attempt's end
+// (slurm_control.h).
+std::string ExitToJson(const ReplicaExit& exit, int attempt);
 Result<ReplicaExit> ExitFromJson(std::string_view json);
+// The attempt an exit report names; -1 when it names none or is not a report.
+int ExitReportAttempt(std::string_view json);
 
 // One log record line (without the trailing newline) and back.
 std::string FormatLogRecord(Timestamp ts, model::Severity severity, bool service,

@@ -1,0 +1,66 @@
+// Restart in place under Slurm (docs/slurm.md "Restart in place"): the protocol between the
+// daemon (slurm_executor.cc), a gang's driver (trainyard-launcher slurm-driver) and the
+// replicas' exit reports, as pure functions.
+//
+// The daemon's decision on a replica's ended step is one line appended to the gang's
+// control.log, naming the replica's attempt:
+//
+//   restart <task> <attempt>   start attempt <attempt> of <task> in a new step, in place
+//   release <task> <attempt>   attempt <attempt> of <task> is not restarted: let its slot go
+//
+// Every exit report (exit.json) names the attempt it was written for. A daemon that died
+// between recording a restart (the replica's spec.json holds the new attempt) and its driver
+// acting on it finds, on its next start, the ended step's report of an older attempt: the
+// decision stands (it was counted), the request is written again, and a driver that already
+// acted on it ignores the repeat. So a restart is done once and counted once whenever the
+// daemon dies, and the old step's report is never read as the new attempt's end.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace trainyard::executor {
+
+struct SlurmControl {
+  std::string verb;  // "restart" or "release"
+  std::string task;  // the replica's task name, e.g. "worker-replica-0"
+  int attempt = -1;  // -1: the line names none (written by an older daemon)
+};
+
+// The control.log line (no newline) of a decision.
+std::string SlurmControlLine(const SlurmControl& c);
+// A control.log line; nullopt for one that is not a decision (unknown verb, no task, an
+// attempt that is not a number).
+std::optional<SlurmControl> ParseSlurmControlLine(std::string_view line);
+
+// What a driver does with a decision on a step whose replica runs attempt `current`, or has a
+// restart to attempt `current` asked for already (-1: unknown).
+enum class SlurmControlAction {
+  kRestart,  // start the new attempt's step (once the ended one is done)
+  kRelease,  // let the ended step's slot go
+  kIgnore,   // a repeat of a restart already done or asked for, or about an older attempt
+};
+SlurmControlAction DecideSlurmControl(const SlurmControl& c, int current);
+
+// Whether an exit report written for `exit_attempt` (-1: it names none) is older than the
+// attempt the replica's spec is at: the report of a step whose restart in place was decided
+// and not yet carried out, which is not the end of the replica's current attempt.
+bool SlurmExitIsStale(int exit_attempt, int spec_attempt);
+
+// How srun said a replica's step ended, from the lines it wrote on its stderr and its own exit
+// status (a wait status).
+struct SrunStepEnd {
+  bool out_of_memory = false;  // "task 0: Out Of Memory": Slurm's task/cgroup killed it
+  // Slurm ended the step or its job: a node failure, a time limit, a preemption, a cancel
+  // ("Node failure on n2", "*** STEP 12.0 ON n1 CANCELLED AT ... ***", "Job step aborted").
+  bool slurm_ended = false;
+  // The step's task (the replica's launcher) was killed by a signal on a node Slurm still
+  // runs, and Slurm did not end the step: "srun: error: n1: task 0: Killed" with srun's exit
+  // status 128 + the signal. Its replica was lost inside a healthy allocation.
+  int task_signal = 0;
+};
+SrunStepEnd ClassifySrunStepEnd(const std::vector<std::string>& stderr_lines, int wait_status);
+
+}  // namespace trainyard::executor

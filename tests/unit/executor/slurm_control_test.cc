@@ -1,0 +1,112 @@
+// Restart in place under Slurm: the control.log protocol's decisions (a repeated decision is
+// done once, a stale exit report is not the current attempt's end) and how srun's words on a
+// step's end are read.
+#include "trainyard/executor/slurm_control.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include "trainyard/executor/launcher_protocol.h"
+
+namespace trainyard::executor {
+namespace {
+
+int Exited(int code) { return (code & 0xff) << 8; }  // a wait status of exit(code)
+
+TEST(SlurmControlTest, LinesRoundTripAndMalformedOnesAreNotDecisions) {
+  EXPECT_EQ(SlurmControlLine({"restart", "worker-replica-0", 2}), "restart worker-replica-0 2");
+  EXPECT_EQ(SlurmControlLine({"release", "master-replica-0", -1}), "release master-replica-0");
+  auto c = ParseSlurmControlLine("restart worker-replica-0 2");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->verb, "restart");
+  EXPECT_EQ(c->task, "worker-replica-0");
+  EXPECT_EQ(c->attempt, 2);
+  auto old = ParseSlurmControlLine("release worker-replica-0");  // an older daemon's line
+  ASSERT_TRUE(old.has_value());
+  EXPECT_EQ(old->attempt, -1);
+  for (const char* bad : {"", "restart", "explode worker-replica-0 1", "restart w x",
+                          "restart w -1", "restart w 1 2", "restart w 1x"}) {
+    EXPECT_FALSE(ParseSlurmControlLine(bad).has_value()) << bad;
+  }
+}
+
+TEST(SlurmControlTest, ARestartIsDoneOnceHoweverOftenItIsAskedFor) {
+  // The step runs attempt 0; the daemon asks for attempt 1.
+  EXPECT_EQ(DecideSlurmControl({"restart", "w", 1}, 0), SlurmControlAction::kRestart);
+  // The same decision again (a daemon restarted before it saw the driver act), once the
+  // driver runs attempt 1 or has it asked for: nothing more.
+  EXPECT_EQ(DecideSlurmControl({"restart", "w", 1}, 1), SlurmControlAction::kIgnore);
+  // A decision about an older attempt is never acted on.
+  EXPECT_EQ(DecideSlurmControl({"restart", "w", 1}, 2), SlurmControlAction::kIgnore);
+  // The next restart of the same replica is a new attempt: done.
+  EXPECT_EQ(DecideSlurmControl({"restart", "w", 2}, 1), SlurmControlAction::kRestart);
+  // Lines or plans without attempts are obeyed as before.
+  EXPECT_EQ(DecideSlurmControl({"restart", "w", -1}, 1), SlurmControlAction::kRestart);
+  EXPECT_EQ(DecideSlurmControl({"restart", "w", 1}, -1), SlurmControlAction::kRestart);
+}
+
+TEST(SlurmControlTest, AReleaseOfAnOlderAttemptLeavesTheStepAlone) {
+  EXPECT_EQ(DecideSlurmControl({"release", "w", 1}, 1), SlurmControlAction::kRelease);
+  EXPECT_EQ(DecideSlurmControl({"release", "w", 0}, 1), SlurmControlAction::kIgnore);
+  EXPECT_EQ(DecideSlurmControl({"release", "w", -1}, 1), SlurmControlAction::kRelease);
+}
+
+TEST(SlurmControlTest, AnExitOfAnOlderAttemptThanTheSpecsIsStale) {
+  EXPECT_TRUE(SlurmExitIsStale(0, 1));    // restart to 1 recorded, the step of 0 not replaced
+  EXPECT_FALSE(SlurmExitIsStale(1, 1));   // the current attempt's end
+  EXPECT_FALSE(SlurmExitIsStale(-1, 1));  // a report naming no attempt: read as before
+  EXPECT_FALSE(SlurmExitIsStale(2, 1));
+}
+
+TEST(SlurmControlTest, ExitReportsNameTheirAttempt) {
+  ReplicaExit exit;
+  exit.phase = "run";
+  exit.signal = SIGKILL;
+  exit.exit_code = 137;
+  const std::string with = ExitToJson(exit, 3);
+  EXPECT_EQ(ExitReportAttempt(with), 3);
+  auto parsed = ExitFromJson(with);
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->signal, SIGKILL);
+  EXPECT_EQ(ExitReportAttempt(ExitToJson(exit)), -1);
+  EXPECT_EQ(ExitReportAttempt(ExitToJson(exit, -1)), -1);
+  EXPECT_EQ(ExitReportAttempt("not json"), -1);
+  EXPECT_EQ(ExitReportAttempt(R"({"attempt": "2"})"), -1);
+}
+
+TEST(SlurmControlTest, ALauncherKilledInAStepSlurmDidNotEndIsReadFromSrun) {
+  // Measured on Slurm 22.05: kill -9 of a step's task.
+  SrunStepEnd killed = ClassifySrunStepEnd(
+      {"srun: error: n1: task 0: Killed", "srun: Force Terminated StepId=1.0"}, Exited(137));
+  EXPECT_EQ(killed.task_signal, SIGKILL);
+  EXPECT_FALSE(killed.slurm_ended);
+  EXPECT_FALSE(killed.out_of_memory);
+  EXPECT_EQ(ClassifySrunStepEnd({"srun: error: n1: task 0: Terminated"}, Exited(143)).task_signal,
+            SIGTERM);
+  // A task that exited with a status of its own was not killed.
+  EXPECT_EQ(ClassifySrunStepEnd({"srun: error: n1: task 0: Exited with exit code 3"}, Exited(3))
+                .task_signal,
+            0);
+  // A node failure: srun exits 0 and Slurm ends the job NODE_FAIL (the gang restarts whole).
+  SrunStepEnd node = ClassifySrunStepEnd({"srun: error: Node failure on n2"}, Exited(0));
+  EXPECT_TRUE(node.slurm_ended);
+  EXPECT_EQ(node.task_signal, 0);
+  // Killed because Slurm ended the step (a time limit, a preemption, a cancel): not lost in a
+  // healthy allocation, whatever the task's signal.
+  SrunStepEnd cancelled = ClassifySrunStepEnd(
+      {"slurmstepd: error: *** STEP 12.0 ON n1 CANCELLED AT 2026-01-01T00:00:00 DUE TO TIME "
+       "LIMIT ***",
+       "srun: error: n1: task 0: Killed"},
+      Exited(137));
+  EXPECT_TRUE(cancelled.slurm_ended);
+  EXPECT_EQ(cancelled.task_signal, 0);
+  // Slurm's task/cgroup killed it for memory: an OOM kill, never a lost launcher.
+  SrunStepEnd oom = ClassifySrunStepEnd({"srun: error: n1: task 0: Out Of Memory"}, Exited(137));
+  EXPECT_TRUE(oom.out_of_memory);
+  EXPECT_EQ(oom.task_signal, 0);
+  // srun's own status without its words proves nothing.
+  EXPECT_EQ(ClassifySrunStepEnd({}, Exited(137)).task_signal, 0);
+}
+
+}  // namespace
+}  // namespace trainyard::executor
