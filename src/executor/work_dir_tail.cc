@@ -53,9 +53,17 @@ void WorkDirTail::CloseLog() {
 }
 
 Result<ReplicaExit> ReadExitReport(const std::string& work_dir) {
-  auto text = ReadFile(Join(work_dir, kExitFile));
+  const std::string path = Join(work_dir, kExitFile);
+  struct stat st;
+  const bool dated = ::stat(path.c_str(), &st) == 0;
+  auto text = ReadFile(path);
   if (!text.ok()) return text.status();
-  return ExitFromJson(*text);
+  auto exit = ExitFromJson(*text);
+  if (exit.ok() && dated) {
+    exit->ended_at =
+        static_cast<Timestamp>(st.st_mtim.tv_sec) * kMicrosPerSecond + st.st_mtim.tv_nsec / 1000;
+  }
+  return exit;
 }
 
 bool FilesystemFull(const std::string& dir) {

@@ -1,5 +1,6 @@
 #include "trainyard/scheduler/outcome.h"
 
+#include <algorithm>
 #include <csignal>
 
 namespace trainyard::scheduler::outcome {
@@ -53,6 +54,22 @@ std::string FailureMessage(const executor::ReplicaKey& key, const executor::Repl
   return msg;
 }
 
+namespace {
+
+// A replica that failed on its own in a way that fails its run at once (not a loss that is
+// restarted: DecideRestart), before `t`. Both times must be known.
+bool FailedFirst(const ReplicaState& r, Timestamp t) {
+  const executor::ReplicaExit& e = r.exit;
+  if (!r.exited || e.killed_by_request || ExitedCleanly(e) || e.ended_at == 0 || t == 0) {
+    return false;
+  }
+  const bool restartable =
+      ((e.phase == "run" && e.signal != 0) || e.phase == "lost") && !e.oom_killed && !e.disk_full;
+  return !restartable && e.ended_at <= t;
+}
+
+}  // namespace
+
 RunVerdict EvaluateRun(const std::vector<const ReplicaState*>& run) {
   RunVerdict out;
   const ReplicaState* master = nullptr;
@@ -60,8 +77,25 @@ RunVerdict EvaluateRun(const std::vector<const ReplicaState*>& run) {
     if (r->launched && !r->exited) out.all_gone = false;
     if (r->key.task_type == "master") master = r;
   }
+  // The master's success decides, unless another replica had already failed the run: exits
+  // read together (a daemon restarted after both) are judged in the order they happened.
+  for (const ReplicaState* r : run) {
+    if (!r->launched || !r->exited) continue;
+    if (r->exit.ended_at == 0) {
+      out.ended_at = 0;
+      break;
+    }
+    out.ended_at = std::max(out.ended_at, r->exit.ended_at);
+  }
+  if (!out.all_gone) out.ended_at = 0;
+  bool failed_first = false;
+  if (master != nullptr && master->exited) {
+    for (const ReplicaState* r : run) {
+      if (r != master && FailedFirst(*r, master->exit.ended_at)) failed_first = true;
+    }
+  }
   if (master != nullptr && master->exited && ExitedCleanly(master->exit) &&
-      !master->exit.killed_by_request) {
+      !master->exit.killed_by_request && !failed_first) {
     out.stop_others = true;
     out.succeeded = out.all_gone;
     return out;

@@ -637,7 +637,8 @@ Status SchedulerCore::TransitionLocked(ActiveJob& aj, JobState to, const std::st
   return st;
 }
 
-void SchedulerCore::FinishLocked(ActiveJob& aj, JobState to, const std::string& message) {
+void SchedulerCore::FinishLocked(ActiveJob& aj, JobState to, const std::string& message,
+                                 Timestamp ended) {
   // A run that succeeded before RUNNING was stored (its master ended before another replica
   // started, or the store refused RUNNING): RUNNING first, as the state machine has it. Here
   // rather than at the callers, so that a terminal state stored again later (finish_pending,
@@ -657,7 +658,10 @@ void SchedulerCore::FinishLocked(ActiveJob& aj, JobState to, const std::string& 
     ServiceLogLocked(aj.job, model::Severity::kInfo, "Job cancelled.", true);
   }
   FlushServiceLogsLocked();
+  // The replicas' own end when known: a job whose replicas ended while the daemon was down
+  // ended then, not when the daemon came back (never before it started, nor in the future).
   aj.job.end_time = Now();
+  if (ended > 0) aj.job.end_time = std::max(aj.job.start_time, std::min(ended, aj.job.end_time));
   AccrueUnitsLocked(aj, aj.job.end_time);
   aj.units_accrued_at = 0;
   aj.job.error_message = message;
@@ -696,7 +700,7 @@ SchedulerCore::RunOutcome SchedulerCore::EvaluateRunLocked(ActiveJob& aj,
       if (r.key.trial_id == trial_id) StopReplicaLocked(r, options_.cancel_grace);
     }
   }
-  return RunOutcome{v.all_gone, v.succeeded, v.failures};
+  return RunOutcome{v.all_gone, v.succeeded, v.failures, v.ended_at};
 }
 
 // Applies the outcome rules once enough is known: a job ends with its run (compat §12), a
@@ -709,16 +713,17 @@ void SchedulerCore::MaybeFinishLocked(ActiveJob& aj) {
   }
   const RunOutcome run = EvaluateRunLocked(aj, "");
   if (!aj.cancel_reason.empty()) {
-    if (run.all_gone) FinishLocked(aj, JobState::kCancelled, aj.cancel_reason);
+    if (run.all_gone) FinishLocked(aj, JobState::kCancelled, aj.cancel_reason, run.ended_at);
     return;
   }
   if (run.succeeded) {
-    FinishLocked(aj, JobState::kSucceeded, "");  // through RUNNING, if it was never stored
+    // Through RUNNING, if it was never stored.
+    FinishLocked(aj, JobState::kSucceeded, "", run.ended_at);
     return;
   }
   if (!run.failures.empty()) {
     if (run.all_gone) {
-      FinishLocked(aj, JobState::kFailed, run.failures);
+      FinishLocked(aj, JobState::kFailed, run.failures, run.ended_at);
     } else if (aj.job.error_message.empty()) {
       aj.job.error_message = run.failures;  // final once the others are gone
     }

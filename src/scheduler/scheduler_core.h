@@ -190,6 +190,7 @@ class SchedulerCore {
     bool all_gone = true;
     bool succeeded = false;
     std::string failures;
+    Timestamp ended_at = 0;  // RunVerdict::ended_at
   };
   // The outcome rules over the replicas of one run; asks the others to stop once decided.
   RunOutcome EvaluateRunLocked(ActiveJob& aj, const std::string& trial_id);
@@ -206,7 +207,9 @@ class SchedulerCore {
   // An admitted job the backend kept in its own queue (QUEUED, Executor::QueuesGangs) got its
   // allocation: PREPARING from now (startTime too). No-op in any other state.
   void AllocatedLocked(ActiveJob& aj);
-  void FinishLocked(ActiveJob& aj, model::JobState to, const std::string& message);
+  // `ended`: when the job's replicas ended, if known (else now); it dates the job's end.
+  void FinishLocked(ActiveJob& aj, model::JobState to, const std::string& message,
+                    Timestamp ended = 0);
   void RequestCancelLocked(ActiveJob& aj, const std::string& reason);
   void MaybeFinishLocked(ActiveJob& aj);
   // `once`: the line is stored at most once per job, even when it is written again after a

@@ -163,6 +163,13 @@ elif SCENARIO == "restart":
         forever()
     wait_until(lambda: os.path.exists(path("worker-restarted")), "the restarted worker")
 
+elif SCENARIO == "down":
+    # The worker fails once released, the master succeeds once released (the test releases
+    # them one after the other while the daemon is down).
+    record()
+    wait_until(lambda: os.path.exists(path("release-%s" % TYPE)), "release-" + TYPE)
+    sys.exit(7 if TYPE == "worker" else 0)
+
 elif SCENARIO == "gpu":
     # EXTRA: seconds the primary holds the job, number of replicas that record.
     record()
@@ -420,6 +427,39 @@ def check_cluster(job_id, records, primary, counts, training):
         else:
             assert not {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK"} & set(
                 env), (name, env)
+
+
+def test_exits_while_the_daemon_was_down_are_judged_in_the_order_they_happened(tmp_path, shared):
+    """A worker that failed before the master succeeded, both while trainyardd was down (kill
+    -9): the restarted daemon reads both exits at once and must still fail the job, as it would
+    have live, and date its end when the replicas ended, not when it came back."""
+    d = config_daemon(tmp_path, {"gpus": "none", "node_cpus": 8, "node_memory": "64GiB"})
+    try:
+        uri = stage(d, tmp_path / "pkg")
+        submit(d, custom("down_1", uri, ["down", shared], masterType=N1, workerType=N1,
+                         workerCount="1"))
+        wait_for(lambda: len(replica_files(shared, "down_1")) == 2, timeout=90,
+                 what="both replicas running")
+        d.stop(signal.SIGKILL)
+        work = os.path.join(d.data_dir, "jobs", PROJECT, "down_1")
+        ended = {}
+        for task in ("worker", "master"):
+            open(os.path.join(shared, "release-" + task), "w").close()
+            exit_file = os.path.join(work, "%s-replica-0" % task, "exit.json")
+            wait_for(lambda: os.path.exists(exit_file), timeout=60, what=task + "'s exit.json")
+            ended[task] = os.stat(exit_file).st_mtime
+        # The restart comes seconds later, so an end dated by the restart would show.
+        wait_for(lambda: time.time() > ended["master"] + 2, timeout=5, what="two seconds")
+        back = time.time()
+        d.start()
+        job = finish(d, "down_1")
+        assert job["state"] == "FAILED", job
+        assert job["errorMessage"].startswith(
+            "The replica worker 0 exited with a non-zero status of 7."), job
+        end = rfc3339(job["endTime"])
+        assert int(ended["master"]) <= end <= ended["master"] < back - 1, (job, ended, back)
+    finally:
+        d.stop()
 
 
 def test_tf_config_and_torch_variables_of_every_replica(cpu, shared):

@@ -34,6 +34,37 @@ TEST(OutcomeTest, TheMasterDecidesOnceItExitedCleanlyOnItsOwn) {
   EXPECT_TRUE(v.failures.empty());
 }
 
+TEST(OutcomeTest, ExitsReadTogetherAreJudgedInTheOrderTheyHappened) {
+  // Both ended while the daemon was down; it reads the master's first.
+  ReplicaState m = Launched("master", 0), w = Launched("worker", 0);
+  Exit(m, 0);
+  m.exit.ended_at = 2000;
+  RunVerdict v = EvaluateRun({&m, &w});
+  EXPECT_FALSE(v.all_gone);
+  EXPECT_EQ(v.ended_at, 0) << "not every replica has ended";
+  Exit(w, 7);
+  w.exit.ended_at = 1000;
+  w.exit.killed_by_request = false;  // it ended before the stop the master's exit asked for
+  v = EvaluateRun({&m, &w});
+  EXPECT_TRUE(v.all_gone);
+  EXPECT_FALSE(v.succeeded) << "the worker had failed the run before the master finished";
+  EXPECT_EQ(v.failures,
+            "The replica worker 0 exited with a non-zero status of 7. Termination reason: Error.");
+  EXPECT_EQ(v.ended_at, 2000);
+  // A worker that failed after the master's success does not undo it.
+  w.exit.ended_at = 3000;
+  v = EvaluateRun({&m, &w});
+  EXPECT_TRUE(v.succeeded);
+  EXPECT_EQ(v.ended_at, 3000);
+  // Nor does a loss that would have been restarted (killed by a signal from outside).
+  Exit(w, 0, SIGKILL);
+  w.exit.ended_at = 1000;
+  EXPECT_TRUE(EvaluateRun({&m, &w}).succeeded);
+  // An end of unknown time (no report) leaves the job's end to the scheduler's clock.
+  w.exit.ended_at = 0;
+  EXPECT_EQ(EvaluateRun({&m, &w}).ended_at, 0);
+}
+
 TEST(OutcomeTest, AFailureWaitsForTheOthersAndAsksThemToStop) {
   ReplicaState m = Launched("master", 0), w = Launched("worker", 1);
   Exit(w, 2);

@@ -173,6 +173,10 @@ struct ReplicaExit {
   bool stop_unrequested = false;
   // The reason given to Kill() ("" when none was asked for, or none given).
   std::string stop_reason;
+  // When it ended: exit.json's modification time (written as the launcher's last act); 0 when
+  // unknown (no report). The order of two replicas' ends decides a run whose exits are read
+  // together, as after a daemon restart (compat §12), and dates the job's end.
+  Timestamp ended_at = 0;
 };
 
 // One record of a hypertune metric file (compat §7).

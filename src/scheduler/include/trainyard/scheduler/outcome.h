@@ -35,6 +35,8 @@ struct RunVerdict {
   // running are to be stopped.
   bool stop_others = false;
   std::string failures;  // AI Platform's words for the replicas that failed, space-separated
+  // When the last of its replicas ended, once all are gone and every end is known; else 0.
+  Timestamp ended_at = 0;
 };
 
 // The master decides: once it has exited 0 on its own, replicas that fail afterwards (DDP ranks
