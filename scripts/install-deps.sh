@@ -28,6 +28,9 @@ PACKAGES=(
   python3-googleapi python3-google-auth python3-httplib2 python3-oauth2client python3-uritemplate
   # Slurm (executor: slurm) and the dev cluster of scripts/slurm-dev-cluster.sh; no daemon starts
   slurmctld slurmd slurm-client munge
+  # the dev cluster's accounting mode (slurm-dev-cluster.sh start --accounting): slurmdbd and a
+  # private MariaDB server; neither starts as a service
+  slurmdbd mariadb-server-core
   # the web console's browser tests (tests/integration/test_console.py)
   chromium
 )

@@ -4,7 +4,8 @@
 # one directory. Nothing is written to /etc, no systemd is needed, start takes about a second.
 # docs/slurm.md ("The development cluster") explains every setting.
 #
-#   scripts/slurm-dev-cluster.sh start  [DIR]   start (or say it already runs); waits for idle nodes
+#   scripts/slurm-dev-cluster.sh start  [--accounting] [DIR]   start (or say it already runs); waits
+#                                               for idle nodes; --accounting adds slurmdbd (below)
 #   scripts/slurm-dev-cluster.sh stop   [DIR]   cancel jobs, stop the daemons by pid, remove DIR
 #   scripts/slurm-dev-cluster.sh status [DIR]   sinfo, squeue and the daemons' pids
 #   scripts/slurm-dev-cluster.sh down|drain|resume NODE [DIR]   node failure / maintenance / back
@@ -25,6 +26,14 @@
 # TRAINYARD_SLURM_EXTRA_CONF (lines appended to slurm.conf, for keys this script does not set).
 # stop keeps DIR/log when TRAINYARD_SLURM_KEEP_LOGS=1.
 #
+# start --accounting (or TRAINYARD_SLURM_ACCOUNTING=1) adds real accounting, as a production
+# cluster has it: a private mariadbd (datadir DIR/db/data, unix socket DIR/db/mariadbd.sock, no
+# TCP port), slurmdbd on BASE+NODES+1, AccountingStorageType=accounting_storage/slurmdbd with
+# AccountingStorageEnforce=associations,limits,qos, and the cluster, the accounts
+# $TRAINYARD_SLURM_ACCOUNTS ("dev acct-a acct-b"; the first is the default) and the starting user
+# in each of them, added with sacctmgr before slurmctld starts. Plain `sacct` then works, and
+# sbatch refuses an account the user has no association with. About 3 s more at start.
+#
 # TRAINYARD_SLURM_CGROUP=1 confines jobs as a production cluster does: proctrack/cgroup and
 # task/cgroup with cgroup v1 (ConstrainRAMSpace: a step's --mem is a memory cgroup limit, a task
 # that exceeds it is OOM-killed and its step ends OUT_OF_MEMORY). Slurm names its groups
@@ -43,7 +52,7 @@ unset TRAINYARD_SLURM_CLUSTER
 
 MARKER_VAR=TRAINYARD_SLURM_CLUSTER
 usage() {
-  sed -n '7,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '7,13p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -57,7 +66,13 @@ case "$cmd" in
     [[ $node =~ ^n[0-9]+$ ]] || { echo "$cmd needs a node name (n1, n2, ...)" >&2; exit 2; }
     shift
     ;;
-  start | stop | status) ;;
+  start)
+    if [[ ${1:-} == --accounting ]]; then
+      TRAINYARD_SLURM_ACCOUNTING=1
+      shift
+    fi
+    ;;
+  stop | status) ;;
   *) usage ;;
 esac
 D="${1:-${TRAINYARD_SLURM_DIR:-${TMPDIR:-/tmp}/trainyard-slurm}}"
@@ -76,7 +91,9 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 pid_alive() { [[ -n ${1:-} ]] && grep -qszxF "$MARKER_VAR=$D" "/proc/$1/environ"; }
 pid_of() { if [[ -s $1 ]]; then tr -dc '0-9' <"$1"; fi; }
 daemon_pidfiles() {
-  local f=("$D/munge/munged.pid" "$D/slurmctld.pid")
+  local f=("$D/munge/munged.pid")
+  if accounting_mode || [[ -e $D/slurmdbd.conf ]]; then f+=("$D/mariadbd.pid" "$D/slurmdbd.pid"); fi
+  f+=("$D/slurmctld.pid")
   local i
   for ((i = 1; i <= NODES; i++)); do f+=("$D/slurmd-n$i.pid"); done
   printf '%s\n' "${f[@]}"
@@ -113,7 +130,7 @@ pick_base() {
   for _ in $(seq 790); do
     ((base + NODES >= 19900)) && base=12000
     free=1
-    for ((i = 0; i <= NODES; i++)); do
+    for ((i = 0; i <= NODES + 1; i++)); do  # slurmctld, the nodes, slurmdbd
       if [[ $used == *" $((base + i)) "* ]]; then free=0; break; fi
     done
     if ((free)); then echo "$base"; return; fi
@@ -162,7 +179,7 @@ SlurmdTimeout=10
 KillWait=5
 MinJobAge=${TRAINYARD_SLURM_MIN_JOB_AGE:-300}
 InactiveLimit=0
-AccountingStorageType=accounting_storage/none
+$(accounting_conf "$base")
 JobCompType=jobcomp/filetxt
 JobCompLoc=$D/log/jobcomp.txt
 PreemptType=preempt/partition_prio
@@ -176,6 +193,7 @@ CONF
   echo "NodeName=n[1-$last] Name=gpu Type=fake File=/dev/tty[1-2]" >"$D/gres.conf"
   echo "$base" >"$D/port-base"
   if cgroup_mode; then write_cgroup_conf; fi
+  if accounting_mode; then write_slurmdbd_conf "$base"; fi
 }
 
 # --- cgroups (TRAINYARD_SLURM_CGROUP=1) -------------------------------------------------------
@@ -255,6 +273,96 @@ remove_cgroups() {
   rm -f "$D/cgroup-groups"
 }
 
+# --- accounting (start --accounting, TRAINYARD_SLURM_ACCOUNTING=1) ------------------------------
+accounting_mode() { [[ ${TRAINYARD_SLURM_ACCOUNTING:-0} == 1 ]]; }
+dbd_port() { echo $(($1 + NODES + 1)); }
+accounting_conf() {
+  if accounting_mode; then
+    echo "# Accounting (start --accounting): slurmdbd on port $(dbd_port "$1") with a private mariadbd;"
+    echo "# a job needs an association (account + user) and may use only its QOS and limits."
+    echo "AccountingStorageType=accounting_storage/slurmdbd"
+    echo "AccountingStorageHost=127.0.0.1"
+    echo "AccountingStoragePort=$(dbd_port "$1")"
+    echo "AccountingStoragePass=$D/munge/munge.sock"
+    echo "AccountingStorageEnforce=associations,limits,qos"
+  else
+    echo "# No slurmdbd: sacct -c reads finished jobs from the jobcomp file below."
+    echo "AccountingStorageType=accounting_storage/none"
+  fi
+}
+# slurmdbd reads slurmdbd.conf next to slurm.conf; it must be private to SlurmUser. The database
+# is reached through mariadbd's unix socket (StorageHost=localhost and MYSQL_UNIX_PORT in
+# slurmdbd's environment), as the starting user (unix_socket authentication, no password).
+write_slurmdbd_conf() {
+  cat >"$D/slurmdbd.conf" <<CONF
+# Written by scripts/slurm-dev-cluster.sh (start --accounting).
+AuthType=auth/munge
+AuthInfo=socket=$D/munge/munge.sock
+DbdAddr=127.0.0.1
+DbdHost=localhost
+DbdPort=$(dbd_port "$1")
+SlurmUser=$(id -un)
+StorageType=accounting_storage/mysql
+StorageHost=localhost
+StorageLoc=slurm_acct_db
+StorageUser=$(id -un)
+LogFile=$D/log/slurmdbd.log
+PidFile=$D/slurmdbd.pid
+DebugLevel=info
+CONF
+  chmod 0600 "$D/slurmdbd.conf"
+}
+# mariadbd in DIR/db with no TCP port and no systemd: an empty datadir is filled at its first
+# start by an init file (MariaDB's own system tables, then FLUSH PRIVILEGES turns the grant
+# tables on), which is one InnoDB start instead of mariadb-install-db's two. Small InnoDB files,
+# no durability: this database lives as long as the cluster.
+start_mariadbd() {
+  local user=()
+  mkdir -p "$D/db/data"
+  ((EUID == 0)) && user=(--user=root)
+  {
+    echo "create database if not exists mysql;"
+    echo "use mysql;"
+    echo "SET @auth_root_socket='$(id -un)';"
+    cat /usr/share/mysql/mysql_system_tables.sql /usr/share/mysql/mysql_system_tables_data.sql
+    echo "flush privileges;"
+  } >"$D/db/init.sql"
+  spawn mariadbd setsid -f mariadbd --no-defaults "${user[@]}" --datadir="$D/db/data" \
+    --socket="$D/db/mariadbd.sock" --pid-file="$D/mariadbd.pid" --skip-networking \
+    --skip-grant-tables --init-file="$D/db/init.sql" --log-error="$D/log/mariadbd.log" \
+    --tmpdir="$D/db" --skip-log-bin --innodb-log-file-size=4M --innodb-buffer-pool-size=32M \
+    --innodb-data-file-path=ibdata1:4M:autoextend --innodb-doublewrite=0 \
+    --innodb-flush-log-at-trx-commit=0 --innodb-buffer-pool-dump-at-shutdown=0 \
+    --innodb-buffer-pool-load-at-startup=0 --innodb-file-per-table=0 --innodb-flush-method=nosync
+}
+mariadbd_up() { [[ -S $D/db/mariadbd.sock ]] && grep -qs 'ready for connections' "$D/log/mariadbd.log"; }
+dbd_up() { sacctmgr -n list cluster >/dev/null 2>&1; }
+dbd_up_or_bind_failed() { bind_failed || dbd_up; }
+# The cluster, the accounts and the starting user in each (its default account the first).
+add_associations() {
+  local accounts user cluster=trainyard-dev
+  read -r -a accounts <<<"${TRAINYARD_SLURM_ACCOUNTS:-dev acct-a acct-b}"
+  user="$(id -un)"
+  sacctmgr -i add cluster "$cluster" >/dev/null
+  sacctmgr -i add account "$(IFS=,; echo "${accounts[*]}")" cluster="$cluster" >/dev/null
+  sacctmgr -i add user "$user" account="$(IFS=,; echo "${accounts[*]}")" \
+    defaultaccount="${accounts[0]}" cluster="$cluster" >/dev/null
+}
+start_accounting() {
+  local t0
+  t0=$(now)
+  start_mariadbd
+  wait_until 30 mariadbd_up || { log "mariadbd did not start (see $D/log/mariadbd.log)" >&2; return 1; }
+  spawn slurmdbd MYSQL_UNIX_PORT="$D/db/mariadbd.sock" slurmdbd
+  if ! wait_until 30 dbd_up_or_bind_failed || bind_failed; then
+    bind_failed && return 3
+    log "slurmdbd did not answer (see $D/log/slurmdbd.log)" >&2
+    return 1
+  fi
+  add_associations || { log "sacctmgr could not add the cluster's associations" >&2; return 1; }
+  log "accounting: mariadbd and slurmdbd up, accounts ${TRAINYARD_SLURM_ACCOUNTS:-dev acct-a acct-b} for $(id -un), in $(since "$t0") s"
+}
+
 # Starts a daemon with the marker on its command line only. Its output goes to its log.
 spawn() {
   local name=$1
@@ -316,6 +424,11 @@ start_once() {  # returns 0 when up, 3 when a port was taken (caller retries), e
   spawn munged munged -f --socket="$D/munge/munge.sock" --key-file="$D/munge/munge.key" \
     --pid-file="$D/munge/munged.pid" --log-file="$D/log/munged.log" --seed-file="$D/munge/munged.seed"
   wait_until 10 munge_up || { log "munged did not start (see $D/log/munged.log)" >&2; return 1; }
+  if accounting_mode; then
+    local rc=0
+    start_accounting || rc=$?
+    ((rc == 0)) || return $rc
+  fi
 
   spawn slurmctld slurmctld
   if ! wait_until 15 ctld_up_or_bind_failed || bind_failed; then
@@ -330,7 +443,7 @@ start_once() {  # returns 0 when up, 3 when a port was taken (caller retries), e
     sinfo -N >&2 || true
     return 1
   fi
-  log "started munged, slurmctld, slurmd n1..n$NODES: $NODES nodes idle in $(since "$t0") s"
+  log "started munged,$(accounting_mode && echo " mariadbd, slurmdbd,") slurmctld, slurmd n1..n$NODES: $NODES nodes idle in $(since "$t0") s"
 }
 
 do_start() {
@@ -362,7 +475,7 @@ do_start() {
       log "a port was taken meanwhile (attempt $attempt); retrying with other ports"
       kill_everything quiet
       remove_cgroups || true
-      rm -rf "$D/state" "$D/spool" "$D/log" "$D/munge/munged.pid" "$D"/slurm*.pid
+      rm -rf "$D/state" "$D/spool" "$D/log" "$D/db" "$D/munge/munged.pid" "$D"/slurm*.pid "$D/mariadbd.pid"
       mkdir -p "$D/log"
       offset=$((offset + 10 * attempt))
       continue

@@ -276,6 +276,26 @@ std::string SlurmJobName(const std::string& prefix, const ReplicaKey& key,
   return name;
 }
 
+std::string SlurmRefusal(const std::string& sbatch_error, const std::string& account,
+                         const std::string& account_setting, const std::string& qos) {
+  std::string msg = "Slurm refused the job: " + sbatch_error;
+  // Slurm's words for an account without an association for this user (slurmdbd with
+  // AccountingStorageEnforce=associations), and for a QOS the association may not use.
+  if (sbatch_error.find("Invalid account") != std::string::npos) {
+    msg += account.empty()
+               ? " (no account was given, and Slurm wants one: set slurm.account or "
+                 "slurm.project_accounts)"
+               : " (the account " + account + ", from " + account_setting +
+                     ", is not one Slurm lets this daemon's user submit to; `sacctmgr show "
+                     "associations account=" +
+                     account + "` lists who may)";
+  } else if (sbatch_error.find("Invalid qos") != std::string::npos && !qos.empty()) {
+    msg += " (the QOS " + qos + ", from slurm.qos, is not one the job's account " +
+           (account.empty() ? std::string("(the user's default)") : account) + " may use)";
+  }
+  return msg;
+}
+
 std::string SlurmBatchScript(const SlurmOptions& options, const SlurmGangPlan& plan) {
   std::string s = "#!/bin/bash\n";
   auto line = [&](const std::string& arg) { s += "#SBATCH " + arg + "\n"; };
@@ -334,9 +354,11 @@ struct Gang {
   int64_t submitted_at = 0;  // monotonic
   int tasks = 0;
   std::vector<ReplicaKey> members;
-  std::string note;            // a warning for the job's log once it is submitted ("" = none)
-  std::string told;            // the waiting reason last written to the job's log
-  std::string partition;       // where it waits (its label's, slurm.partition or the default)
+  std::string note;       // a warning for the job's log once it is submitted ("" = none)
+  std::string told;       // the waiting reason last written to the job's log
+  std::string partition;  // where it waits (its label's, slurm.partition or the default)
+  std::string account;    // --account ("" = none) and the setting that chose it
+  std::string account_setting;
   bool allocated = false;      // Slurm started it (OnReplicaAllocated was sent)
   bool cancel_sent = false;    // scancel -s TERM (or a plain scancel while not running)
   int64_t hard_cancel_at = 0;  // monotonic; a plain scancel, 0 = none due
@@ -561,6 +583,10 @@ Status SlurmExecutor::LaunchGang(std::span<const ReplicaSpec> specs, const GangS
   gang->name = SlurmJobName(options_.name_prefix, specs[0].key, suffix);
   gang->dir = run_dir + "/slurm-" + suffix;
   gang->partition = PartitionOf(partition);
+  gang->account = account.empty() ? options_.account : account;
+  gang->account_setting = account.empty()
+                              ? std::string("slurm.account")
+                              : "slurm.project_accounts (project " + specs[0].key.project + ")";
   TRAINYARD_RETURN_IF_ERROR(MakeDirs(gang->dir));
 
   // One component per distinct shape. Several shapes run as a heterogeneous job when the
@@ -765,7 +791,8 @@ void SlurmExecutor::SubmitLoop() {
       refused = "cannot submit to Slurm: " + res.status().message();
     } else if (res->exit_code != 0) {
       // Slurm's own words: "Requested node configuration is not available" and the like.
-      refused = "Slurm refused the job: " + CommandError(*res);
+      refused =
+          SlurmRefusal(CommandError(*res), gang->account, gang->account_setting, options_.qos);
     } else {
       id = Trim(res->out);
       if (size_t semi = id.find(';'); semi != std::string::npos) id = id.substr(0, semi);
@@ -1687,7 +1714,9 @@ void SlurmExecutor::ReportExit(SReplica& r) {
   const bool unrequested = reported && parsed->phase == "run" && parsed->stop_requested &&
                            parsed->stop_unrequested && !r.kill_requested &&
                            !FileExists(Join(r.gang->dir, kTimeLimitFile));
-  if (SlurmOutOfMemory(state, reported ? &*parsed : nullptr)) {
+  // A replica that Slurm stopped because its job ended OUT_OF_MEMORY (the batch step was
+  // killed for memory) has no verdict of its own: the job's is its.
+  if (SlurmOutOfMemory(state, reported && !unrequested ? &*parsed : nullptr)) {
     exit = SlurmOomExit(slurm_id);
   } else if (reported && !(infrastructure && !r.kill_requested && parsed->stop_requested) &&
              !unrequested) {

@@ -73,6 +73,9 @@ class SlurmCluster:
         # "TRAINYARD_SLURM_GRACE_TIME": "10"}.
         self.settings = dict(settings or {})
         self.settings["TRAINYARD_SLURM_NODES"] = str(nodes)
+        # {"TRAINYARD_SLURM_ACCOUNTING": "1"}: slurmdbd with a private mariadbd, associations
+        # enforced; sacct() then asks slurmdbd (plain sacct) instead of the jobcomp file.
+        self.accounting = self.settings.get("TRAINYARD_SLURM_ACCOUNTING") == "1"
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("SLURM_", "SBATCH_", "SRUN_", "SALLOC_", "SQUEUE_"))
                and k != MARKER}
@@ -88,6 +91,9 @@ class SlurmCluster:
         self.started = False
         self._cgroups_before = _slurm_cgroups()
         self.cgroups = []  # the cluster's own groups (TRAINYARD_SLURM_CGROUP=1), from start
+        # Directories made for this cluster's users (start_daemon_on_cluster's shared dirs):
+        # removed by stop(), once no job can write to them and every test has read them.
+        self.temp_dirs = []
 
     # --- the script ------------------------------------------------------------------------
     def script(self, *args, check=True, timeout=120):
@@ -131,6 +137,9 @@ class SlurmCluster:
             self.started = False
             p = self.script("stop", check=False, timeout=180)
             self.stop_output = p.stdout + p.stderr
+            for d in self.temp_dirs:
+                shutil.rmtree(d, ignore_errors=True)
+            self.temp_dirs = []
             assert p.returncode == 0, "stop failed:\n" + self.stop_output
             assert "still listed" not in self.stop_output, (
                 "Slurm jobs did not end when cancelled:\n" + self.stop_output)
@@ -267,10 +276,16 @@ class SlurmCluster:
             time.sleep(0.05)
         raise AssertionError("job %s still active: %s" % (job_id, self.squeue()))
 
-    def sacct(self, job_id, fields="JobID,JobName,State,ExitCode"):
-        """Rows of `sacct -c` (the jobcomp/filetxt log: no slurmdbd here) for a finished job."""
-        p = self.run("sacct", "-c", "-n", "-P", "-j", str(job_id), "-o", fields)
+    def sacct(self, job_id, fields="JobID,JobName,State,ExitCode", *args):
+        """Rows of sacct for a finished job: plain `sacct` (slurmdbd) on a cluster started with
+        accounting, else `sacct -c` (the jobcomp/filetxt log)."""
+        p = self.run("sacct", *([] if self.accounting else ["-c"]), "-n", "-P", "-j",
+                     str(job_id), "-o", fields, *args)
         return [line.split("|") for line in p.stdout.splitlines() if line.strip()]
+
+    def sacctmgr(self, *args):
+        """`sacctmgr -i ARGS` (accounting clusters only): add or remove accounts, users, QOS."""
+        return self.run("sacctmgr", "-i", *args).stdout
 
     # --- nodes -----------------------------------------------------------------------------
     def node_states(self):
@@ -383,9 +398,11 @@ def start_daemon_on_cluster(cluster, root, config, trainer, shared_prefix):
     """A started trainyardd on `cluster` whose config is `config` (a template with {shared},
     the job work dirs' shared directory, made here), with a package of `trainer` (its
     trainer/task.py) uploaded. Returns {"daemon", "uri", "shared", "root", "cluster"}; the
-    caller stops the daemon."""
+    caller stops the daemon. The shared directory outlives the daemon, so tests may read it
+    afterwards; the cluster's stop() removes it."""
     from conftest import Daemon, build_sdist, make_package, upload_package
     shared = tempfile.mkdtemp(prefix=shared_prefix)
+    cluster.temp_dirs.append(shared)  # removed when the cluster stops
     data = str(root / "data")
     os.makedirs(data)
     cfg = str(root / "config.yaml")

@@ -148,5 +148,30 @@ TEST(SlurmTest, QueuePositionCountsHigherPriorityThenLowerIdsInThePartition) {
   EXPECT_EQ(SlurmQueuePosition({}, "low", "30"), 1);
 }
 
+TEST(SlurmTest, ARefusedAccountOrQosNamesTheSettingThatChoseIt) {
+  const std::string account_error =
+      "sbatch: error: Batch job submission failed: Invalid account or account/partition "
+      "combination specified";
+  EXPECT_EQ(SlurmRefusal(account_error, "acct-b", "slurm.project_accounts (project nlp)", ""),
+            "Slurm refused the job: " + account_error +
+                " (the account acct-b, from slurm.project_accounts (project nlp), is not one "
+                "Slurm lets this daemon's user submit to; `sacctmgr show associations "
+                "account=acct-b` lists who may)");
+  EXPECT_EQ(SlurmRefusal(account_error, "", "slurm.account", ""),
+            "Slurm refused the job: " + account_error +
+                " (no account was given, and Slurm wants one: set slurm.account or "
+                "slurm.project_accounts)");
+  const std::string qos_error =
+      "sbatch: error: Batch job submission failed: Invalid qos specification";
+  EXPECT_EQ(SlurmRefusal(qos_error, "dev", "slurm.account", "gold"),
+            "Slurm refused the job: " + qos_error +
+                " (the QOS gold, from slurm.qos, is not one the job's account dev may use)");
+  // Any other refusal is Slurm's words alone.
+  const std::string shape_error =
+      "sbatch: error: Batch job submission failed: Requested node configuration is not available";
+  EXPECT_EQ(SlurmRefusal(shape_error, "dev", "slurm.account", "gold"),
+            "Slurm refused the job: " + shape_error);
+}
+
 }  // namespace
 }  // namespace trainyard::executor

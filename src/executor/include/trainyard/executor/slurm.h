@@ -96,6 +96,11 @@ bool SlurmStateEnded(const std::string& state);
 // "ty-<tag>-<job>[-t<trial>]-<suffix>": Slurm job names keep [A-Za-z0-9_.-] only.
 std::string SlurmJobName(const std::string& prefix, const ReplicaKey& key,
                          const std::string& suffix);
+// Why a job fails when sbatch refuses it: "Slurm refused the job: " and Slurm's words, plus,
+// when they are about the account or the QOS, which setting chose it (account_setting:
+// "slurm.account" or "slurm.project_accounts (project P)").
+std::string SlurmRefusal(const std::string& sbatch_error, const std::string& account,
+                         const std::string& account_setting, const std::string& qos);
 // The batch script of a gang (see slurm_executor.cc for its shape).
 struct SlurmGangPlan {
   std::string name;
