@@ -58,6 +58,22 @@ batches, run once after them; 40 seeds 300..339, --third-first-seed and --third-
   es_third     40 trials on 6 sets of learning curves: a new family (cosine: a cosine-annealed
                schedule) and older ones on the new surfaces and hpo_xgb7 (G8t, as G8w)
 
+Fourth held out (session 10: defined and committed before the engine changes for early stopping and
+mixed spaces in batches, run once after them; 40 seeds 400..439, --fourth-first-seed and
+--fourth-seeds; run with --parts batch_fourth,es_fourth):
+
+  batch_fourth  12 rounds of 4 on three new mixed training surfaces (hpo_rnn7: a cell type with a
+                near-tie, a four-valued optimizer, an uneven DISCRETE gradient clip; hpo_vit8: a
+                four-valued model size that moves the best learning rate, drop path and mixup;
+                hpo_dqn6: a reverse-log DISCRETE discount, an uneven DISCRETE target period, a
+                binary categorical), two new continuous functions (goldstein2, rastrigin3_shift)
+                and three older mixed surfaces on the new seeds: engine against TPE with
+                constant_liar (G7q, as G7w)
+  es_fourth     40 trials on 8 sets of learning curves: two new families (warmup: a learning-rate
+                warm-up with a spike for too high a rate; restarts: cosine annealing with a warm
+                restart) and older ones on the new surfaces, hpo_xgb7 and hpo_mixed6b (G8q, as
+                G8w)
+
 --baseline-engine-cmd runs every engine study a second time with another build (main's, say) in
 the same run, and adds a table of the two engines side by side (median final regret and
 P(engine < baseline); for early stopping, steps used and loss against each one's own run without
@@ -143,11 +159,21 @@ THIRD_ES_TASKS = [("hpo_lgbm9", "step", 40, 0.01), ("hpo_bert6", "cosine", 40, 0
                   ("hpo_aug6", "overfit", 30, 0.01), ("hpo_lgbm9", "cosine", 30, 0.02),
                   ("hpo_bert6", "twoexp", 30, 0.02), ("hpo_xgb7", "cosine", 40, 0.01)]
 THIRD_FIRST_SEED, THIRD_SEEDS = 300, 40
+# The fourth held-out set (batch_fourth, es_fourth; session 10): new mixed surfaces, continuous
+# functions and curve families, seeds 400..439, defined before the engine changes for early
+# stopping and mixed spaces in batches and run once after them.
+FOURTH_BATCH_FUNCTIONS = list(tobj.FOURTH) + ["hpo_mixed5", "hpo_mixed6b", "hpo_lgbm9"]
+FOURTH_ES_TASKS = [("hpo_rnn7", "warmup", 40, 0.01), ("hpo_vit8", "restarts", 40, 0.02),
+                   ("hpo_dqn6", "warmup", 30, 0.03), ("hpo_rnn7", "restarts", 30, 0.01),
+                   ("hpo_vit8", "twoexp", 50, 0.02), ("hpo_dqn6", "overfit", 40, 0.02),
+                   ("hpo_xgb7", "warmup", 40, 0.01), ("hpo_mixed6b", "restarts", 40, 0.01)]
+FOURTH_FIRST_SEED, FOURTH_SEEDS = 400, 40
 # Held-out sets by part suffix: batch functions, es tasks, gate row ids, title.
 HELD = {
     "wide": (WIDE_BATCH_FUNCTIONS, WIDE_ES_TASKS, ("G7w", "G8w"), "held out"),
     "final": (FINAL_BATCH_FUNCTIONS, FINAL_ES_TASKS, ("G7f", "G8f"), "final held out"),
     "third": (THIRD_BATCH_FUNCTIONS, THIRD_ES_TASKS, ("G7t", "G8t"), "third held out"),
+    "fourth": (FOURTH_BATCH_FUNCTIONS, FOURTH_ES_TASKS, ("G7q", "G8q"), "fourth held out"),
 }
 
 
@@ -211,6 +237,8 @@ PART_ALGOS = {
     "es_final": ["engine_es", "engine"],
     "batch_third": ["engine", "tpe_cl"],
     "es_third": ["engine_es", "engine"],
+    "batch_fourth": ["engine", "tpe_cl"],
+    "es_fourth": ["engine_es", "engine"],
 }
 # --baseline-engine-cmd: every engine algorithm again with the baseline build.
 BASE = {"engine": "base", "engine_es": "base_es"}
@@ -848,8 +876,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--parts", default="core,batch,es,batch_wide,es_wide",
                     help="core,batch,es,batch_wide,es_wide,batch_final,es_final,batch_third,"
-                    "es_third (default: all but the final and third held-out sets, which are run "
-                    "on their own: --parts batch_final,es_final or batch_third,es_third)")
+                    "es_third,batch_fourth,es_fourth (default: all but the final, third and fourth "
+                    "held-out sets, which are run on their own: --parts batch_final,es_final, "
+                    "batch_third,es_third or batch_fourth,es_fourth)")
     ap.add_argument("--algos", default="engine,tpe,random",
                     help="families to run: engine, tpe, random, gpref (default engine,tpe,random)")
     ap.add_argument("--seeds", type=int, default=20, help="seeds 0..N-1 (default 20)")
@@ -866,6 +895,11 @@ def main():
                     THIRD_FIRST_SEED)
     ap.add_argument("--third-seeds", type=int, default=THIRD_SEEDS,
                     help="seeds of the third held-out set (default %d)" % THIRD_SEEDS)
+    ap.add_argument("--fourth-first-seed", type=int, default=FOURTH_FIRST_SEED,
+                    help="the first seed of the fourth held-out set (default %d)" %
+                    FOURTH_FIRST_SEED)
+    ap.add_argument("--fourth-seeds", type=int, default=FOURTH_SEEDS,
+                    help="seeds of the fourth held-out set (default %d)" % FOURTH_SEEDS)
     ap.add_argument("--trials", type=int, default=50, help="core trials per study (default 50)")
     ap.add_argument("--functions", default="", help="comma-separated subset of the core functions")
     ap.add_argument("--quick", action="store_true",
@@ -941,9 +975,12 @@ def main():
     wide_seeds = list(range(args.wide_first_seed, args.wide_first_seed + args.wide_seeds))
     final_seeds = list(range(args.final_first_seed, args.final_first_seed + args.wide_seeds))
     third_seeds = list(range(args.third_first_seed, args.third_first_seed + args.third_seeds))
+    fourth_seeds = list(range(args.fourth_first_seed, args.fourth_first_seed + args.fourth_seeds))
     if args.quick:
         wide_seeds, final_seeds, third_seeds = wide_seeds[:5], final_seeds[:5], third_seeds[:5]
-    held_seeds = {"wide": wide_seeds, "final": final_seeds, "third": third_seeds}
+        fourth_seeds = fourth_seeds[:5]
+    held_seeds = {"wide": wide_seeds, "final": final_seeds, "third": third_seeds,
+                  "fourth": fourth_seeds}
     tasks = []
     for part in parts:
         pfns = {"core": fns, "batch": batch_fns, "es": ["hpo_mixed5"],
@@ -952,7 +989,9 @@ def main():
                 "batch_final": FINAL_BATCH_FUNCTIONS,
                 "es_final": [es_task_name(t) for t in FINAL_ES_TASKS],
                 "batch_third": THIRD_BATCH_FUNCTIONS,
-                "es_third": [es_task_name(t) for t in THIRD_ES_TASKS]}[part]
+                "es_third": [es_task_name(t) for t in THIRD_ES_TASKS],
+                "batch_fourth": FOURTH_BATCH_FUNCTIONS,
+                "es_fourth": [es_task_name(t) for t in FOURTH_ES_TASKS]}[part]
         algos = PART_ALGOS[part] + [BASE[a] for a in PART_ALGOS[part] if a in BASE]
         for fn in pfns:
             for algo in algos:
@@ -963,7 +1002,8 @@ def main():
     n_sugg = {"core": args.trials, "batch": BATCH_ROUNDS * BATCH_SIZE, "es": ES_TRIALS,
               "batch_wide": BATCH_ROUNDS * BATCH_SIZE, "es_wide": ES_TRIALS,
               "batch_final": BATCH_ROUNDS * BATCH_SIZE, "es_final": ES_TRIALS,
-              "batch_third": BATCH_ROUNDS * BATCH_SIZE, "es_third": ES_TRIALS}
+              "batch_third": BATCH_ROUNDS * BATCH_SIZE, "es_third": ES_TRIALS,
+              "batch_fourth": BATCH_ROUNDS * BATCH_SIZE, "es_fourth": ES_TRIALS}
     tasks.sort(key=lambda t: -COST[t[2]] * n_sugg[t[0]])
     X = args.gate_algo or ("engine" if "engine" in families else
                            "gpref" if "gpref" in families else "")
@@ -1258,7 +1298,7 @@ def main():
     rows = []
     for a in sorted(lat, key=lambda a: list(LABEL).index(a)):
         for part in ("core", "batch", "es", "batch_wide", "es_wide", "batch_final",
-                     "es_final", "batch_third", "es_third"):
+                     "es_final", "batch_third", "es_third", "batch_fourth", "es_fourth"):
             if part in lat[a]:
                 s = lat[a][part]
                 rows.append([LABEL[a], part, s["calls"], "%.1f" % s["median_ms"],
