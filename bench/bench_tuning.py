@@ -58,6 +58,22 @@ batches, run once after them; 40 seeds 300..339, --third-first-seed and --third-
   es_third     40 trials on 6 sets of learning curves: a new family (cosine: a cosine-annealed
                schedule) and older ones on the new surfaces and hpo_xgb7 (G8t, as G8w)
 
+Fourth held out (session 10: defined and committed before the engine changes for early stopping and
+mixed spaces in batches, run once after them; 40 seeds 400..439, --fourth-first-seed and
+--fourth-seeds; run with --parts batch_fourth,es_fourth):
+
+  batch_fourth  12 rounds of 4 on three new mixed training surfaces (hpo_rnn7: a cell type with a
+                near-tie, a four-valued optimizer, an uneven DISCRETE gradient clip; hpo_vit8: a
+                four-valued model size that moves the best learning rate, drop path and mixup;
+                hpo_dqn6: a reverse-log DISCRETE discount, an uneven DISCRETE target period, a
+                binary categorical), two new continuous functions (goldstein2, rastrigin3_shift)
+                and three older mixed surfaces on the new seeds: engine against TPE with
+                constant_liar (G7q, as G7w)
+  es_fourth     40 trials on 8 sets of learning curves: two new families (warmup: a learning-rate
+                warm-up with a spike for too high a rate; restarts: cosine annealing with a warm
+                restart) and older ones on the new surfaces, hpo_xgb7 and hpo_mixed6b (G8q, as
+                G8w)
+
 --baseline-engine-cmd runs every engine study a second time with another build (main's, say) in
 the same run, and adds a table of the two engines side by side (median final regret and
 P(engine < baseline); for early stopping, steps used and loss against each one's own run without
@@ -88,9 +104,12 @@ median, suggestion latency, batch medians at 12/24/48, early stopping's share of
 final regret, and the gate G1-G9 of tuning.md §6.3 (exit code 1 when one fails; with --quick, a
 subset of functions or fewer seeds/trials it is printed but not enforced). G6 takes every engine
 `suggest` call of the run, its time divided by the suggestions it returned; G8 compares the engine
-with and without enableTrialEarlyStopping; G9 uses REFERENCE_50 (§6.5). A study that fails
-(engine error, crash or timeout, an infeasible suggestion, a regret below 0) is listed and makes
-the exit code 1. Sanity check: TPE must beat random on >= 7/9 functions.
+with and without enableTrialEarlyStopping; G9 uses REFERENCE_50 (§6.5). Next to every
+early-stopping loss (G8 and the held-out es tables) a 90 % paired bootstrap interval of it over the
+seeds (each resampled seed brings its run with and its run without stopping): the gate is the
+spec's rule on the medians, the interval says how far one set's median moves by chance. A study
+that fails (engine error, crash or timeout, an infeasible suggestion, a regret below 0) is listed
+and makes the exit code 1. Sanity check: TPE must beat random on >= 7/9 functions.
 
 Random and TPE reproduce tuning.md §6.4 to the printed digit on the seven unshifted functions; the
 shifted ones draw their own optima, and hpo_mixed5 is our own surface (tuning_objectives.py).
@@ -143,11 +162,21 @@ THIRD_ES_TASKS = [("hpo_lgbm9", "step", 40, 0.01), ("hpo_bert6", "cosine", 40, 0
                   ("hpo_aug6", "overfit", 30, 0.01), ("hpo_lgbm9", "cosine", 30, 0.02),
                   ("hpo_bert6", "twoexp", 30, 0.02), ("hpo_xgb7", "cosine", 40, 0.01)]
 THIRD_FIRST_SEED, THIRD_SEEDS = 300, 40
+# The fourth held-out set (batch_fourth, es_fourth; session 10): new mixed surfaces, continuous
+# functions and curve families, seeds 400..439, defined before the engine changes for early
+# stopping and mixed spaces in batches and run once after them.
+FOURTH_BATCH_FUNCTIONS = list(tobj.FOURTH) + ["hpo_mixed5", "hpo_mixed6b", "hpo_lgbm9"]
+FOURTH_ES_TASKS = [("hpo_rnn7", "warmup", 40, 0.01), ("hpo_vit8", "restarts", 40, 0.02),
+                   ("hpo_dqn6", "warmup", 30, 0.03), ("hpo_rnn7", "restarts", 30, 0.01),
+                   ("hpo_vit8", "twoexp", 50, 0.02), ("hpo_dqn6", "overfit", 40, 0.02),
+                   ("hpo_xgb7", "warmup", 40, 0.01), ("hpo_mixed6b", "restarts", 40, 0.01)]
+FOURTH_FIRST_SEED, FOURTH_SEEDS = 400, 40
 # Held-out sets by part suffix: batch functions, es tasks, gate row ids, title.
 HELD = {
     "wide": (WIDE_BATCH_FUNCTIONS, WIDE_ES_TASKS, ("G7w", "G8w"), "held out"),
     "final": (FINAL_BATCH_FUNCTIONS, FINAL_ES_TASKS, ("G7f", "G8f"), "final held out"),
     "third": (THIRD_BATCH_FUNCTIONS, THIRD_ES_TASKS, ("G7t", "G8t"), "third held out"),
+    "fourth": (FOURTH_BATCH_FUNCTIONS, FOURTH_ES_TASKS, ("G7q", "G8q"), "fourth held out"),
 }
 
 
@@ -211,6 +240,8 @@ PART_ALGOS = {
     "es_final": ["engine_es", "engine"],
     "batch_third": ["engine", "tpe_cl"],
     "es_third": ["engine_es", "engine"],
+    "batch_fourth": ["engine", "tpe_cl"],
+    "es_fourth": ["engine_es", "engine"],
 }
 # --baseline-engine-cmd: every engine algorithm again with the baseline build.
 BASE = {"engine": "base", "engine_es": "base_es"}
@@ -632,6 +663,28 @@ def p_better(a, b):
     return wins / float(len(a) * len(b))
 
 
+def paired_loss_interval(stop, full, level=0.90, resamples=4000):
+    """A paired bootstrap interval (percentile, two-sided `level`) of the early-stopping loss, the
+    median best final regret with stopping minus without, from two es_stats: seeds are resampled
+    with replacement and each drawn seed contributes both of its runs (the same seed with and
+    without stopping). Deterministic (a fixed generator). None with fewer than 5 paired seeds."""
+    full_by_seed = {sd: b for sd, b in full["seed_best"] if b is not None}
+    pairs = [(b, full_by_seed[sd]) for sd, b in stop["seed_best"]
+             if b is not None and sd in full_by_seed]
+    if len(pairs) < 5:
+        return None
+    a = np.array(pairs)
+    rng = np.random.default_rng(0xB007)
+    idx = rng.integers(0, len(a), size=(resamples, len(a)))
+    diffs = np.median(a[idx, 0], axis=1) - np.median(a[idx, 1], axis=1)
+    tail = 100 * (1 - level) / 2
+    return float(np.percentile(diffs, tail)), float(np.percentile(diffs, 100 - tail))
+
+
+def fmt_interval(iv):
+    return "[%+.2f, %+.2f]" % iv if iv else "-"
+
+
 def mw_pvalue(a, b):
     try:
         from scipy.stats import mannwhitneyu
@@ -776,9 +829,11 @@ def gate(X, core, pairs, batch, es, lat_raw, fns, trials):
         s, n0 = es["engine_es"], es["engine"]
         ok = s["steps_fraction"] <= 0.70 and s["best_median"] <= n0["best_median"] + 0.1
         rows.append(("G8", ok, "stopping uses %.0f %% of steps (<= 70 %%); median best final "
-                     "regret %.2f vs %.2f without stopping (limit %+.2f)" % (
+                     "regret %.2f vs %.2f without stopping (limit %+.2f); loss %+.2f, paired "
+                     "bootstrap 90 %% interval %s" % (
                          100 * s["steps_fraction"], s["best_median"], n0["best_median"],
-                         n0["best_median"] + 0.1)))
+                         n0["best_median"] + 0.1, s["best_median"] - n0["best_median"],
+                         fmt_interval(paired_loss_interval(s, n0)))))
     else:
         rows.append(("G8", None, "es part not run for the engine"))
     if n:
@@ -802,6 +857,7 @@ def es_stats(runs):
             "stopped_median": common.median([r["stopped"] for r in runs]),
             "best_median": common.median(bests),
             "best_quartiles": quartiles(bests), "best_by_seed": bests,
+            "seed_best": [[r["seed"], r["best"]] for r in runs],
             "stop_replies": sum(r.get("stop_replies", 0) for r in runs)}
 
 
@@ -833,12 +889,17 @@ def wide_gate(wide_batch, wide_es, ran_batch, ran_es, held="wide"):
         loss = {n: wide_es[n]["engine_es"]["best_median"] - wide_es[n]["engine"]["best_median"]
                 for n in tasks}
         ok = [n for n in tasks if frac[n] <= 0.70 and loss[n] <= 0.1]
+        worst = max(tasks, key=lambda n: loss[n])
+        iv = paired_loss_interval(wide_es[worst]["engine_es"], wide_es[worst]["engine"])
+        clear = [n for n in tasks if (paired_loss_interval(wide_es[n]["engine_es"],
+                                                           wide_es[n]["engine"]) or (0, 0))[0] > 0.1]
         rows.append((g8, len(ok) == len(tasks),
                      title + ": stopping within 70 %% of the steps and 0.1 decades on %d/%d curve "
-                     "sets (need all); most steps %.0f %% (%s), largest loss %+.2f (%s)" % (
-                         len(ok), len(tasks), 100 * max(frac.values()),
-                         max(tasks, key=lambda n: frac[n]), max(loss.values()),
-                         max(tasks, key=lambda n: loss[n]))))
+                     "sets (need all); most steps %.0f %% (%s), largest loss %+.2f (%s, paired "
+                     "bootstrap 90 %% interval %s); %d set(s) whose whole interval is above 0.1"
+                     % (len(ok), len(tasks), 100 * max(frac.values()),
+                        max(tasks, key=lambda n: frac[n]), loss[worst], worst, fmt_interval(iv),
+                        len(clear))))
     else:
         rows.append((g8, None if not ran_es else False, "es_%s not run" % held))
     return rows
@@ -848,8 +909,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--parts", default="core,batch,es,batch_wide,es_wide",
                     help="core,batch,es,batch_wide,es_wide,batch_final,es_final,batch_third,"
-                    "es_third (default: all but the final and third held-out sets, which are run "
-                    "on their own: --parts batch_final,es_final or batch_third,es_third)")
+                    "es_third,batch_fourth,es_fourth (default: all but the final, third and fourth "
+                    "held-out sets, which are run on their own: --parts batch_final,es_final, "
+                    "batch_third,es_third or batch_fourth,es_fourth)")
     ap.add_argument("--algos", default="engine,tpe,random",
                     help="families to run: engine, tpe, random, gpref (default engine,tpe,random)")
     ap.add_argument("--seeds", type=int, default=20, help="seeds 0..N-1 (default 20)")
@@ -866,6 +928,11 @@ def main():
                     THIRD_FIRST_SEED)
     ap.add_argument("--third-seeds", type=int, default=THIRD_SEEDS,
                     help="seeds of the third held-out set (default %d)" % THIRD_SEEDS)
+    ap.add_argument("--fourth-first-seed", type=int, default=FOURTH_FIRST_SEED,
+                    help="the first seed of the fourth held-out set (default %d)" %
+                    FOURTH_FIRST_SEED)
+    ap.add_argument("--fourth-seeds", type=int, default=FOURTH_SEEDS,
+                    help="seeds of the fourth held-out set (default %d)" % FOURTH_SEEDS)
     ap.add_argument("--trials", type=int, default=50, help="core trials per study (default 50)")
     ap.add_argument("--functions", default="", help="comma-separated subset of the core functions")
     ap.add_argument("--quick", action="store_true",
@@ -941,9 +1008,12 @@ def main():
     wide_seeds = list(range(args.wide_first_seed, args.wide_first_seed + args.wide_seeds))
     final_seeds = list(range(args.final_first_seed, args.final_first_seed + args.wide_seeds))
     third_seeds = list(range(args.third_first_seed, args.third_first_seed + args.third_seeds))
+    fourth_seeds = list(range(args.fourth_first_seed, args.fourth_first_seed + args.fourth_seeds))
     if args.quick:
         wide_seeds, final_seeds, third_seeds = wide_seeds[:5], final_seeds[:5], third_seeds[:5]
-    held_seeds = {"wide": wide_seeds, "final": final_seeds, "third": third_seeds}
+        fourth_seeds = fourth_seeds[:5]
+    held_seeds = {"wide": wide_seeds, "final": final_seeds, "third": third_seeds,
+                  "fourth": fourth_seeds}
     tasks = []
     for part in parts:
         pfns = {"core": fns, "batch": batch_fns, "es": ["hpo_mixed5"],
@@ -952,7 +1022,9 @@ def main():
                 "batch_final": FINAL_BATCH_FUNCTIONS,
                 "es_final": [es_task_name(t) for t in FINAL_ES_TASKS],
                 "batch_third": THIRD_BATCH_FUNCTIONS,
-                "es_third": [es_task_name(t) for t in THIRD_ES_TASKS]}[part]
+                "es_third": [es_task_name(t) for t in THIRD_ES_TASKS],
+                "batch_fourth": FOURTH_BATCH_FUNCTIONS,
+                "es_fourth": [es_task_name(t) for t in FOURTH_ES_TASKS]}[part]
         algos = PART_ALGOS[part] + [BASE[a] for a in PART_ALGOS[part] if a in BASE]
         for fn in pfns:
             for algo in algos:
@@ -963,7 +1035,8 @@ def main():
     n_sugg = {"core": args.trials, "batch": BATCH_ROUNDS * BATCH_SIZE, "es": ES_TRIALS,
               "batch_wide": BATCH_ROUNDS * BATCH_SIZE, "es_wide": ES_TRIALS,
               "batch_final": BATCH_ROUNDS * BATCH_SIZE, "es_final": ES_TRIALS,
-              "batch_third": BATCH_ROUNDS * BATCH_SIZE, "es_third": ES_TRIALS}
+              "batch_third": BATCH_ROUNDS * BATCH_SIZE, "es_third": ES_TRIALS,
+              "batch_fourth": BATCH_ROUNDS * BATCH_SIZE, "es_fourth": ES_TRIALS}
     tasks.sort(key=lambda t: -COST[t[2]] * n_sugg[t[0]])
     X = args.gate_algo or ("engine" if "engine" in families else
                            "gpref" if "gpref" in families else "")
@@ -1204,18 +1277,20 @@ def main():
                 row = [name, "%.0f %%" % (100 * s_["steps_fraction"]),
                        "%.0f" % s_["stopped_median"], fmt(s_["best_median"]),
                        fmt(n0["best_median"]),
-                       "%+.2f" % (s_["best_median"] - n0["best_median"])]
+                       "%+.2f" % (s_["best_median"] - n0["best_median"]),
+                       fmt_interval(paired_loss_interval(s_, n0))]
                 if base_cmd:
                     bs_, b0 = d.get("base_es"), d.get("base")
                     row += ["%.0f %% / %s / %s / %+.2f" % (
                         100 * bs_["steps_fraction"], fmt(bs_["best_median"]),
-                        fmt(b0["best_median"]), bs_["best_median"] - b0["best_median"])
+                        fmt(b0["best_median"]), bs_["best_median"] - b0["best_median"]) +
+                        " " + fmt_interval(paired_loss_interval(bs_, b0))
                         if bs_ and b0 else "-"]
                 rows.append(row)
             common.table("%s (%s): %d trials, surface/curve family/steps/noise, seeds %d..%d"
                          % (epart, title, ES_TRIALS, hseeds[0], hseeds[-1]),
                          ["task", "steps used", "stopped (median)", "best final, stopping",
-                          "without", "loss (decades)"] +
+                          "without", "loss (decades)", "loss 90 % interval (paired bootstrap)"] +
                          (["baseline: steps / stopping / without / loss"] if base_cmd else []),
                          rows)
         out[bpart] = wide_batch
@@ -1233,12 +1308,15 @@ def main():
                     if not (e_es and e0 and b_es and b0):
                         continue
                     es_e, es_b = es_stats(e_es), es_stats(b_es)
-                    loss_e = es_e["best_median"] - es_stats(e0)["best_median"]
-                    loss_b = es_b["best_median"] - es_stats(b0)["best_median"]
-                    rows.append([part, fn, "%.0f %% / %+.2f" % (100 * es_e["steps_fraction"],
-                                                                loss_e),
-                                 "%.0f %% / %+.2f" % (100 * es_b["steps_fraction"], loss_b),
-                                 "", ""])
+                    s_e0, s_b0 = es_stats(e0), es_stats(b0)
+                    loss_e = es_e["best_median"] - s_e0["best_median"]
+                    loss_b = es_b["best_median"] - s_b0["best_median"]
+                    rows.append([part, fn, "%.0f %% / %+.2f %s" % (
+                        100 * es_e["steps_fraction"], loss_e,
+                        fmt_interval(paired_loss_interval(es_e, s_e0))),
+                        "%.0f %% / %+.2f %s" % (100 * es_b["steps_fraction"], loss_b,
+                                                fmt_interval(paired_loss_interval(es_b, s_b0))),
+                        "", ""])
                     continue
                 if "engine" not in d or "base" not in d:
                     continue
@@ -1258,7 +1336,7 @@ def main():
     rows = []
     for a in sorted(lat, key=lambda a: list(LABEL).index(a)):
         for part in ("core", "batch", "es", "batch_wide", "es_wide", "batch_final",
-                     "es_final", "batch_third", "es_third"):
+                     "es_final", "batch_third", "es_third", "batch_fourth", "es_fourth"):
             if part in lat[a]:
                 s = lat[a][part]
                 rows.append([LABEL[a], part, s["calls"], "%.1f" % s["median_ms"],

@@ -40,6 +40,23 @@ run once after them; bench_tuning.py's batch_third and es_third parts, seeds 300
                  the best epochs and label smoothing, a four-valued categorical that barely
                  matters, a reverse-log DISCRETE momentum (below)
 
+Fourth held-out set (session 10: defined and committed before the engine changes for early stopping
+and mixed spaces in batches, run once after them; bench_tuning.py's batch_fourth and es_fourth
+parts, seeds 400-439):
+
+  goldstein2        Goldstein-Price on [-2, 2]^2                 f* = 3
+  rastrigin3_shift  Rastrigin (A = 10) on [-5.12, 5.12]^3, optimum moved per seed
+  hpo_rnn7          a recurrent-network surface, seven parameters: a three-valued cell type with a
+                    near-tie, a four-valued optimizer, an uneven linear DISCRETE gradient clip
+                    that matters most for the vanilla cell, a log DISCRETE hidden size whose best
+                    value moves with the depth (below)
+  hpo_vit8          a vision-transformer surface, eight parameters: the model size (four values)
+                    moves the best learning rate, drop path and mixup; an uneven linear DISCRETE
+                    mixup alpha, a log DISCRETE patch size (below)
+  hpo_dqn6          a reinforcement-learning surface, six parameters: a reverse-log DISCRETE
+                    discount, an uneven linear DISCRETE target-update period whose weight depends
+                    on a binary categorical, a three-valued exploration categorical (below)
+
 Shifted functions: the optimum of Ackley (natively the centre of the box, which a designer that
 starts at the centre would hit with its first trial) and Levy (natively (1, ..., 1), near the
 centre) is moved to a point drawn per seed inside the central 80 % of the box. The draw depends
@@ -199,6 +216,73 @@ With a = log10(learning_rate), c = log10(1 - momentum) + 1 (0 at momentum 0.9):
 
 f* = 0 at randaugment, he, momentum 0.9, learning rate 10^-1.3, 100 epochs, label smoothing 0.1.
 
+hpo_rnn7 (fourth held-out set; the best learning rate depends on the optimizer and the cell and
+falls as the hidden size grows, the best hidden size grows with the depth, the vanilla cell needs
+gradient clipping):
+
+  learning_rate  DOUBLE 1e-4..0.1, UNIT_LOG_SCALE
+  hidden_size    DISCRETE 64, 128, 256, 512, 1024, UNIT_LOG_SCALE
+  num_layers     INTEGER 1..4, UNIT_LINEAR_SCALE
+  dropout        DOUBLE 0..0.6, UNIT_LINEAR_SCALE
+  grad_clip      DISCRETE 0, 0.25, 1, 5, UNIT_LINEAR_SCALE
+  cell           CATEGORICAL lstm, gru, vanilla
+  optimizer      CATEGORICAL adam, sgd, rmsprop, adagrad
+
+With a = log10(learning_rate), h = log2(hidden_size / 256), L = num_layers:
+
+  a* = -2.8 - 0.2 h + {adam: 0, sgd: 1.3, rmsprop: -0.3, adagrad: 0.8}[optimizer]
+       + {lstm: 0, gru: 0.1, vanilla: -0.5}[cell]
+  f = 0.5 (1 - exp(-((a - a*) / 0.5)^2 / 2)) + 0.02 (h - 0.5 (L - 2))^2 + 0.015 (L - 2)^2
+    + 0.4 (dropout - 0.1 - 0.1 L)^2 + k 0.02 (log10(grad_clip + 0.05) - log10(1.05))^2
+    + {lstm: 0, gru: 0.005, vanilla: 0.07}[cell] + {adam: 0, sgd: 0.05, rmsprop: 0.015,
+       adagrad: 0.04}[optimizer],   k = 4 for vanilla, else 1
+
+f* = 0 at lstm, adam, learning rate 10^-2.8, 256 units, 2 layers, dropout 0.3, clip 1.
+
+hpo_vit8 (fourth held-out set; a larger model wants a lower learning rate, more drop path and more
+mixup):
+
+  learning_rate  DOUBLE 1e-5..1e-2, UNIT_LOG_SCALE
+  weight_decay   DOUBLE 1e-4..1, UNIT_LOG_SCALE
+  drop_path      DOUBLE 0..0.5, UNIT_LINEAR_SCALE
+  warmup_epochs  INTEGER 0..30, UNIT_LINEAR_SCALE
+  patch_size     DISCRETE 4, 8, 16, 32, UNIT_LOG_SCALE
+  mixup_alpha    DISCRETE 0, 0.1, 0.2, 0.4, 0.8, 1.0, UNIT_LINEAR_SCALE
+  model_size     CATEGORICAL tiny, small, base, large
+  optimizer      CATEGORICAL adamw, lamb, sgd
+
+With a = log10(learning_rate), S = {tiny: -0.2, small: 0, base: 0.2, large: 0.4}[model_size]:
+
+  a* = -3.3 - S + {adamw: 0, lamb: 0.5, sgd: 1.3}[optimizer]
+  f = 0.5 (1 - exp(-((a - a*) / 0.45)^2 / 2)) + 0.04 (log10(weight_decay) + 1.3)^2
+    + 0.5 (drop_path - {tiny: 0, small: 0.1, base: 0.2, large: 0.35}[model_size])^2
+    + 0.0002 (warmup_epochs - 10)^2 + 0.02 log2(patch_size / 16)^2
+    + 0.15 (mixup_alpha - {tiny: 0, small: 0.1, base: 0.2, large: 0.4}[model_size])^2
+    + {tiny: 0.09, small: 0.03, base: 0, large: 0.012}[model_size]
+    + {adamw: 0, lamb: 0.01, sgd: 0.05}[optimizer]
+
+f* = 0 at base, adamw, learning rate 10^-3.5, weight decay 10^-1.3, drop path 0.2, 10 warm-up
+epochs, patch 16, mixup 0.2.
+
+hpo_dqn6 (fourth held-out set; the best learning rate falls as the discount approaches 1 and
+depends on the exploration; double Q-learning halves the cost of a poor target-update period):
+
+  learning_rate  DOUBLE 1e-5..1e-2, UNIT_LOG_SCALE
+  gamma          DISCRETE 0.9, 0.95, 0.98, 0.99, 0.995, 0.999, UNIT_REVERSE_LOG_SCALE
+  buffer_size    INTEGER 1000..1000000, UNIT_LOG_SCALE
+  target_update  DISCRETE 100, 500, 1000, 5000, 10000, UNIT_LINEAR_SCALE
+  exploration    CATEGORICAL egreedy, boltzmann, noisy
+  double_q       CATEGORICAL false, true
+
+With a = log10(learning_rate), g = log10(1 - gamma) + 2 (0 at 0.99), B = log10(buffer_size / 1e5):
+
+  a* = -3.7 + 0.3 g + {egreedy: 0, boltzmann: 0.2, noisy: -0.3}[exploration]
+  f = 0.5 (1 - exp(-((a - a*) / 0.45)^2 / 2)) + 0.05 g^2 + 0.03 B^2
+    + {false: 1, true: 0.5}[double_q] 0.03 (log10(target_update) - 3)^2
+    + {egreedy: 0.02, boltzmann: 0.04, noisy: 0}[exploration] + {false: 0.025, true: 0}[double_q]
+
+f* = 0 at noisy, double Q, learning rate 10^-4, gamma 0.99, buffer 1e5, target update 1000.
+
 Learning curves (the early-stopping part): hpo_curve(params, rng) is a 30-step curve from f + 1
 towards f: value(t) = f + (e^(-r t) - e^(-r T)) / (1 - e^(-r T)) + N(0, 0.01^2), with the
 rate r = 0.3 * 10^(0.5 * min(0, a - a*)): a learning rate 100x below its best converges 10x slower
@@ -232,6 +316,19 @@ Family of the third held-out set (es_third), with the same rate r:
   cosine    a cosine-annealed schedule: the exp family's shape at progress P(t) = t/T +
             sin(pi t/T)/pi instead of t/T (the learning rate's integral): fast early, then a
             slowing run that still drops at the end
+
+Families of the fourth held-out set (es_fourth), with the same rate r and g = a - a*:
+
+  warmup    a linear learning-rate warm-up over the first W = T/4 steps: the exp family's shape
+            at progress P(t) = t^2 / (2W) before W and t - W/2 after (rate r T / (T - W/2), so
+            that it ends as far along as the exp family), plus a spike when the warm-up reaches
+            too high a learning rate: 0.3 clip(g, 0, 1) exp(-((t - W) / (T/10))^2 / 2) (taken
+            off again at T so the curve ends at f): nothing moves at first, then aggressive
+            configurations jump before they settle
+  restarts  cosine annealing with one warm restart (cycles of T/3 and 2T/3 steps): the exp
+            family's shape at the cumulative integral of the learning rate, plus 0.1 (1 +
+            clip(g, 0, 1.5)) lr(t) (lr(t) = (1 + cos(pi u)) / 2 at a cycle's progress u, 0 at
+            T): a saw-tooth whose jump at the restart is larger for too high a learning rate
 """
 
 import math
@@ -650,14 +747,166 @@ def aug_lr_gap(p):
     return a - best
 
 
+# ------------------------------------------------------------------------------------------
+# The fourth held-out set
+
+
+def goldstein(x):
+    x1, x2 = x
+    a = 1 + (x1 + x2 + 1) ** 2 * (19 - 14 * x1 + 3 * x1 ** 2 - 14 * x2 + 6 * x1 * x2 + 3 * x2 ** 2)
+    b = 30 + (2 * x1 - 3 * x2) ** 2 * (18 - 32 * x1 + 12 * x1 ** 2 + 48 * x2 - 36 * x1 * x2
+                                       + 27 * x2 ** 2)
+    return float(a * b)
+
+
+def rastrigin(x):
+    return float(10.0 * len(x) + np.sum(x * x - 10.0 * np.cos(2 * math.pi * x)))
+
+
+RNN_SPEC = [
+    {"parameterName": "learning_rate", "type": "DOUBLE", "minValue": 1e-4, "maxValue": 0.1,
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "hidden_size", "type": "DISCRETE",
+     "discreteValues": [64, 128, 256, 512, 1024], "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "num_layers", "type": "INTEGER", "minValue": 1, "maxValue": 4,
+     "scaleType": "UNIT_LINEAR_SCALE"},
+    {"parameterName": "dropout", "type": "DOUBLE", "minValue": 0.0, "maxValue": 0.6,
+     "scaleType": "UNIT_LINEAR_SCALE"},
+    {"parameterName": "grad_clip", "type": "DISCRETE", "discreteValues": [0.0, 0.25, 1.0, 5.0],
+     "scaleType": "UNIT_LINEAR_SCALE"},
+    {"parameterName": "cell", "type": "CATEGORICAL",
+     "categoricalValues": ["lstm", "gru", "vanilla"]},
+    {"parameterName": "optimizer", "type": "CATEGORICAL",
+     "categoricalValues": ["adam", "sgd", "rmsprop", "adagrad"]},
+]
+RNN_OPT_SHIFT = {"adam": 0.0, "sgd": 1.3, "rmsprop": -0.3, "adagrad": 0.8}
+RNN_CELL_SHIFT = {"lstm": 0.0, "gru": 0.1, "vanilla": -0.5}
+RNN_CELL_PENALTY = {"lstm": 0.0, "gru": 0.005, "vanilla": 0.07}
+RNN_OPT_PENALTY = {"adam": 0.0, "sgd": 0.05, "rmsprop": 0.015, "adagrad": 0.04}
+
+
+def _rnn_parts(p):
+    a = math.log10(float(p["learning_rate"]))
+    h = math.log2(float(p["hidden_size"]) / 256.0)
+    best = -2.8 - 0.2 * h + RNN_OPT_SHIFT[p["optimizer"]] + RNN_CELL_SHIFT[p["cell"]]
+    return a, h, best
+
+
+def rnn_surface(p):
+    a, h, best = _rnn_parts(p)
+    layers = float(p["num_layers"])
+    k = 4.0 if p["cell"] == "vanilla" else 1.0
+    return (0.5 * (1.0 - math.exp(-0.5 * ((a - best) / 0.5) ** 2))
+            + 0.02 * (h - 0.5 * (layers - 2.0)) ** 2 + 0.015 * (layers - 2.0) ** 2
+            + 0.4 * (float(p["dropout"]) - 0.1 - 0.1 * layers) ** 2
+            + k * 0.02 * (math.log10(float(p["grad_clip"]) + 0.05) - math.log10(1.05)) ** 2
+            + RNN_CELL_PENALTY[p["cell"]] + RNN_OPT_PENALTY[p["optimizer"]])
+
+
+def rnn_lr_gap(p):
+    a, _, best = _rnn_parts(p)
+    return a - best
+
+
+VIT_SPEC = [
+    {"parameterName": "learning_rate", "type": "DOUBLE", "minValue": 1e-5, "maxValue": 1e-2,
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "weight_decay", "type": "DOUBLE", "minValue": 1e-4, "maxValue": 1.0,
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "drop_path", "type": "DOUBLE", "minValue": 0.0, "maxValue": 0.5,
+     "scaleType": "UNIT_LINEAR_SCALE"},
+    {"parameterName": "warmup_epochs", "type": "INTEGER", "minValue": 0, "maxValue": 30,
+     "scaleType": "UNIT_LINEAR_SCALE"},
+    {"parameterName": "patch_size", "type": "DISCRETE", "discreteValues": [4, 8, 16, 32],
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "mixup_alpha", "type": "DISCRETE",
+     "discreteValues": [0.0, 0.1, 0.2, 0.4, 0.8, 1.0], "scaleType": "UNIT_LINEAR_SCALE"},
+    {"parameterName": "model_size", "type": "CATEGORICAL",
+     "categoricalValues": ["tiny", "small", "base", "large"]},
+    {"parameterName": "optimizer", "type": "CATEGORICAL",
+     "categoricalValues": ["adamw", "lamb", "sgd"]},
+]
+VIT_SIZE_SHIFT = {"tiny": -0.2, "small": 0.0, "base": 0.2, "large": 0.4}
+VIT_OPT_SHIFT = {"adamw": 0.0, "lamb": 0.5, "sgd": 1.3}
+VIT_DROP_PATH = {"tiny": 0.0, "small": 0.1, "base": 0.2, "large": 0.35}
+VIT_MIXUP = {"tiny": 0.0, "small": 0.1, "base": 0.2, "large": 0.4}
+VIT_SIZE_PENALTY = {"tiny": 0.09, "small": 0.03, "base": 0.0, "large": 0.012}
+VIT_OPT_PENALTY = {"adamw": 0.0, "lamb": 0.01, "sgd": 0.05}
+
+
+def _vit_parts(p):
+    a = math.log10(float(p["learning_rate"]))
+    return a, -3.3 - VIT_SIZE_SHIFT[p["model_size"]] + VIT_OPT_SHIFT[p["optimizer"]]
+
+
+def vit_surface(p):
+    a, best = _vit_parts(p)
+    size = p["model_size"]
+    return (0.5 * (1.0 - math.exp(-0.5 * ((a - best) / 0.45) ** 2))
+            + 0.04 * (math.log10(float(p["weight_decay"])) + 1.3) ** 2
+            + 0.5 * (float(p["drop_path"]) - VIT_DROP_PATH[size]) ** 2
+            + 0.0002 * (float(p["warmup_epochs"]) - 10.0) ** 2
+            + 0.02 * math.log2(float(p["patch_size"]) / 16.0) ** 2
+            + 0.15 * (float(p["mixup_alpha"]) - VIT_MIXUP[size]) ** 2
+            + VIT_SIZE_PENALTY[size] + VIT_OPT_PENALTY[p["optimizer"]])
+
+
+def vit_lr_gap(p):
+    a, best = _vit_parts(p)
+    return a - best
+
+
+DQN_SPEC = [
+    {"parameterName": "learning_rate", "type": "DOUBLE", "minValue": 1e-5, "maxValue": 1e-2,
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "gamma", "type": "DISCRETE",
+     "discreteValues": [0.9, 0.95, 0.98, 0.99, 0.995, 0.999],
+     "scaleType": "UNIT_REVERSE_LOG_SCALE"},
+    {"parameterName": "buffer_size", "type": "INTEGER", "minValue": 1000, "maxValue": 1000000,
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "target_update", "type": "DISCRETE",
+     "discreteValues": [100, 500, 1000, 5000, 10000], "scaleType": "UNIT_LINEAR_SCALE"},
+    {"parameterName": "exploration", "type": "CATEGORICAL",
+     "categoricalValues": ["egreedy", "boltzmann", "noisy"]},
+    {"parameterName": "double_q", "type": "CATEGORICAL", "categoricalValues": ["false", "true"]},
+]
+DQN_EXPL_SHIFT = {"egreedy": 0.0, "boltzmann": 0.2, "noisy": -0.3}
+DQN_EXPL_PENALTY = {"egreedy": 0.02, "boltzmann": 0.04, "noisy": 0.0}
+
+
+def _dqn_parts(p):
+    a = math.log10(float(p["learning_rate"]))
+    g = math.log10(max(1.0 - float(p["gamma"]), 1e-300)) + 2.0
+    return a, g, -3.7 + 0.3 * g + DQN_EXPL_SHIFT[p["exploration"]]
+
+
+def dqn_surface(p):
+    a, g, best = _dqn_parts(p)
+    double = p["double_q"] == "true"
+    return (0.5 * (1.0 - math.exp(-0.5 * ((a - best) / 0.45) ** 2))
+            + 0.05 * g * g
+            + 0.03 * math.log10(float(p["buffer_size"]) / 1e5) ** 2
+            + (0.5 if double else 1.0) * 0.03 * (math.log10(float(p["target_update"])) - 3.0) ** 2
+            + DQN_EXPL_PENALTY[p["exploration"]] + (0.0 if double else 0.025))
+
+
+def dqn_lr_gap(p):
+    a, _, best = _dqn_parts(p)
+    return a - best
+
+
 SURFACES = {"hpo_mixed5": (HPO_SPEC, hpo_surface, hpo_lr_gap),
             "hpo_mixed6b": (HPO6_SPEC, hpo6_surface, hpo6_lr_gap),
             "hpo_xgb7": (XGB_SPEC, xgb_surface, xgb_lr_gap),
             "hpo_cnn5": (CNN_SPEC, cnn_surface, cnn_lr_gap),
             "hpo_lgbm9": (LGBM_SPEC, lgbm_surface, lgbm_lr_gap),
             "hpo_bert6": (BERT_SPEC, bert_surface, bert_lr_gap),
-            "hpo_aug6": (AUG_SPEC, aug_surface, aug_lr_gap)}
-CURVE_FAMILIES = ("exp", "pow", "crossing", "sigmoid", "step", "twoexp", "overfit", "cosine")
+            "hpo_aug6": (AUG_SPEC, aug_surface, aug_lr_gap),
+            "hpo_rnn7": (RNN_SPEC, rnn_surface, rnn_lr_gap),
+            "hpo_vit8": (VIT_SPEC, vit_surface, vit_lr_gap),
+            "hpo_dqn6": (DQN_SPEC, dqn_surface, dqn_lr_gap)}
+CURVE_FAMILIES = ("exp", "pow", "crossing", "sigmoid", "step", "twoexp", "overfit", "cosine",
+                  "warmup", "restarts")
 
 
 def _exp_shape(r, steps):
@@ -708,6 +957,33 @@ def curve(surface, family, p, rng, steps=HPO_STEPS, noise=HPO_NOISE):
         end = math.exp(-r * T)
         shape = [(math.exp(-r * T * min(1.0, t / T + math.sin(math.pi * t / T) / math.pi)) - end)
                  / (1.0 - end) for t in range(1, steps + 1)]
+    elif family == "warmup":
+        r = 0.3 * 10.0 ** (0.5 * min(0.0, g))
+        w = T / 4.0
+        r2 = r * T / (T - w / 2.0)
+        end = math.exp(-r2 * (T - w / 2.0))
+        h = 0.3 * min(max(g, 0.0), 1.0)
+
+        def spike(t):
+            return h * math.exp(-0.5 * ((t - w) / (T / 10.0)) ** 2)
+        shape = [(math.exp(-r2 * (t * t / (2.0 * w) if t < w else t - w / 2.0)) - end)
+                 / (1.0 - end) + spike(t) - spike(T) * t / T for t in range(1, steps + 1)]
+    elif family == "restarts":
+        r = 0.3 * 10.0 ** (0.5 * min(0.0, g))
+        first = T / 3.0
+        bump = 0.1 * (1.0 + min(max(g, 0.0), 1.5))
+
+        def progress(t):  # (integral of the learning rate so far, the learning rate now)
+            s, length, done = (0.0, first, 0.0) if t <= first else (first, T - first, first / 2.0)
+            u = (t - s) / length
+            return (done + length * (u / 2.0 + math.sin(math.pi * u) / (2.0 * math.pi)),
+                    (1.0 + math.cos(math.pi * u)) / 2.0)
+        r2 = 2.0 * r
+        end = math.exp(-r2 * T / 2.0)
+        shape = []
+        for t in range(1, steps + 1):
+            q, lr = progress(float(t))
+            shape.append((math.exp(-r2 * q) - end) / (1.0 - end) + bump * lr)
     else:
         raise ValueError("unknown curve family %r" % family)
     return [f + v + rng.normal(0.0, noise) for v in shape]
@@ -798,10 +1074,19 @@ def _make():
         Objective("hpo_bert6", BERT_SPEC, None, 0.0),
         Objective("hpo_aug6", AUG_SPEC, None, 0.0),
     ]
+    fourth = [
+        Objective("goldstein2", _box(_xs(2), [-2.0, -2.0], [2.0, 2.0]), goldstein, 3.0),
+        Objective("rastrigin3_shift", _box(_xs(3), [-5.12] * 3, [5.12] * 3), rastrigin, 0.0,
+                  shift=(np.zeros(3), -5.12, 5.12)),
+        Objective("hpo_rnn7", RNN_SPEC, None, 0.0),
+        Objective("hpo_vit8", VIT_SPEC, None, 0.0),
+        Objective("hpo_dqn6", DQN_SPEC, None, 0.0),
+    ]
     return ({o.name: o for o in objs}, [o.name for o in held_out], [o.name for o in final],
-            [o.name for o in third], {o.name: o for o in held_out + final + third})
+            [o.name for o in third], [o.name for o in fourth],
+            {o.name: o for o in held_out + final + third + fourth})
 
 
-OBJECTIVES, HELD_OUT, FINAL, THIRD, _HELD = _make()
+OBJECTIVES, HELD_OUT, FINAL, THIRD, FOURTH, _HELD = _make()
 CORE = list(OBJECTIVES)
 OBJECTIVES.update(_HELD)

@@ -51,10 +51,16 @@ bool StoppingRulesSayStop(const Trial& trial, const std::vector<Trial>& trials, 
 // whose value there was better, each side smoothed over its last three reports), mapped onto the
 // same quantile of their final values. A stopped trial's own value is an intermediate one,
 // worse than any final it would have reached, and the designers should not mistake it for one.
+// The standing is first shrunk toward the middle by the references' rank correlation between
+// their values at that step and their final values (clamped at 0: no information, the median).
 // nullopt with fewer than kMinImputeReferences references reporting by that step.
 inline constexpr size_t kMinImputeReferences = 3;
 std::optional<double> ImputedFinalValue(const Trial& trial, const std::vector<Trial>& trials,
                                         Goal goal);
+
+// Spearman's rank correlation of a and b (same length; ties get mean ranks); 0 when either is
+// constant or shorter than 2.
+double RankCorrelation(const std::vector<double>& a, const std::vector<double>& b);
 
 // A 64-bit seed mixing the study seed with a salt (e.g. the next trial id); splitmix64.
 uint64_t MixSeed(uint64_t seed, uint64_t salt);

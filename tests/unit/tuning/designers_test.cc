@@ -544,8 +544,41 @@ TEST(ImputedFinalValueTest, NeedsThreeReferencesAndReports) {
   EXPECT_FALSE(ImputedFinalValue(silent, trials, Goal::kMaximize).has_value());
   trials.resize(2);
   EXPECT_FALSE(ImputedFinalValue(Completed(100, {1}), trials, Goal::kMaximize).has_value());
-  trials.push_back(Completed(3, {5, 5}));
-  EXPECT_DOUBLE_EQ(*ImputedFinalValue(Completed(100, {-1}), trials, Goal::kMaximize), 5.0);
+  trials.push_back(Completed(3, {5, 15}));
+  EXPECT_DOUBLE_EQ(*ImputedFinalValue(Completed(100, {-1}), trials, Goal::kMaximize), 9.0);
+}
+
+TEST(ImputedFinalValueTest, ShrinksTheStandingWhenEarlyOrderDoesNotPredictTheEnd) {
+  // Crossing curves: the references that stood best at step 5 finished worst (rank correlation
+  // -1). A trial below all of them at step 5 says nothing about its end: the median final.
+  std::vector<Trial> crossing;
+  for (int i = 0; i < 5; ++i) {
+    std::vector<double> v(5, static_cast<double>(i));  // standing 0..4 at steps 1..5
+    v.push_back(10.0 - i);                             // finals 10..6, in the reverse order
+    crossing.push_back(Completed(i + 1, v));
+  }
+  Trial stopped = Completed(100, {-1, -1, -1, -1, -1});
+  stopped.stopped_early = true;
+  EXPECT_DOUBLE_EQ(*ImputedFinalValue(stopped, crossing, Goal::kMaximize), 8.0);
+  // Half the order kept (rank correlation 0.5): half-way from the worst final to the median.
+  std::vector<Trial> half;
+  const double finals[] = {6, 8, 7, 10, 9};  // standing 0..4 at step 5
+  for (int i = 0; i < 5; ++i) {
+    std::vector<double> v(5, static_cast<double>(i));
+    v.push_back(finals[i]);
+    half.push_back(Completed(i + 1, v));
+  }
+  EXPECT_NEAR(RankCorrelation({0, 1, 2, 3, 4}, {6, 8, 7, 10, 9}), 0.8, 1e-12);
+  // rho 0.8: standing 0 of 5 -> 2.5 - 0.8 * 2.5 = 0.5 -> position 0.4 between the finals 6 and 7.
+  EXPECT_NEAR(*ImputedFinalValue(stopped, half, Goal::kMaximize), 6.4, 1e-12);
+}
+
+TEST(RankCorrelationTest, IsSpearmansWithMeanRanksForTies) {
+  EXPECT_DOUBLE_EQ(RankCorrelation({1, 2, 3}, {10, 20, 30}), 1.0);
+  EXPECT_DOUBLE_EQ(RankCorrelation({1, 2, 3}, {3, 2, 1}), -1.0);
+  EXPECT_DOUBLE_EQ(RankCorrelation({1, 2, 3}, {5, 5, 5}), 0.0);  // constant: no information
+  EXPECT_DOUBLE_EQ(RankCorrelation({1}, {2}), 0.0);
+  EXPECT_NEAR(RankCorrelation({1, 2, 2, 3}, {1, 2, 3, 4}), 0.9486832980505138, 1e-12);
 }
 
 // ---- MixSeed -----------------------------------------------------------------------------------
