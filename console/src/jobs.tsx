@@ -25,6 +25,16 @@ const COLUMNS: [SortKey, string][] = [
   ["createTime", "Created"],
 ];
 
+// The list request of a view of the page.
+function listQuery(filter: string, pageToken: string, sort: string): URLSearchParams {
+  const q = new URLSearchParams({ pageSize: String(PAGE_SIZE), fields: LIST_FIELDS });
+  if (filter) q.set("filter", filter);
+  if (pageToken) q.set("pageToken", pageToken);
+  const orderBy = orderByOf(sort);
+  if (orderBy) q.set("orderBy", orderBy);
+  return q;
+}
+
 export function jobType(j: Job): string {
   const hp = j.trainingInput?.hyperparameters;
   if (hp) {
@@ -55,7 +65,9 @@ export function JobsPage(props: { project: string; url: URL }) {
   const filter = url.searchParams.get("filter") ?? "";
   const pageToken = url.searchParams.get("pageToken") ?? "";
   const sort = url.searchParams.get("sort") ?? "";
-  const [data, setData] = useState<ListJobsResponse | null>(null);
+  // The page last loaded and the query it answers: rows and the next page's token of another
+  // filter, order or page are never shown or followed (they would be refused, or wrong).
+  const [loaded, setLoaded] = useState<{ query: string; page: ListJobsResponse } | null>(null);
   const [summary, setSummary] = useState<JobsSummary | null>(null);
   const [error, setError] = useState("");
   const [draft, setDraft] = useState(filter);
@@ -73,15 +85,11 @@ export function JobsPage(props: { project: string; url: URL }) {
 
   useEffect(() => {
     let live = true;
-    const q = new URLSearchParams({ pageSize: String(PAGE_SIZE), fields: LIST_FIELDS });
-    if (filter) q.set("filter", filter);
-    if (pageToken) q.set("pageToken", pageToken);
-    const orderBy = orderByOf(sort);
-    if (orderBy) q.set("orderBy", orderBy);
+    const q = listQuery(filter, pageToken, sort);
     api<ListJobsResponse>("GET", `${jobPath(project)}?${q}`)
       .then((r) => {
         if (!live) return;
-        setData(r);
+        setLoaded({ query: project + "?" + q, page: r });
         setError("");
       })
       .catch((e) => live && setError(e.message));
@@ -114,6 +122,7 @@ export function JobsPage(props: { project: string; url: URL }) {
     return () => document.removeEventListener("keydown", onKey);
   }, []);
 
+  const data = loaded?.query === project + "?" + listQuery(filter, pageToken, sort) ? loaded.page : null;
   const jobs = data?.jobs ?? [];
   const counts = summary?.jobStateCounts ?? {};
   const cancellable = jobs.filter((j) => selected.has(j.jobId) && !TERMINAL.has(j.state));
