@@ -5,6 +5,10 @@
 #include <sys/wait.h>
 
 #include <charconv>
+#include <nlohmann/json.hpp>
+
+#include "trainyard/core/util.h"
+#include "trainyard/executor/launcher_protocol.h"
 
 namespace trainyard::executor {
 
@@ -63,6 +67,22 @@ SlurmControlAction DecideSlurmControl(const SlurmControl& c, int current) {
                                         : SlurmControlAction::kRelease;
   }
   return SlurmControlAction::kIgnore;
+}
+
+int SpecAttemptIn(const std::string& work_dir) {
+  auto text = ReadFile(work_dir + "/" + kSpecFile);
+  if (!text.ok()) return -1;
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return -1;
+  auto it = j.find("attempt");
+  if (it == j.end()) return 0;  // SpecToJson leaves out attempt 0
+  return it->is_number_integer() ? it->get<int>() : -1;
+}
+
+bool AttemptSuperseded(int own, int spec_attempt) { return own >= 0 && spec_attempt > own; }
+
+std::string SupersededExitFile(int attempt) {
+  return "exit.attempt-" + std::to_string(attempt) + ".json";
 }
 
 bool SlurmExitIsStale(int exit_attempt, int spec_attempt) {

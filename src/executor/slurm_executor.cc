@@ -363,6 +363,8 @@ struct SReplica {
   // nothing is read until exit.json is gone or another (inode) than the ended step's.
   bool relaunch_pending = false;
   ino_t ended_exit_inode = 0;
+  // An exit report of an older attempt was found in the work dir and ignored (logged once).
+  bool stale_exit_logged = false;
 };
 
 // A replica of `spec` (its work dir set) in `gang` (null: not known yet), its tail at the start.
@@ -379,20 +381,61 @@ std::shared_ptr<SReplica> NewReplica(const ReplicaSpec& spec, std::shared_ptr<Ga
 }
 
 // Whether the replica's work dir holds the exit report of an attempt older than its spec's
-// (`attempt`): the ended step of a restart in place not yet carried out. Then `r` waits for
-// its driver to replace that report (as after RestartInPlace).
-bool StaleExitIn(const std::string& work_dir, int attempt, SReplica* r) {
+// (`attempt`) and not older than its gang's plan gives it (`planned`, -1 unknown): the ended
+// step of a restart in place not yet carried out. Then `r` waits for its driver to replace
+// that report (as after RestartInPlace). A report older than the plan's attempt is a step of
+// an earlier allocation (CurrentExitReport), not a decision to carry out.
+bool StaleExitIn(const std::string& work_dir, int attempt, int planned, SReplica* r) {
   const std::string path = Join(work_dir, kExitFile);
   struct stat st;
   struct stat again;
   if (::stat(path.c_str(), &st) != 0) return false;
   auto text = ReadFile(path);
-  if (!text.ok() || !SlurmExitIsStale(ExitReportAttempt(*text), attempt)) return false;
+  if (!text.ok()) return false;
+  const int reported = ExitReportAttempt(*text);
+  if (!SlurmExitIsStale(reported, attempt) || SlurmExitIsStale(reported, planned)) return false;
   // Replaced meanwhile (the driver acted): then it is not the one read.
   if (::stat(path.c_str(), &again) != 0 || again.st_ino != st.st_ino) return false;
   r->relaunch_pending = true;
   r->ended_exit_inode = st.st_ino;
   return true;
+}
+
+// The replica's exit report if it is one of `attempt` (or names none): a report of an older
+// attempt is not this attempt's end. After a node failure the whole gang runs again in a new
+// allocation while the old step may live on, its slurmd dead (nothing kills it until the node
+// comes back): its launcher still writes exit.json into the same work dir. NotFound when
+// there is none, or only an older attempt's.
+Result<ReplicaExit> CurrentExitReport(const std::string& work_dir, int attempt,
+                                      bool* stale = nullptr) {
+  if (stale != nullptr) *stale = false;
+  auto text = ReadFile(Join(work_dir, kExitFile));
+  if (!text.ok()) return NotFound("no " + std::string(kExitFile));
+  if (const int reported = ExitReportAttempt(*text); SlurmExitIsStale(reported, attempt)) {
+    if (stale != nullptr) *stale = true;
+    return NotFound(std::string(kExitFile) + " is of attempt " + std::to_string(reported) +
+                    ", not " + std::to_string(attempt));
+  }
+  return ExitFromJson(*text);
+}
+
+// Whether the replica's work dir holds an exit report of an attempt older than `attempt`.
+bool OlderExitReportIn(const std::string& work_dir, int attempt) {
+  bool stale = false;
+  (void)CurrentExitReport(work_dir, attempt, &stale);
+  return stale;
+}
+
+// The attempt plan.json in `gang_dir` gives the replica of `work_dir` (-1: unknown).
+int PlannedAttempt(const std::string& gang_dir, const std::string& work_dir) {
+  auto text = ReadFile(Join(gang_dir, kPlanFile));
+  if (!text.ok()) return -1;
+  json j = json::parse(*text, nullptr, false);
+  if (!j.is_object() || !j.contains("replicas") || !j["replicas"].is_array()) return -1;
+  for (const json& r : j["replicas"]) {
+    if (r.is_object() && r.value("workDir", "") == work_dir) return r.value("attempt", -1);
+  }
+  return -1;
 }
 
 class SlurmExecutor final : public Executor {
@@ -1088,7 +1131,9 @@ std::vector<RecoveredReplica> SlurmExecutor::Recover(const std::vector<ReplicaKe
     // driver had not carried out when the daemon stopped: the ended step's report, of an
     // older attempt, is still there. The decision stands and the driver is told again (it
     // ignores a repeat); the old report is not this attempt's end (slurm_control.h).
-    const bool retell = !gang->ended && gang->in_place && StaleExitIn(dir, spec->attempt, r.get());
+    const int planned = PlannedAttempt(gang_dir, dir);
+    const bool retell =
+        !gang->ended && gang->in_place && StaleExitIn(dir, spec->attempt, planned, r.get());
     rec.spec = std::move(spec).value();
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -1100,7 +1145,10 @@ std::vector<RecoveredReplica> SlurmExecutor::Recover(const std::vector<ReplicaKe
       replicas_[key] = r;
       if (!gang->ended) gangs_.insert(gang);
     }
-    rec.running = retell || (!gang->ended && !FileExists(Join(dir, kExitFile)));
+    // An exit report of an earlier allocation's step (CurrentExitReport) does not end it.
+    const bool exit_current =
+        FileExists(Join(dir, kExitFile)) && !OlderExitReportIn(dir, rec.spec.attempt);
+    rec.running = retell || (!gang->ended && !exit_current);
     TY_LOG_INFO(kLog, "{} of job {}: {}", key.TaskName(), key.job_id,
                 rec.running ? "re-attached to Slurm job " + gang->slurm_id
                             : std::string("ended while the daemon was down"));
@@ -1604,15 +1652,26 @@ bool SlurmExecutor::Poll(SReplica& r) {
   }
   if (!r.gone) {
     // The launcher writes exit.json last; the gang's end (plus a grace for the files to show
-    // on a network filesystem) covers launchers that never could.
-    if (FileExists(Join(r.work_dir, kExitFile))) {
+    // on a network filesystem) covers launchers that never could. One of an older attempt
+    // (a step of an allocation given up, still running on a node whose slurmd died) is not
+    // this attempt's: ignored.
+    const bool stale = OlderExitReportIn(r.work_dir, r.tail.attempt);
+    const bool exit_here = !stale && FileExists(Join(r.work_dir, kExitFile));
+    if (stale && !r.stale_exit_logged) {
+      r.stale_exit_logged = true;
+      TY_LOG_WARN(kLog,
+                  "{} of job {}: ignoring an exit report of an older attempt in {} (a step of "
+                  "an allocation given up still ran); waiting for attempt {}",
+                  r.key.TaskName(), r.key.job_id, r.work_dir, r.tail.attempt);
+    }
+    if (exit_here) {
       // A trainer stopped by a SIGTERM that Trainyard did not send (the node failed, the job
       // was preempted) reports a clean exit of its own: wait for Slurm's verdict on the
       // allocation before believing it (ReportExit).
       std::lock_guard<std::mutex> lock(mu_);
       if (r.kill_requested || r.gang->ended) {
         r.gone = true;
-      } else if (auto e = ReadExitReport(r.work_dir);
+      } else if (auto e = CurrentExitReport(r.work_dir, r.tail.attempt);
                  e.ok() && e->phase == "lost" && !e->stop_requested) {
         // Its driver saw the launcher killed in a step Slurm did not end: believed once a
         // squeue that began after the report was seen still lists the job (then a restart in
@@ -1665,7 +1724,7 @@ void SlurmExecutor::ReportExit(SReplica& r) {
   r.tail.CloseLog();
   ReplicaExit exit;
   auto parsed = r.relaunch_pending ? Result<ReplicaExit>(NotFound("not restarted"))
-                                   : ReadExitReport(r.work_dir);
+                                   : CurrentExitReport(r.work_dir, r.tail.attempt);
   const bool reported = parsed.ok();
   std::string state;
   std::string reason;

@@ -10,6 +10,7 @@ Run with Debian's /usr/bin/python3 -m pytest tests/integration/test_slurm_recove
 import http.client
 import json
 import os
+import shutil
 import signal
 
 import pytest
@@ -85,6 +86,11 @@ lines = int(args.get("--lines_after" if attempt else "--lines", "3"))
 for i in range(lines):
     print("attempt %d: line %d of %s" % (attempt, i, name), flush=True)
     time.sleep(float(args.get("--line_sleep", "0.05")))
+if "--hold" in args:  # until the test creates <hold>/release-<attempt>
+    print("attempt %d: holding" % attempt, flush=True)
+    while not os.path.exists(os.path.join(args["--hold"], "release-%d" % attempt)):
+        time.sleep(0.05)
+    print("attempt %d: released" % attempt, flush=True)
 print("done", name, flush=True)
 """
 
@@ -284,3 +290,67 @@ def test_a_slurm_job_named_as_ours_that_no_job_owns_is_logged_then_cancelled_if_
         d.stop()
         d.env = c.env
         d.start()
+
+
+def test_a_lost_nodes_old_step_never_decides_or_pollutes_the_new_attempt(env):
+    """A node's slurmd killed, then the node set down: Slurm ends the job NODE_FAIL at once, but
+    nothing can stop its step (the slurmd is dead), so the old trainer lives on while the
+    replica runs again in a new allocation. Released, the old trainer ends 0 and its launcher
+    reports: that report (attempt 0) never ends attempt 1, whether it lands beside exit.json
+    (the launcher sees the newer spec) or in it; the old attempt's lines after it was declared
+    lost never reach the store. Once the node's slurmd is back, Slurm kills what is left."""
+    d = env["daemon"]
+    c = env["cluster"]
+    hold = os.path.join(str(env["root"]), "hold-stale")
+    os.makedirs(hold)
+    out = submit(env, "stale", ["--lines=2", "--lines_after=2", "--hold=" + hold])
+    wait_for(lambda: "attempt 0: holding" in messages(d, "stale", "master-replica-0"),
+             timeout=180, what="attempt 0 running")
+    work = os.path.join(env["shared"], "jobs", PROJECT, "stale", "master-replica-0")
+    with open(os.path.join(work, "slurm.json")) as f:
+        node = json.load(f)["node"]
+    first = slurm_jobs(c, "stale")
+    assert len(first) == 1, first
+    c.kill_slurmd(node)
+    try:
+        c.node_down(node, reason="ty-stale-test")
+        wait_for(lambda: "attempt 1: holding" in messages(d, "stale", "master-replica-0"),
+                 timeout=120, what="attempt 1 running in a new allocation")
+        assert [r[1] for r in slurm_jobs(c, "stale") if r[0] == first[0][0]] == ["NODE_FAIL"]
+        assert len(starts(out, "master-0")) == 2
+        # Attempt 0's trainer still runs (nothing could stop it): released, it ends 0.
+        with open(os.path.join(hold, "release-0"), "w"):
+            pass
+        aside = os.path.join(work, "exit.attempt-0.json")
+        wait_for(lambda: os.path.exists(aside), timeout=60,
+                 what="attempt 0's launcher reporting beside exit.json")
+        with open(aside) as f:
+            report = json.load(f)
+        assert report["attempt"] == 0 and report["exitCode"] == 0, report
+        # Had it read the spec before attempt 1's was written, its report would be exit.json:
+        # the daemon must not take it for attempt 1's end either.
+        shutil.copy(aside, os.path.join(work, ".exit.json.test"))
+        os.rename(os.path.join(work, ".exit.json.test"), os.path.join(work, "exit.json"))
+        wait_for(lambda: "ignoring an exit report of an older attempt" in daemon_log(d),
+                 timeout=60, what="the daemon ignoring attempt 0's exit.json")
+        assert d.job("stale")["state"] == "RUNNING"
+        with open(os.path.join(hold, "release-1"), "w"):
+            pass
+        job = d.wait_state("stale", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=120)
+    finally:
+        c.start_slurmd(node)  # ReturnToService=2: idle again once it registers
+    assert job["state"] == "SUCCEEDED", job
+    lines = messages(d, "stale", "master-replica-0")
+    assert [m for m in lines if m.startswith("attempt 1: ")] == \
+        ["attempt 1: line 0 of master-0", "attempt 1: line 1 of master-0", "attempt 1: holding",
+         "attempt 1: released"], lines
+    assert "attempt 0: released" not in lines, lines  # written after it was declared lost
+    assert "done master-0" in lines
+    service = messages(d, "stale", "service")
+    assert len([m for m in service if "was lost" in m]) == 1, service
+    assert len(slurm_jobs(c, "stale")) == 2
+    # Back, the node's slurmd is told to end the old job: no job, step or process is left.
+    wait_for(lambda: not live_jobs(c), timeout=60, what="no Slurm job left")
+    wait_for(lambda: not c.job_pids(), timeout=60,
+             what="no process of a job left: %s" % c.describe(c.job_pids()))
+    c.wait_idle(timeout=60)
