@@ -4,6 +4,7 @@
 
 #include <sys/wait.h>
 
+#include <cctype>
 #include <charconv>
 #include <nlohmann/json.hpp>
 
@@ -83,6 +84,34 @@ bool AttemptSuperseded(int own, int spec_attempt) { return own >= 0 && spec_atte
 
 std::string SupersededExitFile(int attempt) {
   return "exit.attempt-" + std::to_string(attempt) + ".json";
+}
+
+bool SbatchFailureIsTransient(std::string_view err) {
+  // Slurm's words (slurm_errno.c, 22.05) for a controller away, busy or not reachable, and the
+  // network or munge between: none is about the job itself.
+  static constexpr std::string_view kTransient[] = {
+      "unable to contact slurm controller",
+      "socket timed out",
+      "slurm temporarily unable",
+      "resource temporarily unavailable",
+      "connection refused",
+      "connection timed out",
+      "communication connection failure",
+      "zero bytes were transmitted",
+      "backup controller in standby",
+      "transport endpoint is not connected",
+      "network is unreachable",
+      "no route to host",
+      "slurmctld is not responding",
+      "munge communication error",
+      "unable to connect to munge",
+  };
+  std::string lower(err);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (std::string_view t : kTransient) {
+    if (Contains(lower, t)) return true;
+  }
+  return false;
 }
 
 bool SlurmExitIsStale(int exit_attempt, int spec_attempt) {

@@ -342,6 +342,11 @@ struct Gang {
   int64_t hard_cancel_at = 0;  // monotonic; a plain scancel, 0 = none due
   bool in_place = false;       // its driver restarts a replica's step in place (plan.json)
   int64_t listed_at = 0;       // monotonic: when the last squeue that listed it began
+  // sbatch could not reach Slurm's controller (SbatchFailureIsTransient): why ("" = it did),
+  // how often in a row, and when it is tried again (monotonic).
+  std::string submit_problem;
+  int submit_failures = 0;
+  int64_t retry_at = 0;
 };
 
 struct SReplica {
@@ -480,6 +485,10 @@ class SlurmExecutor final : public Executor {
     if (it == replicas_.end() || !it->second->gang) return "";
     const Gang& g = *it->second->gang;
     if (g.ended) return "";
+    if (!g.submit_problem.empty() && g.slurm_id.empty()) {
+      return "Slurm's controller does not take jobs now (" + g.submit_problem +
+             "); Trainyard submits it again when the controller answers.";
+    }
     if (g.submitting || g.slurm_id.empty()) return "Being submitted to Slurm.";
     if (g.state != "PENDING") return "";
     const int64_t ahead = SlurmQueuePosition(pending_, g.partition, g.slurm_id) - 1;
@@ -535,6 +544,11 @@ class SlurmExecutor final : public Executor {
   }
   // Queues the gang's sbatch (mu_ held).
   void QueueSubmitLocked(const std::shared_ptr<Gang>& gang);
+  // sbatch of `gang` failed because the controller could not be reached (`why`): the job
+  // stays queued, and a squeue decides once the controller answers and the backoff passed
+  // (sbatch may have reached it after all: adopted by name, else submitted again). mu_ held;
+  // returns the job's log line to write ("" = none).
+  std::string SubmitLaterLocked(Gang& gang, const std::string& why);
   // A new step for the replica in its gang's running allocation: same node, port, work dir and
   // cluster environment (the driver keeps them); the spec's attempt is the new one.
   Status RestartInPlace(const ReplicaSpec& spec, const std::shared_ptr<Gang>& gang);
@@ -799,6 +813,7 @@ void SlurmExecutor::SubmitLoop() {
     if (lock_fd >= 0) ::close(lock_fd);
     std::string id;
     std::string refused;
+    std::string unreachable;  // the controller, not the job: submitted again later
     bool unsure = false;
     if (!res.ok() && res.status().code() == StatusCode::kDeadlineExceeded) {
       // Slurm may have taken the job before sbatch was stopped: squeue decides.
@@ -806,6 +821,8 @@ void SlurmExecutor::SubmitLoop() {
       TY_LOG_WARN(kLog, "{}: {}; looking for it by name", gang->name, res.status().message());
     } else if (!res.ok()) {
       refused = "cannot submit to Slurm: " + res.status().message();
+    } else if (res->exit_code != 0 && SbatchFailureIsTransient(res->err)) {
+      unreachable = CommandError(*res);
     } else if (res->exit_code != 0) {
       // Slurm's own words: "Requested node configuration is not available" and the like.
       refused = "Slurm refused the job: " + CommandError(*res);
@@ -820,7 +837,10 @@ void SlurmExecutor::SubmitLoop() {
     }
     lock.lock();
     gang->submitting = false;
-    if (unsure) {
+    std::string told;
+    if (!unreachable.empty()) {
+      told = SubmitLaterLocked(*gang, unreachable);
+    } else if (unsure) {
       gang->unconfirmed = true;
       fast_polls_ = 4;
       next_squeue_ = 0;
@@ -832,13 +852,49 @@ void SlurmExecutor::SubmitLoop() {
       gang->reason = refused;
     } else {
       gang->slurm_id = id;
+      gang->submit_problem.clear();
       fast_polls_ = 4;
       next_squeue_ = 0;
     }
     lock.unlock();
+    if (!told.empty() && !gang->members.empty()) {
+      const ReplicaKey& key = gang->members.front();
+      model::LogEntry e;
+      e.project = key.project;
+      e.job_id = key.job_id;
+      e.trial_id = key.trial_id;
+      e.timestamp = NowMicros();
+      e.severity = model::Severity::kWarning;
+      e.task_name = "service";
+      e.message = told;
+      Status st = listener_->OnReplicaLogs(std::span<model::LogEntry>(&e, 1));
+      if (!st.ok()) TY_LOG_WARN(kLog, "cannot store a service line: {}", st.ToString());
+    }
     Wake();
     lock.lock();
   }
+}
+
+std::string SlurmExecutor::SubmitLaterLocked(Gang& gang, const std::string& why) {
+  // 2, 4, 8, ... 30 s between tries; a squeue that fails (the controller is away) waits too.
+  const int64_t backoff =
+      std::min<int64_t>(30, int64_t{2} << std::min(gang.submit_failures, 4)) * kMicrosPerSecond;
+  ++gang.submit_failures;
+  gang.retry_at = MonotonicMicros() + backoff;
+  gang.unconfirmed = true;
+  const bool first = gang.submit_problem.empty();
+  gang.submit_problem = "sbatch: " + why;
+  TY_LOG_WARN(kLog,
+              "{}: Slurm's controller does not take jobs now ({}); the job stays queued, "
+              "trying again in {}",
+              gang.name, why, FormatDuration(backoff));
+  if (problem_.empty()) {
+    problem_ = "the Slurm controller does not take jobs since " + FormatRfc3339(NowMicros()) +
+               " (sbatch: " + why + "); jobs are kept as they were";
+  }
+  if (!first) return "";
+  return "Slurm's controller does not take jobs now (sbatch: " + why +
+         "); the job stays queued and is submitted again when the controller answers.";
 }
 
 Status SlurmExecutor::Launch(const ReplicaSpec& given) {
@@ -1361,7 +1417,7 @@ void SlurmExecutor::PollSlurm() {
         gang->ended = true;
         gang->ended_at = now - options_.file_grace;  // nothing ran: nothing to wait for
         gang->state = "NOT_SUBMITTED";
-      } else {
+      } else if (now >= gang->retry_at) {
         // Slurm never got it (the daemon stopped before sbatch ran, or sbatch failed).
         TY_LOG_INFO(kLog, "{}: Slurm has no job of this name and it left no trace: submitting it",
                     gang->name);

@@ -354,3 +354,30 @@ def test_a_lost_nodes_old_step_never_decides_or_pollutes_the_new_attempt(env):
     wait_for(lambda: not c.job_pids(), timeout=60,
              what="no process of a job left: %s" % c.describe(c.job_pids()))
     c.wait_idle(timeout=60)
+
+
+def test_a_job_submitted_while_the_controller_is_down_waits_and_runs_when_it_returns(env):
+    """slurmctld stopped: sbatch cannot reach it. The job is kept QUEUED, says why, and is
+    submitted once the controller is back (one Slurm job)."""
+    d = env["daemon"]
+    c = env["cluster"]
+    c.stop_slurmctld()
+    try:
+        submit(env, "ctldaway", ["--lines=3"])
+        wait_for(lambda: "Slurm's controller does not take jobs now" in
+                 d.job("ctldaway").get("waitReason", ""), timeout=90,
+                 what="the job waiting for the controller")
+        job = d.job("ctldaway")
+        assert job["state"] == "QUEUED", job
+        assert "Unable to contact slurm controller" in job["waitReason"], job
+        assert d.get_status("/readyz") == 503
+    finally:
+        c.start_slurmctld()
+    job = d.wait_state("ctldaway", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=180)
+    assert job["state"] == "SUCCEEDED", job
+    lines = [m for m in messages(d, "ctldaway", "master-replica-0") if "line " in m]
+    assert lines == ["attempt 0: line %d of master-0" % i for i in range(3)]
+    service = messages(d, "ctldaway", "service")
+    assert len([m for m in service if "does not take jobs now" in m]) == 1, service
+    assert len(slurm_jobs(c, "ctldaway")) == 1, slurm_jobs(c, "ctldaway")
+    wait_for(lambda: d.get_status("/readyz") == 200, timeout=60, what="/readyz ready again")

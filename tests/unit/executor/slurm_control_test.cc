@@ -87,6 +87,33 @@ TEST(SlurmControlTest, AStepOfASupersededAttemptDoesNotWriteTheWorkDirsExitRepor
   std::filesystem::remove_all(dir);
 }
 
+TEST(SlurmControlTest, SbatchFailuresOfAnUnreachableControllerAreTransient) {
+  for (const char* err : {
+           "sbatch: error: Batch job submission failed: Unable to contact slurm controller "
+           "(connect failure)",
+           "sbatch: error: Batch job submission failed: Socket timed out on send/recv operation",
+           "sbatch: error: Slurm temporarily unable to accept job, sleeping and retrying",
+           "sbatch: error: Batch job submission failed: Resource temporarily unavailable",
+           "sbatch: error: slurm_persist_conn_open_without_init: failed to open persistent "
+           "connection to host:x:6817: Connection refused",
+           "sbatch: error: Batch job submission failed: Zero Bytes were transmitted or received",
+       }) {
+    EXPECT_TRUE(SbatchFailureIsTransient(err)) << err;
+  }
+  for (const char* err : {
+           "sbatch: error: Batch job submission failed: Requested node configuration is not "
+           "available",
+           "sbatch: error: Batch job submission failed: Invalid account or account/partition "
+           "combination specified",
+           "sbatch: error: invalid partition specified: nope",
+           "sbatch: error: Batch job submission failed: Invalid generic resource (gres) "
+           "specification",
+           "",
+       }) {
+    EXPECT_FALSE(SbatchFailureIsTransient(err)) << err;
+  }
+}
+
 TEST(SlurmControlTest, ExitReportsNameTheirAttempt) {
   ReplicaExit exit;
   exit.phase = "run";

@@ -60,6 +60,12 @@ int SpecAttemptIn(const std::string& work_dir);
 bool AttemptSuperseded(int own, int spec_attempt);
 std::string SupersededExitFile(int attempt);  // "exit.attempt-<N>.json"
 
+// Whether sbatch failed because Slurm's controller could not be reached or could not take jobs
+// for now (`err`, its stderr: "Unable to contact slurm controller (connect failure)", "Socket
+// timed out on send/recv operation", "Slurm temporarily unable to accept job", ...): the job is
+// submitted again once the controller answers. Anything else is Slurm refusing the job.
+bool SbatchFailureIsTransient(std::string_view err);
+
 // How srun said a replica's step ended, from the lines it wrote on its stderr and its own exit
 // status (a wait status).
 struct SrunStepEnd {
