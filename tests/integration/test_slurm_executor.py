@@ -349,3 +349,29 @@ def test_slurm_check_runs_a_job_through_the_shared_directory(env):
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "slurm.partition nope is not a partition of this cluster" in bad.stdout, bad.stdout
+
+
+def test_settings_that_override_trainyard_or_name_no_gpu_of_the_cluster_stop_the_daemon(env):
+    """slurm.extra_sbatch_args with a flag Trainyard sets (here the partition, which would
+    silently beat slurm.partition), and slurm.gpu_types naming a GPU type no node of the
+    partition has: trainyardd does not start, and says which setting is wrong."""
+    trainyardd = os.path.join(os.environ.get("TRAINYARD_BIN_DIR", os.path.join(
+        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "build",
+        "bin")), "trainyardd")
+    cfg = str(env["root"] / "config.yaml")
+    for setting, value, said in [
+            ("TRAINYARD_SLURM_EXTRA_SBATCH_ARGS", "--partition=high",
+             "slurm.extra_sbatch_args: --partition is set by Trainyard"),
+            ("TRAINYARD_SLURM_EXTRA_SBATCH_ARGS", "-p high",
+             "slurm.extra_sbatch_args: -p is set by Trainyard"),
+            ("TRAINYARD_SLURM_EXTRA_SBATCH_ARGS", "--part=high",
+             "slurm.extra_sbatch_args: --part is set by Trainyard"),
+            ("TRAINYARD_SLURM_GPU_TYPES", "NVIDIA_TESLA_T4=t4",
+             "slurm.gpu_types: NVIDIA_TESLA_T4 maps to the GPU type t4, which no node of "
+             "partition low has (their GPU types: fake)")]:
+        p = subprocess.run([trainyardd, "--config", cfg, "--data-dir", str(env["root"] / "bad"),
+                            "--listen", "127.0.0.1:0"],
+                           env=dict(env["cluster"].env, **{setting: value}), capture_output=True,
+                           text=True, timeout=60)
+        assert p.returncode != 0, (setting, value, p.stdout, p.stderr)
+        assert said in p.stdout + p.stderr, (setting, value, p.stdout, p.stderr)
