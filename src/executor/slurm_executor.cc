@@ -314,6 +314,28 @@ std::string SlurmBatchScript(const SlurmOptions& options, const SlurmGangPlan& p
   return s;
 }
 
+std::string SlurmEnvelopeWaste(const std::vector<SlurmTaskShape>& asked,
+                               const SlurmTaskShape& envelope) {
+  int64_t cpus = 0;
+  int64_t mem_mb = 0;
+  int64_t gpus = 0;
+  for (const SlurmTaskShape& a : asked) {
+    cpus += std::max(0, envelope.cpus - a.cpus);
+    mem_mb += std::max<int64_t>(0, envelope.mem_mb - a.mem_mb);
+    gpus += std::max(0, envelope.gpus - a.gpus);
+  }
+  std::vector<std::string> parts;
+  if (cpus > 0) parts.push_back(std::to_string(cpus) + (cpus == 1 ? " CPU" : " CPUs"));
+  if (mem_mb > 0) parts.push_back(std::to_string(mem_mb) + " MiB");
+  if (gpus > 0) parts.push_back(std::to_string(gpus) + (gpus == 1 ? " GPU" : " GPUs"));
+  if (parts.empty()) return "the allocation holds nothing beyond what the replicas asked for";
+  std::string list = parts[0];
+  for (size_t i = 1; i < parts.size(); ++i) {
+    list += (i + 1 == parts.size() ? " and " : ", ") + parts[i];
+  }
+  return "the allocation holds " + list + " more than the replicas asked for, in total";
+}
+
 namespace {
 
 struct Gang {
@@ -345,6 +367,8 @@ struct Gang {
   // sbatch could not reach Slurm's controller (SbatchFailureIsTransient): why ("" = it did),
   // how often in a row, and when it is tried again (monotonic).
   std::string submit_problem;
+  // Ended NODE_FAIL: the nodes Slurm said failed (FindFailedNodes). Guarded by mu_.
+  std::set<std::string> failed_nodes;
   int submit_failures = 0;
   int64_t retry_at = 0;
 };
@@ -527,6 +551,15 @@ class SlurmExecutor final : public Executor {
   Status RouteGang(const std::string& project, const std::map<std::string, std::string>& labels,
                    std::string* partition, std::string* account) const;
   bool Poll(SReplica& r);
+  // Whether `r`, whose report is in, waits for a peer of its gang without one: the allocation
+  // was lost (a node failure) and the replica on the failed node reports last (after
+  // file_grace, it writes nothing), though it is the one that was lost. Reported first, it is
+  // the one the job's log names (`The replica worker 1 was lost ...`). Bounded by file_grace.
+  bool WaitsForLostPeer(const SReplica& r);
+  // Which of `nodes` (squeue's node list of a gang that ended NODE_FAIL) Slurm says failed
+  // (one sinfo), into gang.failed_nodes: the replicas there are the ones lost. Best effort: a
+  // node already back (ReturnToService) is not found.
+  void FindFailedNodes(Gang& gang, const std::string& nodes);
   void ReportExit(SReplica& r);
   void Scancel(const std::vector<std::string>& args);
   // The live Slurm jobs of `by_name` (this daemon's name prefix) that no gang owns; marks the
@@ -636,6 +669,7 @@ Status SlurmExecutor::LaunchGang(std::span<const ReplicaSpec> specs, const GangS
   std::string gpu_type;
   std::map<std::string, int> component_of;  // shape key -> component index
   std::vector<SlurmGangPlan::Component> components;
+  std::vector<SlurmTaskShape> asked;  // each replica's shape, in Slurm's units
   for (size_t i = 0; i < specs.size(); ++i) {
     const GangSpec::Shape& sh = gang_spec.shapes[i];
     const int cpus = std::max<int>(
@@ -652,6 +686,7 @@ Status SlurmExecutor::LaunchGang(std::span<const ReplicaSpec> specs, const GangS
     max_cpus = std::max(max_cpus, cpus);
     max_mem_mb = std::max(max_mem_mb, mem_mb);
     max_gpus = std::max(max_gpus, sh.gpus);
+    asked.push_back({cpus, mem_mb, sh.gpus});
     const int64_t mem_per_cpu = (mem_mb + cpus - 1) / cpus;
     const std::string key = std::to_string(cpus) + "/" + std::to_string(mem_per_cpu) + "/" + gres;
     auto [it, added] = component_of.emplace(key, static_cast<int>(components.size()));
@@ -705,15 +740,18 @@ Status SlurmExecutor::LaunchGang(std::span<const ReplicaSpec> specs, const GangS
                {"slurmPartition", gang->partition},
                {"labels", gang_spec.labels}};
   if (components.size() > 1 && !het) {
-    gang->note = "the replicas have " + std::to_string(components.size()) +
-                 " shapes and this cluster cannot run them as a heterogeneous job (" +
-                 (options_.heterogeneous == "never" ? std::string("slurm.heterogeneous is never")
-                  : !options_.backfill ? std::string("its scheduler is not sched/backfill")
-                                       : "it needs a node per shape and the partition has " +
-                                             std::to_string(options_.het_components_max)) +
-                 "): they run as one plain Slurm job in which every task gets the largest (" +
-                 std::to_string(max_cpus) + " CPUs, " + std::to_string(max_mem_mb) + " MiB" +
-                 (max_gpus > 0 ? ", " + std::to_string(max_gpus) + " GPUs" : std::string()) + ")";
+    gang->note =
+        "the replicas have " + std::to_string(components.size()) +
+        " shapes and this cluster cannot run them as a heterogeneous job (" +
+        (options_.heterogeneous == "never" ? std::string("slurm.heterogeneous is never")
+         : !options_.backfill              ? std::string("its scheduler is not sched/backfill")
+                                           : "it needs a node per shape and the partition has " +
+                                    std::to_string(options_.het_components_max)) +
+        "): they run as one plain Slurm job in which every task gets the largest (" +
+        std::to_string(max_cpus) + " CPUs, " + std::to_string(max_mem_mb) + " MiB" +
+        (max_gpus > 0 ? ", " + std::to_string(max_gpus) + " GPUs" : std::string()) + "); " +
+        SlurmEnvelopeWaste(asked,
+                           {max_cpus, (max_mem_mb + max_cpus - 1) / max_cpus * max_cpus, max_gpus});
     plan["envelopeNote"] = gang->note;
   }
 
@@ -1150,6 +1188,8 @@ std::vector<RecoveredReplica> SlurmExecutor::Recover(const std::vector<ReplicaKe
           if (j.is_object()) gang->name = j.value("name", "");
         }
       }
+      // Its start was told before the daemon stopped: not again on re-attaching.
+      if (!gang_dir.empty() && FileExists(Join(gang_dir, kDriverOut))) gang->told = "RUNNING";
       if (gang_dir.empty() || gang->name.empty()) {
         gang->ended = true;  // nothing was submitted: the replica never started
         gang->state = "NOT_SUBMITTED";
@@ -1332,6 +1372,7 @@ void SlurmExecutor::PollSlurm() {
   std::vector<Line> lines;
   std::vector<ReplicaKey> allocated;        // members of gangs Slurm started since
   std::vector<std::shared_ptr<Gang>> left;  // gone from squeue before it showed their end
+  std::vector<std::pair<std::shared_ptr<Gang>, std::string>> node_failed;  // and their nodes
   const int64_t now = MonotonicMicros();
   std::unique_lock<std::mutex> lock(mu_);
   const std::vector<SlurmJobState> orphans =
@@ -1388,7 +1429,9 @@ void SlurmExecutor::PollSlurm() {
       }
       if (SlurmStateEnded(s.state)) {
         gang->ended = true;
-        gang->ended_at = now;
+        // Never started (cancelled while pending): no launcher's files to wait for.
+        gang->ended_at = gang->allocated ? now : now - options_.file_grace;
+        if (s.state == "NODE_FAIL") node_failed.emplace_back(gang, s.nodes);
       }
       // Kill requested for all of a gang not known to run when it came (sbatch had not
       // answered, or squeue had not seen it start): a pending or configuring job has no
@@ -1437,6 +1480,7 @@ void SlurmExecutor::PollSlurm() {
   }
   lock.unlock();
   if (!left.empty() && !options_.sacct.empty()) AskSacct(left);
+  for (const auto& [gang, nodes] : node_failed) FindFailedNodes(*gang, nodes);
   for (const ReplicaKey& key : allocated) listener_->OnReplicaAllocated(key);
   for (const Line& l : lines) {
     model::LogEntry e;
@@ -1690,6 +1734,65 @@ void SlurmExecutor::MonitorLoop() {
   }
 }
 
+// The node a replica's launcher said it runs on (slurm.json; "" unknown).
+std::string ReplicaNode(const std::string& work_dir) {
+  auto text = ReadFile(Join(work_dir, kSlurmReplicaFile));
+  if (!text.ok()) return "";
+  json j = json::parse(*text, nullptr, false);
+  return j.is_object() ? j.value("node", "") : "";
+}
+
+void SlurmExecutor::FindFailedNodes(Gang& gang, const std::string& nodes) {
+  // squeue may list no nodes for an ended job: then every node's state.
+  std::vector<std::string> argv = {"sinfo", "-h", "-N", "-o", "%N|%T"};
+  if (!nodes.empty()) argv.insert(argv.end(), {"-n", nodes});
+  auto res = RunCommand(argv, SlurmClientEnv(), kCommandTimeout);
+  if (!res.ok() || res->exit_code != 0) return;
+  std::set<std::string> failed;
+  for (const std::string& line : Split(res->out, '\n')) {
+    auto f = Split(Trim(line), '|');
+    if (f.size() < 2) continue;
+    // DOWN, DOWN*, FAIL, or any state of a node that does not respond (a trailing '*').
+    if (f[1].find("DOWN") != std::string::npos || f[1].find("FAIL") != std::string::npos ||
+        EndsWith(f[1], "*")) {
+      failed.insert(f[0]);
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  gang.failed_nodes = std::move(failed);
+}
+
+bool SlurmExecutor::WaitsForLostPeer(const SReplica& r) {
+  std::set<std::string> failed;
+  std::vector<std::shared_ptr<SReplica>> peers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Gang& g = *r.gang;
+    const bool infrastructure =
+        g.state == "NODE_FAIL" || g.state == "PREEMPTED" || g.state == "BOOT_FAIL";
+    if (!g.ended || !infrastructure || r.kill_requested ||
+        MonotonicMicros() - g.ended_at >= 2 * options_.file_grace) {
+      return false;
+    }
+    failed = g.failed_nodes;
+    for (const ReplicaKey& k : g.members) {
+      auto m = replicas_.find(k);
+      if (k != r.key && m != replicas_.end() && m->second->gang == r.gang && !m->second->gone) {
+        peers.push_back(m->second);
+      }
+    }
+  }
+  // Lost with its node: on a node Slurm says failed, or (none known) without a report of its
+  // launcher's, as a step whose slurmd died leaves none. `r` itself on a failed node waits for
+  // none.
+  if (!failed.empty() && failed.count(ReplicaNode(r.work_dir)) != 0) return false;
+  return std::any_of(peers.begin(), peers.end(), [&](const std::shared_ptr<SReplica>& m) {
+    if (!failed.empty()) return failed.count(ReplicaNode(m->work_dir)) != 0;
+    auto e = CurrentExitReport(m->work_dir, m->tail.attempt);
+    return !e.ok() || e->phase == "lost";  // none, or its driver's: the launcher never wrote
+  });
+}
+
 bool SlurmExecutor::Poll(SReplica& r) {
   if (r.relaunch_pending) {
     struct stat st;
@@ -1750,6 +1853,7 @@ bool SlurmExecutor::Poll(SReplica& r) {
       r.gone = r.gang->ended && MonotonicMicros() - r.gang->ended_at >= options_.file_grace;
     }
   }
+  if (r.gone && WaitsForLostPeer(r)) r.gone = false;
   r.tail.PollRunning(listener_);
   const bool drained = r.tail.TailLog(listener_, r.gone);
   r.tail.PollMetrics(listener_, r.gone, options_.metrics_interval);

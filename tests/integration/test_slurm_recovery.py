@@ -381,3 +381,50 @@ def test_a_job_submitted_while_the_controller_is_down_waits_and_runs_when_it_ret
     assert len([m for m in service if "does not take jobs now" in m]) == 1, service
     assert len(slurm_jobs(c, "ctldaway")) == 1, slurm_jobs(c, "ctldaway")
     wait_for(lambda: d.get_status("/readyz") == 200, timeout=60, what="/readyz ready again")
+
+
+def test_the_replica_on_the_failed_node_is_the_one_named_lost(env):
+    """A master and a worker, a node each; the worker's node fails (its slurmd killed, the node
+    set down). Slurm stops the master on its healthy node, whose launcher reports at once; the
+    job's log still names the worker, the replica lost with its node."""
+    d = env["daemon"]
+    c = env["cluster"]
+    hold = os.path.join(str(env["root"]), "hold-lostname")
+    os.makedirs(hold)
+    # n1-standard-16: 4 CPUs with cpu_scale 0.25, a whole node each.
+    submit(env, "lostname", ["--lines=1", "--lines_after=1", "--hold=" + hold],
+           scaleTier="CUSTOM", masterType="n1-standard-16", workerType="n1-standard-16",
+           workerCount=1)
+    for task in ("master-replica-0", "worker-replica-0"):
+        wait_for(lambda: "attempt 0: holding" in messages(d, "lostname", task), timeout=180,
+                 what="attempt 0 of %s running" % task)
+    nodes = {}
+    for task in ("master-replica-0", "worker-replica-0"):
+        with open(os.path.join(env["shared"], "jobs", PROJECT, "lostname", task,
+                               "slurm.json")) as f:
+            nodes[task] = json.load(f)["node"]
+    assert nodes["master-replica-0"] != nodes["worker-replica-0"], nodes
+    node = nodes["worker-replica-0"]
+    c.kill_slurmd(node)
+    try:
+        c.node_down(node, reason="ty-lostname-test")
+        wait_for(lambda: any("restarting all 2 together" in m
+                             for m in messages(d, "lostname", "service")),
+                 timeout=120, what="the whole gang restarting")
+        restart = [m for m in messages(d, "lostname", "service") if "restarting all 2" in m]
+        assert len(restart) == 1 and restart[0].startswith("The replica worker 0 was lost"), \
+            restart
+        for task in ("master-replica-0", "worker-replica-0"):
+            wait_for(lambda: "attempt 1: holding" in messages(d, "lostname", task),
+                     timeout=120, what="attempt 1 of %s running" % task)
+        for attempt in (0, 1):
+            with open(os.path.join(hold, "release-%d" % attempt), "w"):
+                pass
+        job = d.wait_state("lostname", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=120)
+    finally:
+        c.start_slurmd(node)
+    assert job["state"] == "SUCCEEDED", job
+    wait_for(lambda: not live_jobs(c), timeout=60, what="no Slurm job left")
+    wait_for(lambda: not c.job_pids(), timeout=60,
+             what="no process of a job left: %s" % c.describe(c.job_pids()))
+    c.wait_idle(timeout=60)
