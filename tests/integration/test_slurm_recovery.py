@@ -334,6 +334,12 @@ def test_a_lost_nodes_old_step_never_decides_or_pollutes_the_new_attempt(env):
         wait_for(lambda: "ignoring an exit report of an older attempt" in daemon_log(d),
                  timeout=60, what="the daemon ignoring attempt 0's exit.json")
         assert d.job("stale")["state"] == "RUNNING"
+        # A daemon killed and started again re-attaches to attempt 1 and ignores it as well.
+        d.stop(signal.SIGKILL)
+        d.start()
+        wait_for(lambda: daemon_log(d).count("ignoring an exit report of an older attempt") >= 2,
+                 timeout=60, what="the restarted daemon ignoring attempt 0's exit.json")
+        assert d.job("stale")["state"] == "RUNNING"
         with open(os.path.join(hold, "release-1"), "w"):
             pass
         job = d.wait_state("stale", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=120)
