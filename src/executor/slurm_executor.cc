@@ -582,6 +582,8 @@ class SlurmExecutor final : public Executor {
   // (sbatch may have reached it after all: adopted by name, else submitted again). mu_ held;
   // returns the job's log line to write ("" = none).
   std::string SubmitLaterLocked(Gang& gang, const std::string& why);
+  // A WARNING line in the job's log of the gang ("" = none); mu_ not held.
+  void ServiceWarning(const Gang& gang, const std::string& message);
   // A new step for the replica in its gang's running allocation: same node, port, work dir and
   // cluster environment (the driver keeps them); the spec's attempt is the new one.
   Status RestartInPlace(const ReplicaSpec& spec, const std::shared_ptr<Gang>& gang);
@@ -610,6 +612,9 @@ class SlurmExecutor final : public Executor {
   int64_t next_squeue_ = 0;       // guarded by mu_
   int fast_polls_ = 0;            // guarded by mu_: quick squeue polls left after an event
   std::string problem_;           // guarded by mu_: why the last squeue failed ("" = it answered)
+  // Guarded by mu_: why the last sbatch could not reach the controller, until a squeue answers
+  // ("" = no such failure since): gangs queued meanwhile wait without an sbatch of their own.
+  std::string sbatch_away_;
   std::deque<std::shared_ptr<Gang>> submit_queue_;  // guarded by mu_
   std::vector<SlurmPendingJob> pending_;            // guarded by mu_: the last squeue -t PD
   int64_t positions_at_ = 0;                        // guarded by mu_: monotonic, when taken
@@ -838,6 +843,17 @@ void SlurmExecutor::SubmitLoop() {
     if (stop_) return;
     std::shared_ptr<Gang> gang = std::move(submit_queue_.front());
     submit_queue_.pop_front();
+    if (!sbatch_away_.empty()) {
+      // The last sbatch could not reach the controller and no squeue has answered since:
+      // this gang waits with it, without an sbatch of its own (each would take sbatch's whole
+      // connection timeout, one after the other).
+      gang->submitting = false;
+      const std::string told = SubmitLaterLocked(*gang, sbatch_away_);
+      lock.unlock();
+      ServiceWarning(*gang, told);
+      lock.lock();
+      continue;
+    }
     lock.unlock();
     // Held by sbatch until it exits, even when this daemon dies meanwhile (SbatchInFlight).
     const std::string lock_path = Join(gang->dir, kSbatchLock);
@@ -895,22 +911,25 @@ void SlurmExecutor::SubmitLoop() {
       next_squeue_ = 0;
     }
     lock.unlock();
-    if (!told.empty() && !gang->members.empty()) {
-      const ReplicaKey& key = gang->members.front();
-      model::LogEntry e;
-      e.project = key.project;
-      e.job_id = key.job_id;
-      e.trial_id = key.trial_id;
-      e.timestamp = NowMicros();
-      e.severity = model::Severity::kWarning;
-      e.task_name = "service";
-      e.message = told;
-      Status st = listener_->OnReplicaLogs(std::span<model::LogEntry>(&e, 1));
-      if (!st.ok()) TY_LOG_WARN(kLog, "cannot store a service line: {}", st.ToString());
-    }
+    ServiceWarning(*gang, told);
     Wake();
     lock.lock();
   }
+}
+
+void SlurmExecutor::ServiceWarning(const Gang& gang, const std::string& message) {
+  if (message.empty() || gang.members.empty()) return;
+  const ReplicaKey& key = gang.members.front();
+  model::LogEntry e;
+  e.project = key.project;
+  e.job_id = key.job_id;
+  e.trial_id = key.trial_id;
+  e.timestamp = NowMicros();
+  e.severity = model::Severity::kWarning;
+  e.task_name = "service";
+  e.message = message;
+  Status st = listener_->OnReplicaLogs(std::span<model::LogEntry>(&e, 1));
+  if (!st.ok()) TY_LOG_WARN(kLog, "cannot store a service line: {}", st.ToString());
 }
 
 std::string SlurmExecutor::SubmitLaterLocked(Gang& gang, const std::string& why) {
@@ -922,6 +941,7 @@ std::string SlurmExecutor::SubmitLaterLocked(Gang& gang, const std::string& why)
   gang.unconfirmed = true;
   const bool first = gang.submit_problem.empty();
   gang.submit_problem = "sbatch: " + why;
+  sbatch_away_ = why;
   TY_LOG_WARN(kLog,
               "{}: Slurm's controller does not take jobs now ({}); the job stays queued, "
               "trying again in {}",
@@ -1328,6 +1348,7 @@ void SlurmExecutor::PollSlurm() {
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
+    sbatch_away_.clear();  // the next sbatch tries again
     if (!problem_.empty()) {
       TY_LOG_INFO(kLog, "the Slurm controller answers again");
       problem_.clear();

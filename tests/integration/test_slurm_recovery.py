@@ -370,17 +370,26 @@ def test_a_job_submitted_while_the_controller_is_down_waits_and_runs_when_it_ret
     c.stop_slurmctld()
     try:
         submit(env, "ctldaway", ["--lines=3"])
-        wait_for(lambda: "Slurm's controller does not take jobs now" in
-                 d.job("ctldaway").get("waitReason", ""), timeout=90,
-                 what="the job waiting for the controller")
+        submit(env, "ctldcancel", ["--lines=3"])
+        for job_id in ("ctldaway", "ctldcancel"):
+            wait_for(lambda: "Slurm's controller does not take jobs now" in
+                     d.job(job_id).get("waitReason", ""), timeout=90,
+                     what="the job waiting for the controller")
         job = d.job("ctldaway")
         assert job["state"] == "QUEUED", job
         assert "Unable to contact slurm controller" in job["waitReason"], job
         assert d.get_status("/readyz") == 503
+        # One cancelled meanwhile: it cannot be known to be out of Slurm until the controller
+        # answers (a timed-out sbatch may have reached it), then it ends without running.
+        status, body = d.request("POST", "/v1/projects/%s/jobs/ctldcancel:cancel" % PROJECT, {})
+        assert status == 200, body
     finally:
         c.start_slurmctld()
     job = d.wait_state("ctldaway", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=180)
     assert job["state"] == "SUCCEEDED", job
+    assert d.wait_state("ctldcancel", ["SUCCEEDED", "FAILED", "CANCELLED"],
+                        timeout=60)["state"] == "CANCELLED"
+    assert slurm_jobs(c, "ctldcancel") == []
     lines = [m for m in messages(d, "ctldaway", "master-replica-0") if "line " in m]
     assert lines == ["attempt 0: line %d of master-0" % i for i in range(3)]
     service = messages(d, "ctldaway", "service")
