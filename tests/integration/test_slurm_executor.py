@@ -205,8 +205,10 @@ def test_cancel_lets_a_slow_term_handler_finish(env):
     lines = messages(d, "cancelrun", "master-replica-0")
     assert "TERM received by master-0" in lines
     assert "cleaned up master-0" in lines
-    running = [m for m in messages(d, "cancelrun", "service") if " is running on " in m]
-    assert len(running) == 1, running
+    # Its start told at most once (the cancel may come before a squeue saw it running).
+    running = [m for m in messages(d, "cancelrun", "service")
+               if " is running on " in m or " ran on " in m]
+    assert len(running) <= 1, running
     wait_for(lambda: not ours(env["cluster"]), timeout=60, what="no Slurm job left")
 
 
