@@ -10,6 +10,7 @@
 #   scripts/slurm-dev-cluster.sh status [DIR]   sinfo, squeue and the daemons' pids
 #   scripts/slurm-dev-cluster.sh down|drain|resume NODE [DIR]   node failure / maintenance / back
 #   scripts/slurm-dev-cluster.sh kill-node|start-node NODE [DIR] SIGKILL / restart a node's slurmd
+#   scripts/slurm-dev-cluster.sh stop-ctld|start-ctld [DIR]   a controller outage and its end
 #
 # DIR defaults to $TRAINYARD_SLURM_DIR, else ${TMPDIR:-/tmp}/trainyard-slurm. Clients need
 # `export SLURM_CONF=DIR/slurm.conf` (start prints it and writes it to DIR/env).
@@ -72,7 +73,7 @@ case "$cmd" in
       shift
     fi
     ;;
-  stop | status) ;;
+  stop | status | stop-ctld | start-ctld) ;;
   *) usage ;;
 esac
 D="${1:-${TRAINYARD_SLURM_DIR:-${TMPDIR:-/tmp}/trainyard-slurm}}"
@@ -604,5 +605,18 @@ case "$cmd" in
   start-node)
     spawn_slurmd "slurmd-$node" slurmd -N "$node"
     log "started slurmd of $node"
+    ;;
+  stop-ctld)  # a controller outage: slurmctld stopped (its state saved), the nodes keep running
+    p="$(pid_of "$D/slurmctld.pid")"
+    pid_alive "$p" || { log "slurmctld is not running" >&2; exit 1; }
+    kill -TERM "$p"
+    ctld_gone() { ! pid_alive "$p"; }
+    wait_until 15 ctld_gone || { log "slurmctld (pid $p) did not stop" >&2; exit 1; }
+    log "stopped slurmctld (pid $p): clients get \"Unable to contact slurm controller\"; start-ctld brings it back"
+    ;;
+  start-ctld)
+    spawn slurmctld slurmctld
+    wait_until 15 ctld_up || { log "slurmctld did not answer (see $D/log/slurmctld.log)" >&2; exit 1; }
+    log "started slurmctld"
     ;;
 esac

@@ -65,6 +65,15 @@ std::string FormatDouble(double d) {
   return out.str();
 }
 
+// Whether an sbatch flag ("--name" or "-x") is one of `trainyards`: exactly, or, for a long
+// one, as an abbreviation sbatch's getopt_long takes for it ("--part" is --partition).
+bool SbatchFlagIsTrainyards(const std::string& flag, const std::set<std::string>& trainyards) {
+  if (trainyards.count(flag) != 0) return true;
+  if (!StartsWith(flag, "--") || flag.size() < 3) return false;
+  return std::any_of(trainyards.begin(), trainyards.end(),
+                     [&](const std::string& t) { return StartsWith(t, flag); });
+}
+
 }  // namespace
 
 Result<int64_t> ParseByteSize(const std::string& text) {
@@ -505,7 +514,7 @@ const std::vector<Field>& Fields() {
        [](const DaemonConfig& c) { return c.slurm.qos; }},
       {"slurm.extra_sbatch_args",
        "more #SBATCH lines, comma-separated, e.g. \"--constraint=a100\" (resource, name, "
-       "output, signal, requeue and export flags are Trainyard's)",
+       "output, signal, requeue, export, partition, account and qos flags are Trainyard's)",
        [](DaemonConfig& c, const std::string& v) {
          std::vector<std::string> args;
          for (const auto& a : Split(v, ',')) {
@@ -513,7 +522,7 @@ const std::vector<Field>& Fields() {
            if (t.empty()) continue;
            // The flag's name: "--name" up to "=", or a short "-x" (its value may follow).
            const std::string flag = StartsWith(t, "--")
-                                        ? t.substr(0, t.find('='))
+                                        ? t.substr(0, t.find_first_of("= \t"))
                                         : t.substr(0, std::min<size_t>(2, t.size()));
            static const std::set<std::string> kProtected = {"--job-name",
                                                             "-J",
@@ -543,8 +552,29 @@ const std::vector<Field>& Fields() {
                                                             "--nodes",
                                                             "-N",
                                                             "--array",
-                                                            "-a"};
-           if (kProtected.count(flag) != 0) {
+                                                            "-a",
+                                                            "--partition",
+                                                            "-p",
+                                                            "--account",
+                                                            "-A",
+                                                            "--qos",
+                                                            "-q",
+                                                            "--hetjob",
+                                                            "--mem-per-gpu",
+                                                            "--cpus-per-gpu",
+                                                            "--gpus-per-node",
+                                                            "--gpus-per-socket",
+                                                            "--ntasks-per-gpu",
+                                                            "--ntasks-per-core",
+                                                            "--ntasks-per-socket",
+                                                            "--wrap",
+                                                            "--parsable",
+                                                            "--test-only",
+                                                            "--wait",
+                                                            "-W",
+                                                            "--input",
+                                                            "-i"};
+           if (SbatchFlagIsTrainyards(flag, kProtected)) {
              return InvalidArgument("config slurm.extra_sbatch_args: " + flag +
                                     " is set by Trainyard and cannot be given here");
            }

@@ -84,6 +84,37 @@ Result<SinfoTotals> SumSinfo(const std::string& text, const std::string& partiti
   return t;
 }
 
+Status CheckGpuTypes(const std::string& text, const std::vector<std::string>& partitions,
+                     const std::map<std::string, std::string>& gpu_types) {
+  std::set<std::string> types;  // the typed GPUs the partitions' nodes have
+  std::set<std::string> wanted(partitions.begin(), partitions.end());
+  for (const std::string& line : Split(text, '\n')) {
+    auto f = Split(Trim(line), '|');
+    if (f.size() < 5) continue;
+    std::string p = f[1];
+    if (EndsWith(p, "*")) p.pop_back();
+    if (wanted.count(p) == 0) continue;
+    for (const std::string& item : Split(f[4], ',')) {
+      std::string g = Trim(item);
+      if (const size_t paren = g.find('('); paren != std::string::npos) g = g.substr(0, paren);
+      auto parts = Split(g, ':');
+      if (parts.size() == 3 && parts[0] == "gpu") types.insert(parts[1]);  // gpu:TYPE:COUNT
+    }
+  }
+  for (const auto& [name, type] : gpu_types) {
+    if (types.count(type) != 0) continue;
+    std::string have;
+    for (const auto& t : types) have += (have.empty() ? "" : ", ") + t;
+    std::string where;
+    for (const auto& p : wanted) where += (where.empty() ? "" : ", ") + p;
+    return InvalidArgument("slurm.gpu_types: " + name + " maps to the GPU type " + type +
+                           ", which no node of partition" + (wanted.size() > 1 ? "s " : " ") +
+                           where + " has (their GPU types: " + (have.empty() ? "none" : have) +
+                           ")");
+  }
+  return Status::Ok();
+}
+
 Result<SlurmSetup> PrepareSlurm(const DaemonConfig& config, const std::string& jobs_dir) {
   const auto& sc = config.slurm;
   if (sc.shared_dir.empty()) {
@@ -146,6 +177,13 @@ Result<SlurmSetup> PrepareSlurm(const DaemonConfig& config, const std::string& j
       return InvalidArgument("slurm.label_partitions: " + p +
                              " is not a partition of this cluster" + msg);
     }
+  }
+  // Every GPU type jobs may ask for must be on some node where they run.
+  {
+    std::vector<std::string> partitions = sc.label_partitions;
+    partitions.push_back(totals.partition);
+    TRAINYARD_ASSIGN_OR_RETURN(auto gpu_types, ParseKeyValueList(sc.gpu_types));
+    TRAINYARD_RETURN_IF_ERROR(CheckGpuTypes(info.out, partitions, gpu_types));
   }
   // Every account Slurm will be given must be one it takes (with slurmdbd and
   // AccountingStorageEnforce it refuses unknown ones; without, it takes any): one

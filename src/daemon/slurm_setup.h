@@ -3,8 +3,10 @@
 // what the cluster offers (one sinfo call) for refusing jobs it could never hold.
 #pragma once
 
+#include <map>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "config.h"
 #include "trainyard/core/status.h"
@@ -38,5 +40,11 @@ struct SinfoTotals {
   int gpus = 0;
 };
 Result<SinfoTotals> SumSinfo(const std::string& text, const std::string& partition);
+
+// Whether every GRES type slurm.gpu_types maps to (`gpu_types`, AI Platform name -> type) is
+// one a node of `partitions` has, from the same sinfo rows (their %G, e.g. "gpu:fake:2(S:0)").
+// INVALID_ARGUMENT naming the setting, the type and the GPU types the nodes have.
+Status CheckGpuTypes(const std::string& text, const std::vector<std::string>& partitions,
+                     const std::map<std::string, std::string>& gpu_types);
 
 }  // namespace trainyard::daemon

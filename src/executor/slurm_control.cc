@@ -4,7 +4,12 @@
 
 #include <sys/wait.h>
 
+#include <cctype>
 #include <charconv>
+#include <nlohmann/json.hpp>
+
+#include "trainyard/core/util.h"
+#include "trainyard/executor/launcher_protocol.h"
 
 namespace trainyard::executor {
 
@@ -63,6 +68,50 @@ SlurmControlAction DecideSlurmControl(const SlurmControl& c, int current) {
                                         : SlurmControlAction::kRelease;
   }
   return SlurmControlAction::kIgnore;
+}
+
+int SpecAttemptIn(const std::string& work_dir) {
+  auto text = ReadFile(work_dir + "/" + kSpecFile);
+  if (!text.ok()) return -1;
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return -1;
+  auto it = j.find("attempt");
+  if (it == j.end()) return 0;  // SpecToJson leaves out attempt 0
+  return it->is_number_integer() ? it->get<int>() : -1;
+}
+
+bool AttemptSuperseded(int own, int spec_attempt) { return own >= 0 && spec_attempt > own; }
+
+std::string SupersededExitFile(int attempt) {
+  return "exit.attempt-" + std::to_string(attempt) + ".json";
+}
+
+bool SbatchFailureIsTransient(std::string_view err) {
+  // Slurm's words (slurm_errno.c, 22.05) for a controller away, busy or not reachable, and the
+  // network or munge between: none is about the job itself.
+  static constexpr std::string_view kTransient[] = {
+      "unable to contact slurm controller",
+      "socket timed out",
+      "slurm temporarily unable",
+      "resource temporarily unavailable",
+      "connection refused",
+      "connection timed out",
+      "communication connection failure",
+      "zero bytes were transmitted",
+      "backup controller in standby",
+      "transport endpoint is not connected",
+      "network is unreachable",
+      "no route to host",
+      "slurmctld is not responding",
+      "munge communication error",
+      "unable to connect to munge",
+  };
+  std::string lower(err);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (std::string_view t : kTransient) {
+    if (Contains(lower, t)) return true;
+  }
+  return false;
 }
 
 bool SlurmExitIsStale(int exit_attempt, int spec_attempt) {

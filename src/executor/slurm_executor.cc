@@ -334,6 +334,28 @@ std::string SlurmBatchScript(const SlurmOptions& options, const SlurmGangPlan& p
   return s;
 }
 
+std::string SlurmEnvelopeWaste(const std::vector<SlurmTaskShape>& asked,
+                               const SlurmTaskShape& envelope) {
+  int64_t cpus = 0;
+  int64_t mem_mb = 0;
+  int64_t gpus = 0;
+  for (const SlurmTaskShape& a : asked) {
+    cpus += std::max(0, envelope.cpus - a.cpus);
+    mem_mb += std::max<int64_t>(0, envelope.mem_mb - a.mem_mb);
+    gpus += std::max(0, envelope.gpus - a.gpus);
+  }
+  std::vector<std::string> parts;
+  if (cpus > 0) parts.push_back(std::to_string(cpus) + (cpus == 1 ? " CPU" : " CPUs"));
+  if (mem_mb > 0) parts.push_back(std::to_string(mem_mb) + " MiB");
+  if (gpus > 0) parts.push_back(std::to_string(gpus) + (gpus == 1 ? " GPU" : " GPUs"));
+  if (parts.empty()) return "the allocation holds nothing beyond what the replicas asked for";
+  std::string list = parts[0];
+  for (size_t i = 1; i < parts.size(); ++i) {
+    list += (i + 1 == parts.size() ? " and " : ", ") + parts[i];
+  }
+  return "the allocation holds " + list + " more than the replicas asked for, in total";
+}
+
 namespace {
 
 struct Gang {
@@ -364,6 +386,13 @@ struct Gang {
   int64_t hard_cancel_at = 0;  // monotonic; a plain scancel, 0 = none due
   bool in_place = false;       // its driver restarts a replica's step in place (plan.json)
   int64_t listed_at = 0;       // monotonic: when the last squeue that listed it began
+  // sbatch could not reach Slurm's controller (SbatchFailureIsTransient): why ("" = it did),
+  // how often in a row, and when it is tried again (monotonic).
+  std::string submit_problem;
+  // Ended NODE_FAIL: the nodes Slurm said failed (FindFailedNodes). Guarded by mu_.
+  std::set<std::string> failed_nodes;
+  int submit_failures = 0;
+  int64_t retry_at = 0;
 };
 
 struct SReplica {
@@ -385,6 +414,8 @@ struct SReplica {
   // nothing is read until exit.json is gone or another (inode) than the ended step's.
   bool relaunch_pending = false;
   ino_t ended_exit_inode = 0;
+  // An exit report of an older attempt was found in the work dir and ignored (logged once).
+  bool stale_exit_logged = false;
 };
 
 // A replica of `spec` (its work dir set) in `gang` (null: not known yet), its tail at the start.
@@ -401,20 +432,61 @@ std::shared_ptr<SReplica> NewReplica(const ReplicaSpec& spec, std::shared_ptr<Ga
 }
 
 // Whether the replica's work dir holds the exit report of an attempt older than its spec's
-// (`attempt`): the ended step of a restart in place not yet carried out. Then `r` waits for
-// its driver to replace that report (as after RestartInPlace).
-bool StaleExitIn(const std::string& work_dir, int attempt, SReplica* r) {
+// (`attempt`) and not older than its gang's plan gives it (`planned`, -1 unknown): the ended
+// step of a restart in place not yet carried out. Then `r` waits for its driver to replace
+// that report (as after RestartInPlace). A report older than the plan's attempt is a step of
+// an earlier allocation (CurrentExitReport), not a decision to carry out.
+bool StaleExitIn(const std::string& work_dir, int attempt, int planned, SReplica* r) {
   const std::string path = Join(work_dir, kExitFile);
   struct stat st;
   struct stat again;
   if (::stat(path.c_str(), &st) != 0) return false;
   auto text = ReadFile(path);
-  if (!text.ok() || !SlurmExitIsStale(ExitReportAttempt(*text), attempt)) return false;
+  if (!text.ok()) return false;
+  const int reported = ExitReportAttempt(*text);
+  if (!SlurmExitIsStale(reported, attempt) || SlurmExitIsStale(reported, planned)) return false;
   // Replaced meanwhile (the driver acted): then it is not the one read.
   if (::stat(path.c_str(), &again) != 0 || again.st_ino != st.st_ino) return false;
   r->relaunch_pending = true;
   r->ended_exit_inode = st.st_ino;
   return true;
+}
+
+// The replica's exit report if it is one of `attempt` (or names none): a report of an older
+// attempt is not this attempt's end. After a node failure the whole gang runs again in a new
+// allocation while the old step may live on, its slurmd dead (nothing kills it until the node
+// comes back): its launcher still writes exit.json into the same work dir. NotFound when
+// there is none, or only an older attempt's.
+Result<ReplicaExit> CurrentExitReport(const std::string& work_dir, int attempt,
+                                      bool* stale = nullptr) {
+  if (stale != nullptr) *stale = false;
+  auto text = ReadFile(Join(work_dir, kExitFile));
+  if (!text.ok()) return NotFound("no " + std::string(kExitFile));
+  if (const int reported = ExitReportAttempt(*text); SlurmExitIsStale(reported, attempt)) {
+    if (stale != nullptr) *stale = true;
+    return NotFound(std::string(kExitFile) + " is of attempt " + std::to_string(reported) +
+                    ", not " + std::to_string(attempt));
+  }
+  return ExitFromJson(*text);
+}
+
+// Whether the replica's work dir holds an exit report of an attempt older than `attempt`.
+bool OlderExitReportIn(const std::string& work_dir, int attempt) {
+  bool stale = false;
+  (void)CurrentExitReport(work_dir, attempt, &stale);
+  return stale;
+}
+
+// The attempt plan.json in `gang_dir` gives the replica of `work_dir` (-1: unknown).
+int PlannedAttempt(const std::string& gang_dir, const std::string& work_dir) {
+  auto text = ReadFile(Join(gang_dir, kPlanFile));
+  if (!text.ok()) return -1;
+  json j = json::parse(*text, nullptr, false);
+  if (!j.is_object() || !j.contains("replicas") || !j["replicas"].is_array()) return -1;
+  for (const json& r : j["replicas"]) {
+    if (r.is_object() && r.value("workDir", "") == work_dir) return r.value("attempt", -1);
+  }
+  return -1;
 }
 
 class SlurmExecutor final : public Executor {
@@ -459,6 +531,10 @@ class SlurmExecutor final : public Executor {
     if (it == replicas_.end() || !it->second->gang) return "";
     const Gang& g = *it->second->gang;
     if (g.ended) return "";
+    if (!g.submit_problem.empty() && g.slurm_id.empty()) {
+      return "Slurm's controller does not take jobs now (" + g.submit_problem +
+             "); Trainyard submits it again when the controller answers.";
+    }
     if (g.submitting || g.slurm_id.empty()) return "Being submitted to Slurm.";
     if (g.state != "PENDING") return "";
     const int64_t ahead = SlurmQueuePosition(pending_, g.partition, g.slurm_id) - 1;
@@ -497,6 +573,15 @@ class SlurmExecutor final : public Executor {
   Status RouteGang(const std::string& project, const std::map<std::string, std::string>& labels,
                    std::string* partition, std::string* account) const;
   bool Poll(SReplica& r);
+  // Whether `r`, whose report is in, waits for a peer of its gang without one: the allocation
+  // was lost (a node failure) and the replica on the failed node reports last (after
+  // file_grace, it writes nothing), though it is the one that was lost. Reported first, it is
+  // the one the job's log names (`The replica worker 1 was lost ...`). Bounded by file_grace.
+  bool WaitsForLostPeer(const SReplica& r);
+  // Which of `nodes` (squeue's node list of a gang that ended NODE_FAIL) Slurm says failed
+  // (one sinfo), into gang.failed_nodes: the replicas there are the ones lost. Best effort: a
+  // node already back (ReturnToService) is not found.
+  void FindFailedNodes(Gang& gang, const std::string& nodes);
   void ReportExit(SReplica& r);
   void Scancel(const std::vector<std::string>& args);
   // The live Slurm jobs of `by_name` (this daemon's name prefix) that no gang owns; marks the
@@ -514,6 +599,13 @@ class SlurmExecutor final : public Executor {
   }
   // Queues the gang's sbatch (mu_ held).
   void QueueSubmitLocked(const std::shared_ptr<Gang>& gang);
+  // sbatch of `gang` failed because the controller could not be reached (`why`): the job
+  // stays queued, and a squeue decides once the controller answers and the backoff passed
+  // (sbatch may have reached it after all: adopted by name, else submitted again). mu_ held;
+  // returns the job's log line to write ("" = none).
+  std::string SubmitLaterLocked(Gang& gang, const std::string& why);
+  // A WARNING line in the job's log of the gang ("" = none); mu_ not held.
+  void ServiceWarning(const Gang& gang, const std::string& message);
   // A new step for the replica in its gang's running allocation: same node, port, work dir and
   // cluster environment (the driver keeps them); the spec's attempt is the new one.
   Status RestartInPlace(const ReplicaSpec& spec, const std::shared_ptr<Gang>& gang);
@@ -542,6 +634,9 @@ class SlurmExecutor final : public Executor {
   int64_t next_squeue_ = 0;       // guarded by mu_
   int fast_polls_ = 0;            // guarded by mu_: quick squeue polls left after an event
   std::string problem_;           // guarded by mu_: why the last squeue failed ("" = it answered)
+  // Guarded by mu_: why the last sbatch could not reach the controller, until a squeue answers
+  // ("" = no such failure since): gangs queued meanwhile wait without an sbatch of their own.
+  std::string sbatch_away_;
   std::deque<std::shared_ptr<Gang>> submit_queue_;  // guarded by mu_
   std::vector<SlurmPendingJob> pending_;            // guarded by mu_: the last squeue -t PD
   int64_t positions_at_ = 0;                        // guarded by mu_: monotonic, when taken
@@ -605,6 +700,7 @@ Status SlurmExecutor::LaunchGang(std::span<const ReplicaSpec> specs, const GangS
   std::string gpu_type;
   std::map<std::string, int> component_of;  // shape key -> component index
   std::vector<SlurmGangPlan::Component> components;
+  std::vector<SlurmTaskShape> asked;  // each replica's shape, in Slurm's units
   for (size_t i = 0; i < specs.size(); ++i) {
     const GangSpec::Shape& sh = gang_spec.shapes[i];
     const int cpus = std::max<int>(
@@ -621,6 +717,7 @@ Status SlurmExecutor::LaunchGang(std::span<const ReplicaSpec> specs, const GangS
     max_cpus = std::max(max_cpus, cpus);
     max_mem_mb = std::max(max_mem_mb, mem_mb);
     max_gpus = std::max(max_gpus, sh.gpus);
+    asked.push_back({cpus, mem_mb, sh.gpus});
     const int64_t mem_per_cpu = (mem_mb + cpus - 1) / cpus;
     const std::string key = std::to_string(cpus) + "/" + std::to_string(mem_per_cpu) + "/" + gres;
     auto [it, added] = component_of.emplace(key, static_cast<int>(components.size()));
@@ -674,15 +771,18 @@ Status SlurmExecutor::LaunchGang(std::span<const ReplicaSpec> specs, const GangS
                {"slurmPartition", gang->partition},
                {"labels", gang_spec.labels}};
   if (components.size() > 1 && !het) {
-    gang->note = "the replicas have " + std::to_string(components.size()) +
-                 " shapes and this cluster cannot run them as a heterogeneous job (" +
-                 (options_.heterogeneous == "never" ? std::string("slurm.heterogeneous is never")
-                  : !options_.backfill ? std::string("its scheduler is not sched/backfill")
-                                       : "it needs a node per shape and the partition has " +
-                                             std::to_string(options_.het_components_max)) +
-                 "): they run as one plain Slurm job in which every task gets the largest (" +
-                 std::to_string(max_cpus) + " CPUs, " + std::to_string(max_mem_mb) + " MiB" +
-                 (max_gpus > 0 ? ", " + std::to_string(max_gpus) + " GPUs" : std::string()) + ")";
+    gang->note =
+        "the replicas have " + std::to_string(components.size()) +
+        " shapes and this cluster cannot run them as a heterogeneous job (" +
+        (options_.heterogeneous == "never" ? std::string("slurm.heterogeneous is never")
+         : !options_.backfill              ? std::string("its scheduler is not sched/backfill")
+                                           : "it needs a node per shape and the partition has " +
+                                    std::to_string(options_.het_components_max)) +
+        "): they run as one plain Slurm job in which every task gets the largest (" +
+        std::to_string(max_cpus) + " CPUs, " + std::to_string(max_mem_mb) + " MiB" +
+        (max_gpus > 0 ? ", " + std::to_string(max_gpus) + " GPUs" : std::string()) + "); " +
+        SlurmEnvelopeWaste(asked,
+                           {max_cpus, (max_mem_mb + max_cpus - 1) / max_cpus * max_cpus, max_gpus});
     plan["envelopeNote"] = gang->note;
   }
 
@@ -769,6 +869,17 @@ void SlurmExecutor::SubmitLoop() {
     if (stop_) return;
     std::shared_ptr<Gang> gang = std::move(submit_queue_.front());
     submit_queue_.pop_front();
+    if (!sbatch_away_.empty()) {
+      // The last sbatch could not reach the controller and no squeue has answered since:
+      // this gang waits with it, without an sbatch of its own (each would take sbatch's whole
+      // connection timeout, one after the other).
+      gang->submitting = false;
+      const std::string told = SubmitLaterLocked(*gang, sbatch_away_);
+      lock.unlock();
+      ServiceWarning(*gang, told);
+      lock.lock();
+      continue;
+    }
     lock.unlock();
     // Held by sbatch until it exits, even when this daemon dies meanwhile (SbatchInFlight).
     const std::string lock_path = Join(gang->dir, kSbatchLock);
@@ -782,6 +893,7 @@ void SlurmExecutor::SubmitLoop() {
     if (lock_fd >= 0) ::close(lock_fd);
     std::string id;
     std::string refused;
+    std::string unreachable;  // the controller, not the job: submitted again later
     bool unsure = false;
     if (!res.ok() && res.status().code() == StatusCode::kDeadlineExceeded) {
       // Slurm may have taken the job before sbatch was stopped: squeue decides.
@@ -789,6 +901,8 @@ void SlurmExecutor::SubmitLoop() {
       TY_LOG_WARN(kLog, "{}: {}; looking for it by name", gang->name, res.status().message());
     } else if (!res.ok()) {
       refused = "cannot submit to Slurm: " + res.status().message();
+    } else if (res->exit_code != 0 && SbatchFailureIsTransient(res->err)) {
+      unreachable = CommandError(*res);
     } else if (res->exit_code != 0) {
       // Slurm's own words: "Requested node configuration is not available" and the like.
       refused =
@@ -804,7 +918,10 @@ void SlurmExecutor::SubmitLoop() {
     }
     lock.lock();
     gang->submitting = false;
-    if (unsure) {
+    std::string told;
+    if (!unreachable.empty()) {
+      told = SubmitLaterLocked(*gang, unreachable);
+    } else if (unsure) {
       gang->unconfirmed = true;
       fast_polls_ = 4;
       next_squeue_ = 0;
@@ -816,13 +933,53 @@ void SlurmExecutor::SubmitLoop() {
       gang->reason = refused;
     } else {
       gang->slurm_id = id;
+      gang->submit_problem.clear();
       fast_polls_ = 4;
       next_squeue_ = 0;
     }
     lock.unlock();
+    ServiceWarning(*gang, told);
     Wake();
     lock.lock();
   }
+}
+
+void SlurmExecutor::ServiceWarning(const Gang& gang, const std::string& message) {
+  if (message.empty() || gang.members.empty()) return;
+  const ReplicaKey& key = gang.members.front();
+  model::LogEntry e;
+  e.project = key.project;
+  e.job_id = key.job_id;
+  e.trial_id = key.trial_id;
+  e.timestamp = NowMicros();
+  e.severity = model::Severity::kWarning;
+  e.task_name = "service";
+  e.message = message;
+  Status st = listener_->OnReplicaLogs(std::span<model::LogEntry>(&e, 1));
+  if (!st.ok()) TY_LOG_WARN(kLog, "cannot store a service line: {}", st.ToString());
+}
+
+std::string SlurmExecutor::SubmitLaterLocked(Gang& gang, const std::string& why) {
+  // 2, 4, 8, ... 30 s between tries; a squeue that fails (the controller is away) waits too.
+  const int64_t backoff =
+      std::min<int64_t>(30, int64_t{2} << std::min(gang.submit_failures, 4)) * kMicrosPerSecond;
+  ++gang.submit_failures;
+  gang.retry_at = MonotonicMicros() + backoff;
+  gang.unconfirmed = true;
+  const bool first = gang.submit_problem.empty();
+  gang.submit_problem = "sbatch: " + why;
+  sbatch_away_ = why;
+  TY_LOG_WARN(kLog,
+              "{}: Slurm's controller does not take jobs now ({}); the job stays queued, "
+              "trying again in {}",
+              gang.name, why, FormatDuration(backoff));
+  if (problem_.empty()) {
+    problem_ = "the Slurm controller does not take jobs since " + FormatRfc3339(NowMicros()) +
+               " (sbatch: " + why + "); jobs are kept as they were";
+  }
+  if (!first) return "";
+  return "Slurm's controller does not take jobs now (sbatch: " + why +
+         "); the job stays queued and is submitted again when the controller answers.";
 }
 
 Status SlurmExecutor::Launch(const ReplicaSpec& given) {
@@ -1078,6 +1235,8 @@ std::vector<RecoveredReplica> SlurmExecutor::Recover(const std::vector<ReplicaKe
           if (j.is_object()) gang->name = j.value("name", "");
         }
       }
+      // Its start was told before the daemon stopped: not again on re-attaching.
+      if (!gang_dir.empty() && FileExists(Join(gang_dir, kDriverOut))) gang->told = "RUNNING";
       if (gang_dir.empty() || gang->name.empty()) {
         gang->ended = true;  // nothing was submitted: the replica never started
         gang->state = "NOT_SUBMITTED";
@@ -1115,7 +1274,9 @@ std::vector<RecoveredReplica> SlurmExecutor::Recover(const std::vector<ReplicaKe
     // driver had not carried out when the daemon stopped: the ended step's report, of an
     // older attempt, is still there. The decision stands and the driver is told again (it
     // ignores a repeat); the old report is not this attempt's end (slurm_control.h).
-    const bool retell = !gang->ended && gang->in_place && StaleExitIn(dir, spec->attempt, r.get());
+    const int planned = PlannedAttempt(gang_dir, dir);
+    const bool retell =
+        !gang->ended && gang->in_place && StaleExitIn(dir, spec->attempt, planned, r.get());
     rec.spec = std::move(spec).value();
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -1127,7 +1288,10 @@ std::vector<RecoveredReplica> SlurmExecutor::Recover(const std::vector<ReplicaKe
       replicas_[key] = r;
       if (!gang->ended) gangs_.insert(gang);
     }
-    rec.running = retell || (!gang->ended && !FileExists(Join(dir, kExitFile)));
+    // An exit report of an earlier allocation's step (CurrentExitReport) does not end it.
+    const bool exit_current =
+        FileExists(Join(dir, kExitFile)) && !OlderExitReportIn(dir, rec.spec.attempt);
+    rec.running = retell || (!gang->ended && !exit_current);
     TY_LOG_INFO(kLog, "{} of job {}: {}", key.TaskName(), key.job_id,
                 rec.running ? "re-attached to Slurm job " + gang->slurm_id
                             : std::string("ended while the daemon was down"));
@@ -1211,6 +1375,7 @@ void SlurmExecutor::PollSlurm() {
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
+    sbatch_away_.clear();  // the next sbatch tries again
     if (!problem_.empty()) {
       TY_LOG_INFO(kLog, "the Slurm controller answers again");
       problem_.clear();
@@ -1255,6 +1420,7 @@ void SlurmExecutor::PollSlurm() {
   std::vector<Line> lines;
   std::vector<ReplicaKey> allocated;        // members of gangs Slurm started since
   std::vector<std::shared_ptr<Gang>> left;  // gone from squeue before it showed their end
+  std::vector<std::pair<std::shared_ptr<Gang>, std::string>> node_failed;  // and their nodes
   const int64_t now = MonotonicMicros();
   std::unique_lock<std::mutex> lock(mu_);
   const std::vector<SlurmJobState> orphans =
@@ -1311,7 +1477,9 @@ void SlurmExecutor::PollSlurm() {
       }
       if (SlurmStateEnded(s.state)) {
         gang->ended = true;
-        gang->ended_at = now;
+        // Never started (cancelled while pending): no launcher's files to wait for.
+        gang->ended_at = gang->allocated ? now : now - options_.file_grace;
+        if (s.state == "NODE_FAIL") node_failed.emplace_back(gang, s.nodes);
       }
       // Kill requested for all of a gang not known to run when it came (sbatch had not
       // answered, or squeue had not seen it start): a pending or configuring job has no
@@ -1340,7 +1508,7 @@ void SlurmExecutor::PollSlurm() {
         gang->ended = true;
         gang->ended_at = now - options_.file_grace;  // nothing ran: nothing to wait for
         gang->state = "NOT_SUBMITTED";
-      } else {
+      } else if (now >= gang->retry_at) {
         // Slurm never got it (the daemon stopped before sbatch ran, or sbatch failed).
         TY_LOG_INFO(kLog, "{}: Slurm has no job of this name and it left no trace: submitting it",
                     gang->name);
@@ -1360,6 +1528,7 @@ void SlurmExecutor::PollSlurm() {
   }
   lock.unlock();
   if (!left.empty() && !options_.sacct.empty()) AskSacct(left);
+  for (const auto& [gang, nodes] : node_failed) FindFailedNodes(*gang, nodes);
   for (const ReplicaKey& key : allocated) listener_->OnReplicaAllocated(key);
   for (const Line& l : lines) {
     model::LogEntry e;
@@ -1613,6 +1782,65 @@ void SlurmExecutor::MonitorLoop() {
   }
 }
 
+// The node a replica's launcher said it runs on (slurm.json; "" unknown).
+std::string ReplicaNode(const std::string& work_dir) {
+  auto text = ReadFile(Join(work_dir, kSlurmReplicaFile));
+  if (!text.ok()) return "";
+  json j = json::parse(*text, nullptr, false);
+  return j.is_object() ? j.value("node", "") : "";
+}
+
+void SlurmExecutor::FindFailedNodes(Gang& gang, const std::string& nodes) {
+  // squeue may list no nodes for an ended job: then every node's state.
+  std::vector<std::string> argv = {"sinfo", "-h", "-N", "-o", "%N|%T"};
+  if (!nodes.empty()) argv.insert(argv.end(), {"-n", nodes});
+  auto res = RunCommand(argv, SlurmClientEnv(), kCommandTimeout);
+  if (!res.ok() || res->exit_code != 0) return;
+  std::set<std::string> failed;
+  for (const std::string& line : Split(res->out, '\n')) {
+    auto f = Split(Trim(line), '|');
+    if (f.size() < 2) continue;
+    // DOWN, DOWN*, FAIL, or any state of a node that does not respond (a trailing '*').
+    if (f[1].find("DOWN") != std::string::npos || f[1].find("FAIL") != std::string::npos ||
+        EndsWith(f[1], "*")) {
+      failed.insert(f[0]);
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  gang.failed_nodes = std::move(failed);
+}
+
+bool SlurmExecutor::WaitsForLostPeer(const SReplica& r) {
+  std::set<std::string> failed;
+  std::vector<std::shared_ptr<SReplica>> peers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Gang& g = *r.gang;
+    const bool infrastructure =
+        g.state == "NODE_FAIL" || g.state == "PREEMPTED" || g.state == "BOOT_FAIL";
+    if (!g.ended || !infrastructure || r.kill_requested ||
+        MonotonicMicros() - g.ended_at >= 2 * options_.file_grace) {
+      return false;
+    }
+    failed = g.failed_nodes;
+    for (const ReplicaKey& k : g.members) {
+      auto m = replicas_.find(k);
+      if (k != r.key && m != replicas_.end() && m->second->gang == r.gang && !m->second->gone) {
+        peers.push_back(m->second);
+      }
+    }
+  }
+  // Lost with its node: on a node Slurm says failed, or (none known) without a report of its
+  // launcher's, as a step whose slurmd died leaves none. `r` itself on a failed node waits for
+  // none.
+  if (!failed.empty() && failed.count(ReplicaNode(r.work_dir)) != 0) return false;
+  return std::any_of(peers.begin(), peers.end(), [&](const std::shared_ptr<SReplica>& m) {
+    if (!failed.empty()) return failed.count(ReplicaNode(m->work_dir)) != 0;
+    auto e = CurrentExitReport(m->work_dir, m->tail.attempt);
+    return !e.ok() || e->phase == "lost";  // none, or its driver's: the launcher never wrote
+  });
+}
+
 bool SlurmExecutor::Poll(SReplica& r) {
   if (r.relaunch_pending) {
     struct stat st;
@@ -1631,15 +1859,26 @@ bool SlurmExecutor::Poll(SReplica& r) {
   }
   if (!r.gone) {
     // The launcher writes exit.json last; the gang's end (plus a grace for the files to show
-    // on a network filesystem) covers launchers that never could.
-    if (FileExists(Join(r.work_dir, kExitFile))) {
+    // on a network filesystem) covers launchers that never could. One of an older attempt
+    // (a step of an allocation given up, still running on a node whose slurmd died) is not
+    // this attempt's: ignored.
+    const bool stale = OlderExitReportIn(r.work_dir, r.tail.attempt);
+    const bool exit_here = !stale && FileExists(Join(r.work_dir, kExitFile));
+    if (stale && !r.stale_exit_logged) {
+      r.stale_exit_logged = true;
+      TY_LOG_WARN(kLog,
+                  "{} of job {}: ignoring an exit report of an older attempt in {} (a step of "
+                  "an allocation given up still ran); waiting for attempt {}",
+                  r.key.TaskName(), r.key.job_id, r.work_dir, r.tail.attempt);
+    }
+    if (exit_here) {
       // A trainer stopped by a SIGTERM that Trainyard did not send (the node failed, the job
       // was preempted) reports a clean exit of its own: wait for Slurm's verdict on the
       // allocation before believing it (ReportExit).
       std::lock_guard<std::mutex> lock(mu_);
       if (r.kill_requested || r.gang->ended) {
         r.gone = true;
-      } else if (auto e = ReadExitReport(r.work_dir);
+      } else if (auto e = CurrentExitReport(r.work_dir, r.tail.attempt);
                  e.ok() && e->phase == "lost" && !e->stop_requested) {
         // Its driver saw the launcher killed in a step Slurm did not end: believed once a
         // squeue that began after the report was seen still lists the job (then a restart in
@@ -1662,6 +1901,7 @@ bool SlurmExecutor::Poll(SReplica& r) {
       r.gone = r.gang->ended && MonotonicMicros() - r.gang->ended_at >= options_.file_grace;
     }
   }
+  if (r.gone && WaitsForLostPeer(r)) r.gone = false;
   r.tail.PollRunning(listener_);
   const bool drained = r.tail.TailLog(listener_, r.gone);
   r.tail.PollMetrics(listener_, r.gone, options_.metrics_interval);
@@ -1692,7 +1932,7 @@ void SlurmExecutor::ReportExit(SReplica& r) {
   r.tail.CloseLog();
   ReplicaExit exit;
   auto parsed = r.relaunch_pending ? Result<ReplicaExit>(NotFound("not restarted"))
-                                   : ReadExitReport(r.work_dir);
+                                   : CurrentExitReport(r.work_dir, r.tail.attempt);
   const bool reported = parsed.ok();
   std::string state;
   std::string reason;

@@ -65,6 +65,7 @@
 #include "trainyard/core/util.h"
 #include "trainyard/executor/executor.h"
 #include "trainyard/executor/launcher_protocol.h"
+#include "trainyard/executor/slurm_control.h"
 
 extern char** environ;
 
@@ -924,14 +925,24 @@ int Launcher::Finish(ReplicaExit exit) {
       report = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
   }
-  Status s = WriteFileAtomic(Join(work_dir_, executor::kExitFile), report);
+  // A newer attempt owns the work dir (this step's allocation was given up after its node's
+  // slurmd died, and the gang runs again elsewhere): its exit.json is not this step's to write.
+  std::string exit_file = executor::kExitFile;
+  if (const int now = executor::SpecAttemptIn(work_dir_);
+      executor::AttemptSuperseded(report_attempt_, now)) {
+    exit_file = executor::SupersededExitFile(report_attempt_);
+    std::fprintf(stderr,
+                 "trainyard-launcher: attempt %d of this replica runs now; this step's (attempt "
+                 "%d) report goes to %s\n",
+                 now, report_attempt_, exit_file.c_str());
+  }
+  Status s = WriteFileAtomic(work_dir_ + "/" + exit_file, report);
   if (!s.ok() && report.size() > 1024) {
     // Still no room for the whole report (its error tail, its warnings): the facts alone.
     ReplicaExit brief = exit;
     brief.error_tail.clear();
     if (brief.message.size() > 256) brief.message.resize(256);
-    s = WriteFileAtomic(Join(work_dir_, executor::kExitFile),
-                        executor::ExitToJson(brief, report_attempt_));
+    s = WriteFileAtomic(work_dir_ + "/" + exit_file, executor::ExitToJson(brief, report_attempt_));
   }
   if (!s.ok()) {
     std::fprintf(stderr, "trainyard-launcher: %s\n", s.ToString().c_str());

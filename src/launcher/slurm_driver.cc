@@ -100,6 +100,13 @@ void Say(const std::string& line) {
 void ReportLostStep(const Step& s, bool stopping) {
   const std::string path = s.work_dir + "/" + executor::kExitFile;
   if (::access(path.c_str(), F_OK) == 0) return;
+  // A newer attempt owns the work dir (this allocation was given up after a node failure):
+  // nothing of this step is its to report (slurm_control.h).
+  if (executor::AttemptSuperseded(s.attempt, executor::SpecAttemptIn(s.work_dir))) {
+    Say("not reporting " + s.task_name + " (attempt " + std::to_string(s.attempt) +
+        "): a newer attempt of it runs in another allocation");
+    return;
+  }
   executor::ReplicaExit exit;
   exit.exit_code = 1;
   const executor::SrunStepEnd end = executor::ClassifySrunStepEnd(s.err_lines, s.status);

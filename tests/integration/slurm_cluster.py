@@ -100,7 +100,8 @@ class SlurmCluster:
         env = dict(self.env)
         env.update(self.settings)
         p = subprocess.run([SCRIPT] + list(args) + ([self.dir] if args[0] in (
-            "start", "stop", "status") else []), env=env, capture_output=True, text=True,
+            "start", "stop", "status", "stop-ctld", "start-ctld") else []), env=env,
+            capture_output=True, text=True,
             timeout=timeout)
         if check and p.returncode != 0:
             raise AssertionError("slurm-dev-cluster.sh %s failed (%d):\n%s\n%s" % (
@@ -326,6 +327,14 @@ class SlurmCluster:
 
     def start_slurmd(self, node):
         self._script_node("start-node", node)
+
+    def stop_slurmctld(self):
+        """Stops slurmctld (a controller outage: clients cannot connect); nodes keep running."""
+        self.script("stop-ctld")
+
+    def start_slurmctld(self):
+        """Starts slurmctld again with its saved state; returns once it answers."""
+        self.script("start-ctld")
 
     def __enter__(self):
         return self.start()

@@ -164,6 +164,11 @@ def test_more_shapes_than_nodes_run_as_one_envelope_job(env):
     service = messages(d, "envelope", "service")
     assert any("the replicas have 4 shapes" in m and "partition has 3" in m
                for m in service), service
+    # How much the envelope wastes, in total over the replicas.
+    # (1, 2, 1 and 1 CPUs, 150 to 300 MiB asked; every task gets 2 CPUs and 308 MiB)
+    assert any(m.endswith("every task gets the largest (2 CPUs, 308 MiB); the allocation holds "
+                          "3 CPUs and 369 MiB more than the replicas asked for, in total")
+               for m in service), service
     assert seen(out, "evaluator-0")["RANK"] is None
     # The job ends with its master's report; the Slurm job ends once its driver has seen the
     # step exit, a moment later.
@@ -200,6 +205,10 @@ def test_cancel_lets_a_slow_term_handler_finish(env):
     lines = messages(d, "cancelrun", "master-replica-0")
     assert "TERM received by master-0" in lines
     assert "cleaned up master-0" in lines
+    # Its start told at most once (the cancel may come before a squeue saw it running).
+    running = [m for m in messages(d, "cancelrun", "service")
+               if " is running on " in m or " ran on " in m]
+    assert len(running) <= 1, running
     wait_for(lambda: not ours(env["cluster"]), timeout=60, what="no Slurm job left")
 
 
@@ -220,8 +229,12 @@ def test_cancel_while_pending_in_slurm(env):
                  timeout=30, what="Slurm's pending reason in the job's log")
         status, body = d.request("POST", "/v1/projects/%s/jobs/pending:cancel" % PROJECT, {})
         assert status == 200, body
+        asked = time.time()
         job = d.wait_state("pending", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=60)
         assert job["state"] == "CANCELLED", job
+        # Slurm cancels a pending job at once: it ends then, not after cancel_grace (15 s;
+        # about 1 s here), there being no trainer to give a grace to.
+        assert time.time() - asked < 15, time.time() - asked
         wait_for(lambda: not ours(c), timeout=30, what="the pending Slurm job gone")
     finally:
         c.scancel(*blockers)
@@ -239,6 +252,9 @@ def test_daemon_killed_mid_job_reattaches_without_losing_a_line(env):
     assert job["state"] == "SUCCEEDED", job
     lines = [m for m in messages(d, "restart", "master-replica-0") if m.startswith("line ")]
     assert lines == ["line %d of master-0" % i for i in range(40)]
+    # Its start is told once, not again on re-attaching.
+    running = [m for m in messages(d, "restart", "service") if " is running on " in m]
+    assert len(running) == 1, running
 
 
 def test_node_failure_restarts_the_replica_in_a_new_allocation(env):
@@ -349,3 +365,29 @@ def test_slurm_check_runs_a_job_through_the_shared_directory(env):
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "slurm.partition nope is not a partition of this cluster" in bad.stdout, bad.stdout
+
+
+def test_settings_that_override_trainyard_or_name_no_gpu_of_the_cluster_stop_the_daemon(env):
+    """slurm.extra_sbatch_args with a flag Trainyard sets (here the partition, which would
+    silently beat slurm.partition), and slurm.gpu_types naming a GPU type no node of the
+    partition has: trainyardd does not start, and says which setting is wrong."""
+    trainyardd = os.path.join(os.environ.get("TRAINYARD_BIN_DIR", os.path.join(
+        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "build",
+        "bin")), "trainyardd")
+    cfg = str(env["root"] / "config.yaml")
+    for setting, value, said in [
+            ("TRAINYARD_SLURM_EXTRA_SBATCH_ARGS", "--partition=high",
+             "slurm.extra_sbatch_args: --partition is set by Trainyard"),
+            ("TRAINYARD_SLURM_EXTRA_SBATCH_ARGS", "-p high",
+             "slurm.extra_sbatch_args: -p is set by Trainyard"),
+            ("TRAINYARD_SLURM_EXTRA_SBATCH_ARGS", "--part=high",
+             "slurm.extra_sbatch_args: --part is set by Trainyard"),
+            ("TRAINYARD_SLURM_GPU_TYPES", "NVIDIA_TESLA_T4=t4",
+             "slurm.gpu_types: NVIDIA_TESLA_T4 maps to the GPU type t4, which no node of "
+             "partition low has (their GPU types: fake)")]:
+        p = subprocess.run([trainyardd, "--config", cfg, "--data-dir", str(env["root"] / "bad"),
+                            "--listen", "127.0.0.1:0"],
+                           env=dict(env["cluster"].env, **{setting: value}), capture_output=True,
+                           text=True, timeout=60)
+        assert p.returncode != 0, (setting, value, p.stdout, p.stderr)
+        assert said in p.stdout + p.stderr, (setting, value, p.stdout, p.stderr)

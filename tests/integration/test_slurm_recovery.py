@@ -10,6 +10,7 @@ Run with Debian's /usr/bin/python3 -m pytest tests/integration/test_slurm_recove
 import http.client
 import json
 import os
+import shutil
 import signal
 
 import pytest
@@ -85,6 +86,11 @@ lines = int(args.get("--lines_after" if attempt else "--lines", "3"))
 for i in range(lines):
     print("attempt %d: line %d of %s" % (attempt, i, name), flush=True)
     time.sleep(float(args.get("--line_sleep", "0.05")))
+if "--hold" in args:  # until the test creates <hold>/release-<attempt>
+    print("attempt %d: holding" % attempt, flush=True)
+    while not os.path.exists(os.path.join(args["--hold"], "release-%d" % attempt)):
+        time.sleep(0.05)
+    print("attempt %d: released" % attempt, flush=True)
 print("done", name, flush=True)
 """
 
@@ -284,3 +290,156 @@ def test_a_slurm_job_named_as_ours_that_no_job_owns_is_logged_then_cancelled_if_
         d.stop()
         d.env = c.env
         d.start()
+
+
+def test_a_lost_nodes_old_step_never_decides_or_pollutes_the_new_attempt(env):
+    """A node's slurmd killed, then the node set down: Slurm ends the job NODE_FAIL at once, but
+    nothing can stop its step (the slurmd is dead), so the old trainer lives on while the
+    replica runs again in a new allocation. Released, the old trainer ends 0 and its launcher
+    reports: that report (attempt 0) never ends attempt 1, whether it lands beside exit.json
+    (the launcher sees the newer spec) or in it; the old attempt's lines after it was declared
+    lost never reach the store. Once the node's slurmd is back, Slurm kills what is left."""
+    d = env["daemon"]
+    c = env["cluster"]
+    hold = os.path.join(str(env["root"]), "hold-stale")
+    os.makedirs(hold)
+    out = submit(env, "stale", ["--lines=2", "--lines_after=2", "--hold=" + hold])
+    wait_for(lambda: "attempt 0: holding" in messages(d, "stale", "master-replica-0"),
+             timeout=180, what="attempt 0 running")
+    work = os.path.join(env["shared"], "jobs", PROJECT, "stale", "master-replica-0")
+    with open(os.path.join(work, "slurm.json")) as f:
+        node = json.load(f)["node"]
+    first = slurm_jobs(c, "stale")
+    assert len(first) == 1, first
+    c.kill_slurmd(node)
+    try:
+        c.node_down(node, reason="ty-stale-test")
+        wait_for(lambda: "attempt 1: holding" in messages(d, "stale", "master-replica-0"),
+                 timeout=120, what="attempt 1 running in a new allocation")
+        assert [r[1] for r in slurm_jobs(c, "stale") if r[0] == first[0][0]] == ["NODE_FAIL"]
+        assert len(starts(out, "master-0")) == 2
+        # Attempt 0's trainer still runs (nothing could stop it): released, it ends 0.
+        with open(os.path.join(hold, "release-0"), "w"):
+            pass
+        aside = os.path.join(work, "exit.attempt-0.json")
+        wait_for(lambda: os.path.exists(aside), timeout=60,
+                 what="attempt 0's launcher reporting beside exit.json")
+        with open(aside) as f:
+            report = json.load(f)
+        assert report["attempt"] == 0 and report["exitCode"] == 0, report
+        # Had it read the spec before attempt 1's was written, its report would be exit.json:
+        # the daemon must not take it for attempt 1's end either.
+        shutil.copy(aside, os.path.join(work, ".exit.json.test"))
+        os.rename(os.path.join(work, ".exit.json.test"), os.path.join(work, "exit.json"))
+        wait_for(lambda: "ignoring an exit report of an older attempt" in daemon_log(d),
+                 timeout=60, what="the daemon ignoring attempt 0's exit.json")
+        assert d.job("stale")["state"] == "RUNNING"
+        # A daemon killed and started again re-attaches to attempt 1 and ignores it as well.
+        d.stop(signal.SIGKILL)
+        d.start()
+        wait_for(lambda: daemon_log(d).count("ignoring an exit report of an older attempt") >= 2,
+                 timeout=60, what="the restarted daemon ignoring attempt 0's exit.json")
+        assert d.job("stale")["state"] == "RUNNING"
+        with open(os.path.join(hold, "release-1"), "w"):
+            pass
+        job = d.wait_state("stale", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=120)
+    finally:
+        c.start_slurmd(node)  # ReturnToService=2: idle again once it registers
+    assert job["state"] == "SUCCEEDED", job
+    lines = messages(d, "stale", "master-replica-0")
+    assert [m for m in lines if m.startswith("attempt 1: ")] == \
+        ["attempt 1: line 0 of master-0", "attempt 1: line 1 of master-0", "attempt 1: holding",
+         "attempt 1: released"], lines
+    assert "attempt 0: released" not in lines, lines  # written after it was declared lost
+    assert "done master-0" in lines
+    service = messages(d, "stale", "service")
+    assert len([m for m in service if "was lost" in m]) == 1, service
+    assert len(slurm_jobs(c, "stale")) == 2
+    # Back, the node's slurmd is told to end the old job: no job, step or process is left.
+    wait_for(lambda: not live_jobs(c), timeout=60, what="no Slurm job left")
+    wait_for(lambda: not c.job_pids(), timeout=60,
+             what="no process of a job left: %s" % c.describe(c.job_pids()))
+    c.wait_idle(timeout=60)
+
+
+def test_a_job_submitted_while_the_controller_is_down_waits_and_runs_when_it_returns(env):
+    """slurmctld stopped: sbatch cannot reach it. The job is kept QUEUED, says why, and is
+    submitted once the controller is back (one Slurm job)."""
+    d = env["daemon"]
+    c = env["cluster"]
+    c.stop_slurmctld()
+    try:
+        submit(env, "ctldaway", ["--lines=3"])
+        submit(env, "ctldcancel", ["--lines=3"])
+        for job_id in ("ctldaway", "ctldcancel"):
+            wait_for(lambda: "Slurm's controller does not take jobs now" in
+                     d.job(job_id).get("waitReason", ""), timeout=90,
+                     what="the job waiting for the controller")
+        job = d.job("ctldaway")
+        assert job["state"] == "QUEUED", job
+        assert "Unable to contact slurm controller" in job["waitReason"], job
+        assert d.get_status("/readyz") == 503
+        # One cancelled meanwhile: it cannot be known to be out of Slurm until the controller
+        # answers (a timed-out sbatch may have reached it), then it ends without running.
+        status, body = d.request("POST", "/v1/projects/%s/jobs/ctldcancel:cancel" % PROJECT, {})
+        assert status == 200, body
+    finally:
+        c.start_slurmctld()
+    job = d.wait_state("ctldaway", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=180)
+    assert job["state"] == "SUCCEEDED", job
+    assert d.wait_state("ctldcancel", ["SUCCEEDED", "FAILED", "CANCELLED"],
+                        timeout=60)["state"] == "CANCELLED"
+    assert slurm_jobs(c, "ctldcancel") == []
+    lines = [m for m in messages(d, "ctldaway", "master-replica-0") if "line " in m]
+    assert lines == ["attempt 0: line %d of master-0" % i for i in range(3)]
+    service = messages(d, "ctldaway", "service")
+    assert len([m for m in service if "does not take jobs now" in m]) == 1, service
+    assert len(slurm_jobs(c, "ctldaway")) == 1, slurm_jobs(c, "ctldaway")
+    wait_for(lambda: d.get_status("/readyz") == 200, timeout=60, what="/readyz ready again")
+
+
+def test_the_replica_on_the_failed_node_is_the_one_named_lost(env):
+    """A master and a worker, a node each; the worker's node fails (its slurmd killed, the node
+    set down). Slurm stops the master on its healthy node, whose launcher reports at once; the
+    job's log still names the worker, the replica lost with its node."""
+    d = env["daemon"]
+    c = env["cluster"]
+    hold = os.path.join(str(env["root"]), "hold-lostname")
+    os.makedirs(hold)
+    # n1-standard-16: 4 CPUs with cpu_scale 0.25, a whole node each.
+    submit(env, "lostname", ["--lines=1", "--lines_after=1", "--hold=" + hold],
+           scaleTier="CUSTOM", masterType="n1-standard-16", workerType="n1-standard-16",
+           workerCount=1)
+    for task in ("master-replica-0", "worker-replica-0"):
+        wait_for(lambda: "attempt 0: holding" in messages(d, "lostname", task), timeout=180,
+                 what="attempt 0 of %s running" % task)
+    nodes = {}
+    for task in ("master-replica-0", "worker-replica-0"):
+        with open(os.path.join(env["shared"], "jobs", PROJECT, "lostname", task,
+                               "slurm.json")) as f:
+            nodes[task] = json.load(f)["node"]
+    assert nodes["master-replica-0"] != nodes["worker-replica-0"], nodes
+    node = nodes["worker-replica-0"]
+    c.kill_slurmd(node)
+    try:
+        c.node_down(node, reason="ty-lostname-test")
+        wait_for(lambda: any("restarting all 2 together" in m
+                             for m in messages(d, "lostname", "service")),
+                 timeout=120, what="the whole gang restarting")
+        restart = [m for m in messages(d, "lostname", "service") if "restarting all 2" in m]
+        assert len(restart) == 1 and restart[0].startswith("The replica worker 0 was lost"), \
+            restart
+        for task in ("master-replica-0", "worker-replica-0"):
+            wait_for(lambda: "attempt 1: holding" in messages(d, "lostname", task),
+                     timeout=120, what="attempt 1 of %s running" % task)
+        for attempt in (0, 1):
+            with open(os.path.join(hold, "release-%d" % attempt), "w"):
+                pass
+        job = d.wait_state("lostname", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=120)
+    finally:
+        c.start_slurmd(node)
+    assert job["state"] == "SUCCEEDED", job
+    wait_for(lambda: not live_jobs(c), timeout=60, what="no Slurm job left")
+    wait_for(lambda: not c.job_pids(), timeout=60,
+             what="no process of a job left: %s" % c.describe(c.job_pids()))
+    c.wait_idle(timeout=60)

@@ -43,7 +43,29 @@ TEST(SlurmSetupTest, ConfigKeysAreCheckedAndNamed) {
   EXPECT_TRUE(SetConfigValue(c, "slurm.extra_sbatch_args", "--constraint=a100, --exclusive").ok());
   EXPECT_EQ(c.slurm.extra_sbatch_args,
             (std::vector<std::string>{"--constraint=a100", "--exclusive"}));
-  for (const char* bad : {"--time=5", "-n4", "--job-name=x", "--output=/tmp/x", "--gres=gpu:1"}) {
+  // Every flag Trainyard sets, in any spelling sbatch takes: short, long, "=" or a separate
+  // value, abbreviated.
+  for (const char* bad : {"--time=5",
+                          "-n4",
+                          "--job-name=x",
+                          "--output=/tmp/x",
+                          "--gres=gpu:1",
+                          "--partition=high",
+                          "--partition high",
+                          "-p high",
+                          "-phigh",
+                          "--part=high",
+                          "--account=a",
+                          "-A a",
+                          "--qos=q",
+                          "-q q",
+                          "--cpus-per-task=2",
+                          "--mem=1G",
+                          "--nodes=2",
+                          "--ntasks=3",
+                          "--gpus-per-node=1",
+                          "--mem-per-gpu=1G",
+                          "--hetjob"}) {
     Status st = SetConfigValue(c, "slurm.extra_sbatch_args", bad);
     EXPECT_FALSE(st.ok()) << bad;
     EXPECT_NE(st.message().find("set by Trainyard"), std::string::npos) << st.message();
@@ -67,6 +89,25 @@ TEST(SlurmSetupTest, ConfigKeysAreCheckedAndNamed) {
   EXPECT_TRUE(SetConfigValue(c, "slurm.label_partitions", "debug, gpu").ok());
   EXPECT_EQ(c.slurm.label_partitions, (std::vector<std::string>{"debug", "gpu"}));
   EXPECT_FALSE(SetConfigValue(c, "slurm.label_partitions", "a b").ok());
+}
+
+TEST(SlurmSetupTest, GpuTypesMustBeOnANodeOfThePartitions) {
+  EXPECT_TRUE(CheckGpuTypes(kSinfo, {"low"}, {{"NVIDIA_TESLA_T4", "fake"}}).ok());
+  EXPECT_TRUE(CheckGpuTypes(kSinfo, {"low"}, {}).ok());
+  Status st = CheckGpuTypes(kSinfo, {"low"}, {{"NVIDIA_TESLA_T4", "t4"}});
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message(),
+            "slurm.gpu_types: NVIDIA_TESLA_T4 maps to the GPU type t4, which no node of "
+            "partition low has (their GPU types: fake)");
+  // Only the partitions jobs run in count: n3 is in no partition with GPUs here.
+  constexpr const char* kMixed = "n1|low*|4|2000|(null)\nn2|gpu|4|2000|gpu:a100:4(S:0-1)\n";
+  EXPECT_FALSE(CheckGpuTypes(kMixed, {"low"}, {{"NVIDIA_TESLA_A100", "a100"}}).ok());
+  EXPECT_TRUE(CheckGpuTypes(kMixed, {"low", "gpu"}, {{"NVIDIA_TESLA_A100", "a100"}}).ok());
+  EXPECT_NE(CheckGpuTypes(kMixed, {"low"}, {{"X", "a100"}})
+                .message()
+                .find("(their GPU types: "
+                      "none)"),
+            std::string::npos);
 }
 
 TEST(SlurmSetupTest, NeedsASharedDirectory) {

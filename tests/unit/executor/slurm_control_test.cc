@@ -5,7 +5,11 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
+#include <filesystem>
+
+#include "trainyard/core/util.h"
 #include "trainyard/executor/launcher_protocol.h"
 
 namespace trainyard::executor {
@@ -56,6 +60,58 @@ TEST(SlurmControlTest, AnExitOfAnOlderAttemptThanTheSpecsIsStale) {
   EXPECT_FALSE(SlurmExitIsStale(1, 1));   // the current attempt's end
   EXPECT_FALSE(SlurmExitIsStale(-1, 1));  // a report naming no attempt: read as before
   EXPECT_FALSE(SlurmExitIsStale(2, 1));
+}
+
+// After a node failure the gang runs again in a new allocation while the old step may live
+// on (its slurmd dead): its launcher and driver find the spec at a newer attempt and keep
+// their reports out of exit.json.
+TEST(SlurmControlTest, AStepOfASupersededAttemptDoesNotWriteTheWorkDirsExitReport) {
+  const std::string dir = ::testing::TempDir() + "/superseded-" + std::to_string(::getpid());
+  ASSERT_TRUE(MakeDirs(dir).ok());
+  EXPECT_EQ(SpecAttemptIn(dir), -1);  // no spec
+  ReplicaSpec spec;
+  spec.key = {"p", "j", "", "worker", 1};
+  spec.args = {"--x"};
+  ASSERT_TRUE(WriteFileAtomic(dir + "/" + kSpecFile, SpecToJson(spec)).ok());
+  EXPECT_EQ(SpecAttemptIn(dir), 0);  // attempt 0 is left out of spec.json
+  spec.attempt = 2;
+  ASSERT_TRUE(WriteFileAtomic(dir + "/" + kSpecFile, SpecToJson(spec)).ok());
+  EXPECT_EQ(SpecAttemptIn(dir), 2);
+  EXPECT_TRUE(AttemptSuperseded(1, SpecAttemptIn(dir)));   // the old allocation's step
+  EXPECT_FALSE(AttemptSuperseded(2, SpecAttemptIn(dir)));  // the current attempt's
+  EXPECT_FALSE(AttemptSuperseded(-1, 2));                  // a step that knows no attempt
+  EXPECT_FALSE(AttemptSuperseded(1, -1));                  // no spec to compare with
+  EXPECT_EQ(SupersededExitFile(1), "exit.attempt-1.json");
+  ASSERT_TRUE(WriteFileAtomic(dir + "/" + kSpecFile, "not json").ok());
+  EXPECT_EQ(SpecAttemptIn(dir), -1);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(SlurmControlTest, SbatchFailuresOfAnUnreachableControllerAreTransient) {
+  for (const char* err : {
+           "sbatch: error: Batch job submission failed: Unable to contact slurm controller "
+           "(connect failure)",
+           "sbatch: error: Batch job submission failed: Socket timed out on send/recv operation",
+           "sbatch: error: Slurm temporarily unable to accept job, sleeping and retrying",
+           "sbatch: error: Batch job submission failed: Resource temporarily unavailable",
+           "sbatch: error: slurm_persist_conn_open_without_init: failed to open persistent "
+           "connection to host:x:6817: Connection refused",
+           "sbatch: error: Batch job submission failed: Zero Bytes were transmitted or received",
+       }) {
+    EXPECT_TRUE(SbatchFailureIsTransient(err)) << err;
+  }
+  for (const char* err : {
+           "sbatch: error: Batch job submission failed: Requested node configuration is not "
+           "available",
+           "sbatch: error: Batch job submission failed: Invalid account or account/partition "
+           "combination specified",
+           "sbatch: error: invalid partition specified: nope",
+           "sbatch: error: Batch job submission failed: Invalid generic resource (gres) "
+           "specification",
+           "",
+       }) {
+    EXPECT_FALSE(SbatchFailureIsTransient(err)) << err;
+  }
 }
 
 TEST(SlurmControlTest, ExitReportsNameTheirAttempt) {

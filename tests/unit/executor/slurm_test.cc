@@ -174,4 +174,17 @@ TEST(SlurmTest, ARefusedAccountOrQosNamesTheSettingThatChoseIt) {
 }
 
 }  // namespace
+TEST(SlurmTest, AnEnvelopesWasteIsSummedOverItsReplicas) {
+  // A master with 2 GPUs, 4 CPUs, 1000 MiB and two 1-CPU, 256 MiB workers without GPUs, in an
+  // envelope of 4 CPUs, 1000 MiB and 2 GPUs a task.
+  const std::vector<SlurmTaskShape> asked = {{4, 1000, 2}, {1, 256, 0}, {1, 256, 0}};
+  EXPECT_EQ(SlurmEnvelopeWaste(asked, {4, 1000, 2}),
+            "the allocation holds 6 CPUs, 1488 MiB and 4 GPUs more than the replicas asked "
+            "for, in total");
+  EXPECT_EQ(SlurmEnvelopeWaste({{1, 100, 0}, {2, 100, 0}}, {2, 100, 0}),
+            "the allocation holds 1 CPU more than the replicas asked for, in total");
+  EXPECT_EQ(SlurmEnvelopeWaste({{2, 100, 0}}, {2, 100, 0}),
+            "the allocation holds nothing beyond what the replicas asked for");
+}
+
 }  // namespace trainyard::executor

@@ -121,6 +121,17 @@ struct SlurmGangPlan {
 };
 std::string SlurmBatchScript(const SlurmOptions& options, const SlurmGangPlan& plan);
 
+// What an envelope allocation (every task the largest shape) holds beyond what its replicas
+// asked for, in total, in words for the job's log: "the allocation holds 6 CPUs, 1024 MiB and
+// 2 GPUs more than the replicas asked for". `asked`: each replica's shape; `envelope`: a task's.
+struct SlurmTaskShape {
+  int cpus = 1;
+  int64_t mem_mb = 0;
+  int gpus = 0;
+};
+std::string SlurmEnvelopeWaste(const std::vector<SlurmTaskShape>& asked,
+                               const SlurmTaskShape& envelope);
+
 std::unique_ptr<Executor> NewSlurmExecutor(const SlurmOptions& options, ExecutorListener* listener);
 
 }  // namespace trainyard::executor

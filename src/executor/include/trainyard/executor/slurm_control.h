@@ -49,6 +49,23 @@ SlurmControlAction DecideSlurmControl(const SlurmControl& c, int current);
 // and not yet carried out, which is not the end of the replica's current attempt.
 bool SlurmExitIsStale(int exit_attempt, int spec_attempt);
 
+// The attempt a replica's spec.json in `work_dir` is at now (-1: none or unreadable).
+int SpecAttemptIn(const std::string& work_dir);
+// Whether a step of attempt `own` writes its reports into a work dir whose spec is at
+// `spec_attempt` (SpecAttemptIn) no more: a newer attempt owns it. So it goes after a node
+// failure: the whole gang runs again in a new allocation while the old step lives on with its
+// dead slurmd (nothing kills it until the node comes back). Its launcher and its driver then
+// write their reports to SupersededExitFile(own), never exit.json, and the daemon ignores an
+// exit.json of an older attempt anyway (whichever writes first).
+bool AttemptSuperseded(int own, int spec_attempt);
+std::string SupersededExitFile(int attempt);  // "exit.attempt-<N>.json"
+
+// Whether sbatch failed because Slurm's controller could not be reached or could not take jobs
+// for now (`err`, its stderr: "Unable to contact slurm controller (connect failure)", "Socket
+// timed out on send/recv operation", "Slurm temporarily unable to accept job", ...): the job is
+// submitted again once the controller answers. Anything else is Slurm refusing the job.
+bool SbatchFailureIsTransient(std::string_view err);
+
 // How srun said a replica's step ended, from the lines it wrote on its stderr and its own exit
 // status (a wait status).
 struct SrunStepEnd {
