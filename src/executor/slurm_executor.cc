@@ -472,9 +472,8 @@ Result<ReplicaExit> CurrentExitReport(const std::string& work_dir, int attempt,
 
 // Whether the replica's work dir holds an exit report of an attempt older than `attempt`.
 bool OlderExitReportIn(const std::string& work_dir, int attempt) {
-  bool stale = false;
-  (void)CurrentExitReport(work_dir, attempt, &stale);
-  return stale;
+  auto text = ReadFile(Join(work_dir, kExitFile));
+  return text.ok() && SlurmExitIsStale(ExitReportAttempt(*text), attempt);
 }
 
 // The attempt plan.json in `gang_dir` gives the replica of `work_dir` (-1: unknown).
@@ -604,6 +603,8 @@ class SlurmExecutor final : public Executor {
   // (sbatch may have reached it after all: adopted by name, else submitted again). mu_ held;
   // returns the job's log line to write ("" = none).
   std::string SubmitLaterLocked(Gang& gang, const std::string& why);
+  // A service line in the job's log of `key` (its trial's, for a trial); mu_ not held.
+  void ServiceLine(const ReplicaKey& key, model::Severity severity, const std::string& message);
   // A WARNING line in the job's log of the gang ("" = none); mu_ not held.
   void ServiceWarning(const Gang& gang, const std::string& message);
   // A new step for the replica in its gang's running allocation: same node, port, work dir and
@@ -946,13 +947,17 @@ void SlurmExecutor::SubmitLoop() {
 
 void SlurmExecutor::ServiceWarning(const Gang& gang, const std::string& message) {
   if (message.empty() || gang.members.empty()) return;
-  const ReplicaKey& key = gang.members.front();
+  ServiceLine(gang.members.front(), model::Severity::kWarning, message);
+}
+
+void SlurmExecutor::ServiceLine(const ReplicaKey& key, model::Severity severity,
+                                const std::string& message) {
   model::LogEntry e;
   e.project = key.project;
   e.job_id = key.job_id;
   e.trial_id = key.trial_id;
   e.timestamp = NowMicros();
-  e.severity = model::Severity::kWarning;
+  e.severity = severity;
   e.task_name = "service";
   e.message = message;
   Status st = listener_->OnReplicaLogs(std::span<model::LogEntry>(&e, 1));
@@ -1530,18 +1535,7 @@ void SlurmExecutor::PollSlurm() {
   if (!left.empty() && !options_.sacct.empty()) AskSacct(left);
   for (const auto& [gang, nodes] : node_failed) FindFailedNodes(*gang, nodes);
   for (const ReplicaKey& key : allocated) listener_->OnReplicaAllocated(key);
-  for (const Line& l : lines) {
-    model::LogEntry e;
-    e.project = l.key.project;
-    e.job_id = l.key.job_id;
-    e.trial_id = l.key.trial_id;
-    e.timestamp = NowMicros();
-    e.severity = l.severity;
-    e.task_name = "service";
-    e.message = l.message;
-    Status st = listener_->OnReplicaLogs(std::span<model::LogEntry>(&e, 1));
-    if (!st.ok()) TY_LOG_WARN(kLog, "cannot store a service line: {}", st.ToString());
-  }
+  for (const Line& l : lines) ServiceLine(l.key, l.severity, l.message);
   for (auto& [gang, sig] : to_cancel) {
     if (sig.empty()) {
       Scancel({gang->slurm_id});
@@ -1631,18 +1625,7 @@ void SlurmExecutor::AskSacct(const std::vector<std::shared_ptr<Gang>>& left) {
       }
     }
   }
-  for (const Line& l : lines) {
-    model::LogEntry e;
-    e.project = l.key.project;
-    e.job_id = l.key.job_id;
-    e.trial_id = l.key.trial_id;
-    e.timestamp = NowMicros();
-    e.severity = model::Severity::kInfo;
-    e.task_name = "service";
-    e.message = l.message;
-    Status st = listener_->OnReplicaLogs(std::span<model::LogEntry>(&e, 1));
-    if (!st.ok()) TY_LOG_WARN(kLog, "cannot store a service line: {}", st.ToString());
-  }
+  for (const Line& l : lines) ServiceLine(l.key, model::Severity::kInfo, l.message);
 }
 
 void SlurmExecutor::RefreshPositions() {
