@@ -140,6 +140,12 @@ void WriteJson(httplib::Response& res, const std::string& body) {
   res.set_content(body, "application/json; charset=UTF-8");
 }
 
+// A handler's JSON answer, or its error.
+void WriteResult(httplib::Response& res, const Result<std::string>& body) {
+  if (!body.ok()) return WriteError(res, body.status());
+  WriteJson(res, *body);
+}
+
 Result<int64_t> ParseIntParam(const httplib::Request& req, const char* name, int64_t def) {
   if (!req.has_param(name)) return def;
   std::string v = req.get_param_value(name);
@@ -315,47 +321,31 @@ class Handlers {
   }
 
   void JobLogs(const httplib::Request& req, httplib::Response& res) {
-    auto body = api::ListJobLogs(store_, req.matches[1], req.matches[2], req.params);
-    if (!body.ok()) return WriteError(res, body.status());
-    WriteJson(res, *body);
+    WriteResult(res, api::ListJobLogs(store_, req.matches[1], req.matches[2], req.params));
   }
 
   // The web console's additions (console_api.h).
   void JobsSummary(const httplib::Request& req, httplib::Response& res) {
-    auto body = api::JobsSummary(store_, req.matches[1]);
-    if (!body.ok()) return WriteError(res, body.status());
-    WriteJson(res, *body);
+    WriteResult(res, api::JobsSummary(store_, req.matches[1]));
   }
   void LogsSummary(const httplib::Request& req, httplib::Response& res) {
-    auto body = api::LogsSummary(store_, req.matches[1], req.matches[2], req.params);
-    if (!body.ok()) return WriteError(res, body.status());
-    WriteJson(res, *body);
+    WriteResult(res, api::LogsSummary(store_, req.matches[1], req.matches[2], req.params));
   }
   void LogLines(const httplib::Request& req, httplib::Response& res) {
-    auto body = api::LogLines(store_, req.matches[1], req.matches[2], req.params);
-    if (!body.ok()) return WriteError(res, body.status());
-    WriteJson(res, *body);
+    WriteResult(res, api::LogLines(store_, req.matches[1], req.matches[2], req.params));
   }
   void JobTrials(const httplib::Request& req, httplib::Response& res) {
-    auto body = api::TrialsPage(scheduler_, req.matches[1], req.matches[2], req.params);
-    if (!body.ok()) return WriteError(res, body.status());
-    WriteJson(res, *body);
+    WriteResult(res, api::TrialsPage(scheduler_, req.matches[1], req.matches[2], req.params));
   }
   void JobHistory(const httplib::Request& req, httplib::Response& res) {
-    auto body = api::StateHistory(store_, req.matches[1], req.matches[2], req.params);
-    if (!body.ok()) return WriteError(res, body.status());
-    WriteJson(res, *body);
+    WriteResult(res, api::StateHistory(store_, req.matches[1], req.matches[2], req.params));
   }
   void JobsQueue(const httplib::Request& req, httplib::Response& res) {
-    auto body = api::QueuePage(scheduler_, req.matches[1], req.params);
-    if (!body.ok()) return WriteError(res, body.status());
-    WriteJson(res, *body);
+    WriteResult(res, api::QueuePage(scheduler_, req.matches[1], req.params));
   }
 
   void SearchLogs(const httplib::Request& req, httplib::Response& res) {
-    auto body = api::SearchLogs(store_, req.matches[1], req.matches[2], req.params);
-    if (!body.ok()) return WriteError(res, body.status());
-    WriteJson(res, *body);
+    WriteResult(res, api::SearchLogs(store_, req.matches[1], req.matches[2], req.params));
   }
   // Streams the text as the store yields it, batch by batch (console_api.h).
   void DownloadLogs(const httplib::Request& req, httplib::Response& res) {
@@ -395,9 +385,7 @@ class Handlers {
       if (!page.ok()) return WriteError(res, page.status());
       return WriteJson(res, *page);
     }
-    auto body = api::ListLogEntries(store_, req.body);
-    if (!body.ok()) return WriteError(res, body.status());
-    WriteJson(res, *body);
+    WriteResult(res, api::ListLogEntries(store_, req.body));
   }
 
   void Discovery(const httplib::Request& req, httplib::Response& res) {
@@ -435,9 +423,8 @@ class Handlers {
 
   void GetLocation(const httplib::Request& req, httplib::Response& res) {
     auto acc = Accelerators();
-    auto body = GetLocationJson(std::string(req.matches[1]), std::string(req.matches[2]), acc);
-    if (!body.ok()) return WriteError(res, body.status());
-    WriteJson(res, *body);
+    WriteResult(res,
+                GetLocationJson(std::string(req.matches[1]), std::string(req.matches[2]), acc));
   }
 
   // Training jobs never use operations (compat §5.2): the list is empty and none exists.
