@@ -74,6 +74,20 @@ mixed spaces in batches, run once after them; 40 seeds 400..439, --fourth-first-
                 restart) and older ones on the new surfaces, hpo_xgb7 and hpo_mixed6b (G8q, as
                 G8w)
 
+Fifth held out (session 11: defined and committed before any engine change it is to judge, run once
+after one; 80 seeds 500..579, --fifth-first-seed and --fifth-seeds; run with
+--parts batch_fifth,es_fifth):
+
+  batch_fifth  12 rounds of 4 on a new mixed surface (hpo_gnn6: a four-valued aggregator that moves
+               the best learning rate and the cost of depth, a log INTEGER width, an uneven
+               DISCRETE weight decay), a new continuous function (griewank4_shift) and three
+               fourth-set functions on the new seeds (hpo_rnn7, hpo_dqn6, rastrigin3_shift):
+               engine against TPE with constant_liar (G7v, as G7w)
+  es_fifth     40 trials on 10 sets of learning curves: three new families (plateau: a loss
+               plateau that a badly set learning rate leaves late; linear: a linearly decaying
+               learning rate; hetero: too high a learning rate reports noisier values) and one
+               older one on hpo_gnn6 and older surfaces (G8v, as G8w)
+
 --baseline-engine-cmd runs every engine study a second time with another build (main's, say) in
 the same run, and adds a table of the two engines side by side (median final regret and
 P(engine < baseline); for early stopping, steps used and loss against each one's own run without
@@ -171,12 +185,23 @@ FOURTH_ES_TASKS = [("hpo_rnn7", "warmup", 40, 0.01), ("hpo_vit8", "restarts", 40
                    ("hpo_vit8", "twoexp", 50, 0.02), ("hpo_dqn6", "overfit", 40, 0.02),
                    ("hpo_xgb7", "warmup", 40, 0.01), ("hpo_mixed6b", "restarts", 40, 0.01)]
 FOURTH_FIRST_SEED, FOURTH_SEEDS = 400, 40
+# The fifth held-out set (batch_fifth, es_fifth; session 11): a new mixed surface (hpo_gnn6), a new
+# continuous function (griewank4_shift), three new curve families (plateau, linear, hetero) and 80
+# seeds 500..579, defined and committed before any engine change it is to judge.
+FIFTH_BATCH_FUNCTIONS = list(tobj.FIFTH) + ["hpo_rnn7", "hpo_dqn6", "rastrigin3_shift"]
+FIFTH_ES_TASKS = [("hpo_gnn6", "plateau", 40, 0.01), ("hpo_gnn6", "linear", 30, 0.02),
+                  ("hpo_gnn6", "hetero", 40, 0.01), ("hpo_mixed5", "plateau", 30, 0.01),
+                  ("hpo_cnn5", "linear", 40, 0.01), ("hpo_lgbm9", "hetero", 30, 0.02),
+                  ("hpo_dqn6", "plateau", 50, 0.02), ("hpo_bert6", "linear", 40, 0.01),
+                  ("hpo_gnn6", "overfit", 40, 0.01), ("hpo_vit8", "hetero", 40, 0.02)]
+FIFTH_FIRST_SEED, FIFTH_SEEDS = 500, 80
 # Held-out sets by part suffix: batch functions, es tasks, gate row ids, title.
 HELD = {
     "wide": (WIDE_BATCH_FUNCTIONS, WIDE_ES_TASKS, ("G7w", "G8w"), "held out"),
     "final": (FINAL_BATCH_FUNCTIONS, FINAL_ES_TASKS, ("G7f", "G8f"), "final held out"),
     "third": (THIRD_BATCH_FUNCTIONS, THIRD_ES_TASKS, ("G7t", "G8t"), "third held out"),
     "fourth": (FOURTH_BATCH_FUNCTIONS, FOURTH_ES_TASKS, ("G7q", "G8q"), "fourth held out"),
+    "fifth": (FIFTH_BATCH_FUNCTIONS, FIFTH_ES_TASKS, ("G7v", "G8v"), "fifth held out"),
 }
 
 
@@ -242,6 +267,8 @@ PART_ALGOS = {
     "es_third": ["engine_es", "engine"],
     "batch_fourth": ["engine", "tpe_cl"],
     "es_fourth": ["engine_es", "engine"],
+    "batch_fifth": ["engine", "tpe_cl"],
+    "es_fifth": ["engine_es", "engine"],
 }
 # --baseline-engine-cmd: every engine algorithm again with the baseline build.
 BASE = {"engine": "base", "engine_es": "base_es"}
@@ -909,9 +936,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--parts", default="core,batch,es,batch_wide,es_wide",
                     help="core,batch,es,batch_wide,es_wide,batch_final,es_final,batch_third,"
-                    "es_third,batch_fourth,es_fourth (default: all but the final, third and fourth "
-                    "held-out sets, which are run on their own: --parts batch_final,es_final, "
-                    "batch_third,es_third or batch_fourth,es_fourth)")
+                    "es_third,batch_fourth,es_fourth,batch_fifth,es_fifth (default: all but the "
+                    "final, third, fourth and fifth held-out sets, which are run on their own: "
+                    "--parts batch_final,es_final, batch_third,es_third, batch_fourth,es_fourth "
+                    "or batch_fifth,es_fifth)")
     ap.add_argument("--algos", default="engine,tpe,random",
                     help="families to run: engine, tpe, random, gpref (default engine,tpe,random)")
     ap.add_argument("--seeds", type=int, default=20, help="seeds 0..N-1 (default 20)")
@@ -933,6 +961,11 @@ def main():
                     FOURTH_FIRST_SEED)
     ap.add_argument("--fourth-seeds", type=int, default=FOURTH_SEEDS,
                     help="seeds of the fourth held-out set (default %d)" % FOURTH_SEEDS)
+    ap.add_argument("--fifth-first-seed", type=int, default=FIFTH_FIRST_SEED,
+                    help="the first seed of the fifth held-out set (default %d)" %
+                    FIFTH_FIRST_SEED)
+    ap.add_argument("--fifth-seeds", type=int, default=FIFTH_SEEDS,
+                    help="seeds of the fifth held-out set (default %d)" % FIFTH_SEEDS)
     ap.add_argument("--trials", type=int, default=50, help="core trials per study (default 50)")
     ap.add_argument("--functions", default="", help="comma-separated subset of the core functions")
     ap.add_argument("--quick", action="store_true",
@@ -1009,11 +1042,12 @@ def main():
     final_seeds = list(range(args.final_first_seed, args.final_first_seed + args.wide_seeds))
     third_seeds = list(range(args.third_first_seed, args.third_first_seed + args.third_seeds))
     fourth_seeds = list(range(args.fourth_first_seed, args.fourth_first_seed + args.fourth_seeds))
+    fifth_seeds = list(range(args.fifth_first_seed, args.fifth_first_seed + args.fifth_seeds))
     if args.quick:
         wide_seeds, final_seeds, third_seeds = wide_seeds[:5], final_seeds[:5], third_seeds[:5]
-        fourth_seeds = fourth_seeds[:5]
+        fourth_seeds, fifth_seeds = fourth_seeds[:5], fifth_seeds[:5]
     held_seeds = {"wide": wide_seeds, "final": final_seeds, "third": third_seeds,
-                  "fourth": fourth_seeds}
+                  "fourth": fourth_seeds, "fifth": fifth_seeds}
     tasks = []
     for part in parts:
         pfns = {"core": fns, "batch": batch_fns, "es": ["hpo_mixed5"],
@@ -1024,7 +1058,9 @@ def main():
                 "batch_third": THIRD_BATCH_FUNCTIONS,
                 "es_third": [es_task_name(t) for t in THIRD_ES_TASKS],
                 "batch_fourth": FOURTH_BATCH_FUNCTIONS,
-                "es_fourth": [es_task_name(t) for t in FOURTH_ES_TASKS]}[part]
+                "es_fourth": [es_task_name(t) for t in FOURTH_ES_TASKS],
+                "batch_fifth": FIFTH_BATCH_FUNCTIONS,
+                "es_fifth": [es_task_name(t) for t in FIFTH_ES_TASKS]}[part]
         algos = PART_ALGOS[part] + [BASE[a] for a in PART_ALGOS[part] if a in BASE]
         for fn in pfns:
             for algo in algos:
@@ -1036,7 +1072,8 @@ def main():
               "batch_wide": BATCH_ROUNDS * BATCH_SIZE, "es_wide": ES_TRIALS,
               "batch_final": BATCH_ROUNDS * BATCH_SIZE, "es_final": ES_TRIALS,
               "batch_third": BATCH_ROUNDS * BATCH_SIZE, "es_third": ES_TRIALS,
-              "batch_fourth": BATCH_ROUNDS * BATCH_SIZE, "es_fourth": ES_TRIALS}
+              "batch_fourth": BATCH_ROUNDS * BATCH_SIZE, "es_fourth": ES_TRIALS,
+              "batch_fifth": BATCH_ROUNDS * BATCH_SIZE, "es_fifth": ES_TRIALS}
     tasks.sort(key=lambda t: -COST[t[2]] * n_sugg[t[0]])
     X = args.gate_algo or ("engine" if "engine" in families else
                            "gpref" if "gpref" in families else "")
@@ -1336,7 +1373,8 @@ def main():
     rows = []
     for a in sorted(lat, key=lambda a: list(LABEL).index(a)):
         for part in ("core", "batch", "es", "batch_wide", "es_wide", "batch_final",
-                     "es_final", "batch_third", "es_third", "batch_fourth", "es_fourth"):
+                     "es_final", "batch_third", "es_third", "batch_fourth", "es_fourth",
+                     "batch_fifth", "es_fifth"):
             if part in lat[a]:
                 s = lat[a][part]
                 rows.append([LABEL[a], part, s["calls"], "%.1f" % s["median_ms"],

@@ -57,6 +57,16 @@ parts, seeds 400-439):
                     discount, an uneven linear DISCRETE target-update period whose weight depends
                     on a binary categorical, a three-valued exploration categorical (below)
 
+Fifth held-out set (session 11: defined and committed before any engine change it judges, run once
+after one; bench_tuning.py's batch_fifth and es_fifth parts, seeds 500-579):
+
+  griewank4_shift   Griewank on [-20, 20]^4, optimum moved per seed: a smooth bowl with many small
+                    regular ripples
+  hpo_gnn6          a graph-network surface, six parameters: a four-valued aggregator that moves
+                    the best learning rate and sets how much depth beyond 3 layers costs
+                    (over-smoothing), a log INTEGER width that moves the best dropout, an uneven
+                    linear DISCRETE weight decay with a zero (below)
+
 Shifted functions: the optimum of Ackley (natively the centre of the box, which a designer that
 starts at the centre would hit with its first trial) and Levy (natively (1, ..., 1), near the
 centre) is moved to a point drawn per seed inside the central 80 % of the box. The draw depends
@@ -283,6 +293,25 @@ With a = log10(learning_rate), g = log10(1 - gamma) + 2 (0 at 0.99), B = log10(b
 
 f* = 0 at noisy, double Q, learning rate 10^-4, gamma 0.99, buffer 1e5, target update 1000.
 
+hpo_gnn6 (fifth held-out set):
+
+  learning_rate  DOUBLE 1e-4..0.3, UNIT_LOG_SCALE
+  hidden_dim     INTEGER 16..512, UNIT_LOG_SCALE
+  num_layers     INTEGER 1..8
+  dropout        DOUBLE 0..0.7
+  weight_decay   DISCRETE 0, 1e-6, 1e-5, 5e-4, 1e-2, UNIT_LINEAR_SCALE
+  aggregator     CATEGORICAL mean, sum, max, attention
+
+With a = log10(learning_rate), L = num_layers, h = log2(hidden_dim / 128),
+w = log10(weight_decay + 1e-7):
+
+  a* = -2.4 - 0.08 (L - 3) + {mean: 0, sum: -0.6, max: 0.2, attention: -0.3}[aggregator]
+  f = 0.5 (1 - exp(-((a - a*) / 0.45)^2 / 2)) + {sum, attention: 0.01; mean, max: 0.025} (L - 3)^2
+    + 0.015 (h - 0.5)^2 + 0.3 (dropout - 0.2 - 0.05 h)^2 + 0.004 (w + 4.5)^2
+    + {mean: 0.01, sum: 0.03, max: 0.02, attention: 0}[aggregator]
+
+f* = 0 is a lower bound (the weight-decay term is at least 0.001 at the listed values).
+
 Learning curves (the early-stopping part): hpo_curve(params, rng) is a 30-step curve from f + 1
 towards f: value(t) = f + (e^(-r t) - e^(-r T)) / (1 - e^(-r T)) + N(0, 0.01^2), with the
 rate r = 0.3 * 10^(0.5 * min(0, a - a*)): a learning rate 100x below its best converges 10x slower
@@ -329,6 +358,16 @@ Families of the fourth held-out set (es_fourth), with the same rate r and g = a 
             family's shape at the cumulative integral of the learning rate, plus 0.1 (1 +
             clip(g, 0, 1.5)) lr(t) (lr(t) = (1 + cos(pi u)) / 2 at a cycle's progress u, 0 at
             T): a saw-tooth whose jump at the restart is larger for too high a learning rate
+
+Families of the fifth held-out set (es_fifth; session 11), with the same rate r and g = a - a*:
+
+  plateau   a loss plateau (1 - 0.05 t/t0) until t0 = T (0.1 + 0.3 min(1, |g|)), then 0.95 of the
+            exp family's shape over the remaining T - t0 steps (rate r T / (T - t0)): a badly set
+            learning rate sits longer on the plateau, so for a while every trial looks alike
+  linear    a linearly decaying learning rate: the exp family's shape at progress t - t^2/(2T)
+            (rate 2r): fast early, almost flat at the end
+  hetero    the exp family's shape with noise scaled by 1 + 4 clip(g, 0, 1): too high a learning
+            rate reports much noisier values (single reports mislead most where it matters)
 """
 
 import math
@@ -759,6 +798,11 @@ def goldstein(x):
     return float(a * b)
 
 
+def griewank(x):
+    i = np.arange(1, len(x) + 1, dtype=float)
+    return float(1.0 + np.sum(x * x) / 4000.0 - np.prod(np.cos(x / np.sqrt(i))))
+
+
 def rastrigin(x):
     return float(10.0 * len(x) + np.sum(x * x - 10.0 * np.cos(2 * math.pi * x)))
 
@@ -895,6 +939,49 @@ def dqn_lr_gap(p):
     return a - best
 
 
+GNN_SPEC = [
+    {"parameterName": "learning_rate", "type": "DOUBLE", "minValue": 1e-4, "maxValue": 0.3,
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "hidden_dim", "type": "INTEGER", "minValue": 16, "maxValue": 512,
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "num_layers", "type": "INTEGER", "minValue": 1, "maxValue": 8,
+     "scaleType": "UNIT_LINEAR_SCALE"},
+    {"parameterName": "dropout", "type": "DOUBLE", "minValue": 0.0, "maxValue": 0.7,
+     "scaleType": "UNIT_LINEAR_SCALE"},
+    {"parameterName": "weight_decay", "type": "DISCRETE",
+     "discreteValues": [0.0, 1e-6, 1e-5, 5e-4, 1e-2], "scaleType": "UNIT_LINEAR_SCALE"},
+    {"parameterName": "aggregator", "type": "CATEGORICAL",
+     "categoricalValues": ["mean", "sum", "max", "attention"]},
+]
+GNN_AGG_SHIFT = {"mean": 0.0, "sum": -0.6, "max": 0.2, "attention": -0.3}
+GNN_AGG_PENALTY = {"mean": 0.01, "sum": 0.03, "max": 0.02, "attention": 0.0}
+
+
+def _gnn_parts(p):
+    a = math.log10(float(p["learning_rate"]))
+    layers = float(p["num_layers"])
+    best = -2.4 - 0.08 * (layers - 3.0) + GNN_AGG_SHIFT[p["aggregator"]]
+    return a, layers, best
+
+
+def gnn_surface(p):
+    a, layers, best = _gnn_parts(p)
+    h = math.log2(float(p["hidden_dim"]) / 128.0)
+    wd = math.log10(float(p["weight_decay"]) + 1e-7)
+    # Over-smoothing: depth beyond 3 layers costs more with mean/max aggregation than with sum or
+    # attention; the best dropout grows with width.
+    depth_cost = (0.01 if p["aggregator"] in ("sum", "attention") else 0.025) * (layers - 3.0) ** 2
+    return (0.5 * (1.0 - math.exp(-0.5 * ((a - best) / 0.45) ** 2))
+            + depth_cost + 0.015 * (h - 0.5) ** 2
+            + 0.3 * (float(p["dropout"]) - 0.2 - 0.05 * h) ** 2
+            + 0.004 * (wd + 4.5) ** 2 + GNN_AGG_PENALTY[p["aggregator"]])
+
+
+def gnn_lr_gap(p):
+    a, _, best = _gnn_parts(p)
+    return a - best
+
+
 SURFACES = {"hpo_mixed5": (HPO_SPEC, hpo_surface, hpo_lr_gap),
             "hpo_mixed6b": (HPO6_SPEC, hpo6_surface, hpo6_lr_gap),
             "hpo_xgb7": (XGB_SPEC, xgb_surface, xgb_lr_gap),
@@ -904,9 +991,10 @@ SURFACES = {"hpo_mixed5": (HPO_SPEC, hpo_surface, hpo_lr_gap),
             "hpo_aug6": (AUG_SPEC, aug_surface, aug_lr_gap),
             "hpo_rnn7": (RNN_SPEC, rnn_surface, rnn_lr_gap),
             "hpo_vit8": (VIT_SPEC, vit_surface, vit_lr_gap),
-            "hpo_dqn6": (DQN_SPEC, dqn_surface, dqn_lr_gap)}
+            "hpo_dqn6": (DQN_SPEC, dqn_surface, dqn_lr_gap),
+            "hpo_gnn6": (GNN_SPEC, gnn_surface, gnn_lr_gap)}
 CURVE_FAMILIES = ("exp", "pow", "crossing", "sigmoid", "step", "twoexp", "overfit", "cosine",
-                  "warmup", "restarts")
+                  "warmup", "restarts", "plateau", "linear", "hetero")
 
 
 def _exp_shape(r, steps):
@@ -984,6 +1072,23 @@ def curve(surface, family, p, rng, steps=HPO_STEPS, noise=HPO_NOISE):
         for t in range(1, steps + 1):
             q, lr = progress(float(t))
             shape.append((math.exp(-r2 * q) - end) / (1.0 - end) + bump * lr)
+    elif family == "plateau":
+        r = 0.3 * 10.0 ** (0.5 * min(0.0, g))
+        t0 = T * (0.1 + 0.3 * min(1.0, abs(g)))
+        r2 = r * T / (T - t0)
+        end = math.exp(-r2 * (T - t0))
+        shape = [1.0 - 0.05 * t / t0 if t < t0 else
+                 0.95 * (math.exp(-r2 * (t - t0)) - end) / (1.0 - end)
+                 for t in range(1, steps + 1)]
+    elif family == "linear":
+        r = 0.3 * 10.0 ** (0.5 * min(0.0, g))
+        r2 = 2.0 * r
+        end = math.exp(-r2 * T / 2.0)
+        shape = [(math.exp(-r2 * (t - t * t / (2.0 * T))) - end) / (1.0 - end)
+                 for t in range(1, steps + 1)]
+    elif family == "hetero":
+        shape = _exp_shape(0.3 * 10.0 ** (0.5 * min(0.0, g)), steps)
+        noise = noise * (1.0 + 4.0 * min(max(g, 0.0), 1.0))
     else:
         raise ValueError("unknown curve family %r" % family)
     return [f + v + rng.normal(0.0, noise) for v in shape]
@@ -1082,11 +1187,16 @@ def _make():
         Objective("hpo_vit8", VIT_SPEC, None, 0.0),
         Objective("hpo_dqn6", DQN_SPEC, None, 0.0),
     ]
+    fifth = [
+        Objective("griewank4_shift", _box(_xs(4), [-20.0] * 4, [20.0] * 4), griewank, 0.0,
+                  shift=(np.zeros(4), -20.0, 20.0)),
+        Objective("hpo_gnn6", GNN_SPEC, None, 0.0),
+    ]
     return ({o.name: o for o in objs}, [o.name for o in held_out], [o.name for o in final],
-            [o.name for o in third], [o.name for o in fourth],
-            {o.name: o for o in held_out + final + third + fourth})
+            [o.name for o in third], [o.name for o in fourth], [o.name for o in fifth],
+            {o.name: o for o in held_out + final + third + fourth + fifth})
 
 
-OBJECTIVES, HELD_OUT, FINAL, THIRD, FOURTH, _HELD = _make()
+OBJECTIVES, HELD_OUT, FINAL, THIRD, FOURTH, FIFTH, _HELD = _make()
 CORE = list(OBJECTIVES)
 OBJECTIVES.update(_HELD)
