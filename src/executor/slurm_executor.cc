@@ -418,6 +418,27 @@ struct SReplica {
   bool stale_exit_logged = false;
 };
 
+// The metric file a trial's replica reads (SlurmMetricFileToRead), from its spec.
+std::string MetricFileOf(const ReplicaSpec& spec) {
+  auto it = spec.env.find("CLOUD_ML_HP_METRIC_FILE");
+  return SlurmMetricFileToRead(spec.work_dir, spec.attempt,
+                               it == spec.env.end() ? std::string() : it->second);
+}
+
+// Gives a trial's replica the metric file of its attempt (SlurmMetricFile), its directory made
+// and bind-mounted into a container at the same path.
+Status GiveMetricFile(ReplicaSpec& spec) {
+  if (spec.metric_tag.empty()) return Status::Ok();
+  const std::string file = SlurmMetricFile(spec.work_dir, spec.attempt);
+  const std::string metric_dir = file.substr(0, file.rfind('/'));
+  TRAINYARD_RETURN_IF_ERROR(MakeDirs(metric_dir));
+  spec.env["CLOUD_ML_HP_METRIC_FILE"] = file;
+  if (!spec.container.image.empty()) {
+    spec.container.mounts.insert(spec.container.mounts.begin(), metric_dir + ":" + metric_dir);
+  }
+  return Status::Ok();
+}
+
 // A replica of `spec` (its work dir set) in `gang` (null: not known yet), its tail at the start.
 std::shared_ptr<SReplica> NewReplica(const ReplicaSpec& spec, std::shared_ptr<Gang> gang) {
   auto r = std::make_shared<SReplica>();
@@ -427,6 +448,7 @@ std::shared_ptr<SReplica> NewReplica(const ReplicaSpec& spec, std::shared_ptr<Ga
   r->tail.key = spec.key;
   r->tail.work_dir = spec.work_dir;
   r->tail.metric_tag = spec.metric_tag;
+  r->tail.metric_file = MetricFileOf(spec);
   r->tail.attempt = spec.attempt;
   return r;
 }
@@ -612,6 +634,8 @@ class SlurmExecutor final : public Executor {
   Status RestartInPlace(const ReplicaSpec& spec, const std::shared_ptr<Gang>& gang);
   // Appends one decision line to the gang's control.log (the driver reads it within a second).
   void TellDriver(const Gang& gang, const std::string& line);
+  // The metric file of the attempt the replica's spec.json is at (SlurmMetricFileToRead).
+  std::string CurrentMetricFile(const ReplicaKey& key) const;
   std::string WorkDirFor(const ReplicaKey& key) const {
     return RunDirOf(options_.jobs_dir, key) + "/" + key.TaskName();
   }
@@ -796,14 +820,7 @@ Status SlurmExecutor::LaunchGang(std::span<const ReplicaSpec> specs, const GangS
                           kStopReasonFile, kLauncherErrFile, kSlurmReplicaFile}) {
       TRAINYARD_RETURN_IF_ERROR(RemoveTree(Join(spec.work_dir, f)));
     }
-    if (!spec.metric_tag.empty()) {
-      const std::string metric_dir = Join(spec.work_dir, kMetricDir);
-      TRAINYARD_RETURN_IF_ERROR(MakeDirs(metric_dir));
-      spec.env["CLOUD_ML_HP_METRIC_FILE"] = Join(spec.work_dir, kMetricFile);
-      if (!spec.container.image.empty()) {
-        spec.container.mounts.insert(spec.container.mounts.begin(), metric_dir + ":" + metric_dir);
-      }
-    }
+    TRAINYARD_RETURN_IF_ERROR(GiveMetricFile(spec));
     // Slurm's task/cgroup enforces limits; the launcher makes no cgroups of its own there.
     spec.cgroup_root.clear();
     TRAINYARD_RETURN_IF_ERROR(WriteFileAtomic(Join(spec.work_dir, kSpecFile), SpecToJson(spec)));
@@ -1079,13 +1096,7 @@ Status SlurmExecutor::RestartInPlace(const ReplicaSpec& given, const std::shared
   if (::stat(Join(spec.work_dir, kExitFile).c_str(), &ended_exit) != 0) {
     return FailedPrecondition("the ended step of " + spec.key.TaskName() + " left no " + kExitFile);
   }
-  if (!spec.metric_tag.empty()) {
-    spec.env["CLOUD_ML_HP_METRIC_FILE"] = Join(spec.work_dir, kMetricFile);
-    if (!spec.container.image.empty()) {
-      const std::string metric_dir = Join(spec.work_dir, kMetricDir);
-      spec.container.mounts.insert(spec.container.mounts.begin(), metric_dir + ":" + metric_dir);
-    }
-  }
+  TRAINYARD_RETURN_IF_ERROR(GiveMetricFile(spec));
   spec.cgroup_root.clear();
   TRAINYARD_RETURN_IF_ERROR(WriteFileAtomic(Join(spec.work_dir, kSpecFile), SpecToJson(spec)));
   auto r = NewReplica(spec, gang);
@@ -1220,6 +1231,7 @@ std::vector<RecoveredReplica> SlurmExecutor::Recover(const std::vector<ReplicaKe
     r->tail.key = key;
     r->tail.work_dir = dir;
     r->tail.metric_tag = spec->metric_tag;
+    r->tail.metric_file = MetricFileOf(*spec);
     r->tail.attempt = spec->attempt;
     r->tail.LoadOffset();
     std::shared_ptr<Gang>& gang = by_dir[gang_dir];
@@ -1318,15 +1330,27 @@ std::vector<RecoveredReplica> SlurmExecutor::Recover(const std::vector<ReplicaKe
   return found;
 }
 
+std::string SlurmExecutor::CurrentMetricFile(const ReplicaKey& key) const {
+  ReplicaSpec spec;
+  spec.work_dir = WorkDirFor(key);
+  if (auto text = ReadFile(Join(spec.work_dir, kSpecFile)); text.ok()) {
+    if (auto parsed = SpecFromJson(*text); parsed.ok()) {
+      spec.env = std::move(parsed->env);
+      spec.attempt = parsed->attempt;
+    }
+  }
+  return MetricFileOf(spec);
+}
+
 std::vector<MetricRecord> SlurmExecutor::ReplicaMetrics(const ReplicaKey& key,
                                                         const std::string& tag) {
-  auto text = ReadMetricFile(Join(WorkDirFor(key), kMetricFile));
+  auto text = ReadMetricFile(CurrentMetricFile(key));
   if (!text) return {};
   return ParseMetricFile(*text, tag);
 }
 
 std::vector<std::string> SlurmExecutor::ReplicaMetricTags(const ReplicaKey& key) {
-  auto text = ReadMetricFile(Join(WorkDirFor(key), kMetricFile));
+  auto text = ReadMetricFile(CurrentMetricFile(key));
   if (!text) return {};
   return MetricTagsInFile(*text);
 }

@@ -65,7 +65,9 @@ TEST(SlurmSetupTest, ConfigKeysAreCheckedAndNamed) {
                           "--ntasks=3",
                           "--gpus-per-node=1",
                           "--mem-per-gpu=1G",
-                          "--hetjob"}) {
+                          "--hetjob",
+                          "-Qp high",
+                          "-C a100 --partition=high"}) {
     Status st = SetConfigValue(c, "slurm.extra_sbatch_args", bad);
     EXPECT_FALSE(st.ok()) << bad;
     EXPECT_NE(st.message().find("set by Trainyard"), std::string::npos) << st.message();
