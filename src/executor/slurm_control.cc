@@ -272,13 +272,13 @@ std::string SbatchExtraArgsProblem(std::string_view line) {
     std::string lower = w;
     for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     if (lower == "hetjob" || lower == "packjob") {
-      return "\"" + w + "\"" + in + " separates heterogeneous job components, which Trainyard sets";
+      return "\"" + w + "\" separates heterogeneous job components, which Trainyard sets" + in;
     }
     if (StartsWith(w, "--") && w.size() > 2) {
       const size_t eq = w.find('=');
       const std::string name = w.substr(0, eq);
       if (LongFlagIsTrainyards(name))
-        return name + in + " is set by Trainyard and cannot be given here";
+        return name + " is set by Trainyard and cannot be given here" + in;
       value_may_follow = eq == std::string::npos;
       continue;
     }
@@ -287,16 +287,16 @@ std::string SbatchExtraArgsProblem(std::string_view line) {
       for (size_t k = 1; k < w.size(); ++k) {
         const char c = w[k];
         const char arg = ShortFlagArgument(c);
-        if (arg == 0) return "-" + std::string(1, c) + in + " is not an sbatch flag";
+        if (arg == 0) return "-" + std::string(1, c) + " is not an sbatch flag" + in;
         if (kTrainyardsShortFlags.find(c) != std::string_view::npos) {
-          return "-" + std::string(1, c) + in + " is set by Trainyard and cannot be given here";
+          return "-" + std::string(1, c) + " is set by Trainyard and cannot be given here" + in;
         }
         if (arg == 'n') continue;
         // A flag taking a value ends the bundle: the rest is its value, else (required) the
         // next word is.
         if (arg == 'r' && k + 1 == w.size()) {
           if (&w == &words.back()) {
-            return "-" + std::string(1, c) + in + " needs its value in the same entry";
+            return "-" + std::string(1, c) + " needs its value in the same entry" + in;
           }
           value_may_follow = true;
         }
@@ -304,7 +304,7 @@ std::string SbatchExtraArgsProblem(std::string_view line) {
       }
       continue;
     }
-    if (!value_may_follow) return "\"" + w + "\"" + in + " is not an sbatch flag";
+    if (!value_may_follow) return "\"" + w + "\" is not an sbatch flag" + in;
     value_may_follow = false;
   }
   return "";

@@ -31,9 +31,11 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -492,12 +494,6 @@ Result<ReplicaExit> CurrentExitReport(const std::string& work_dir, int attempt,
   return ExitFromJson(*text);
 }
 
-// Whether the replica's work dir holds an exit report of an attempt older than `attempt`.
-bool OlderExitReportIn(const std::string& work_dir, int attempt) {
-  auto text = ReadFile(Join(work_dir, kExitFile));
-  return text.ok() && SlurmExitIsStale(ExitReportAttempt(*text), attempt);
-}
-
 // The attempt plan.json in `gang_dir` gives the replica of `work_dir` (-1: unknown).
 int PlannedAttempt(const std::string& gang_dir, const std::string& work_dir) {
   auto text = ReadFile(Join(gang_dir, kPlanFile));
@@ -517,6 +513,7 @@ class SlurmExecutor final : public Executor {
     wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     monitor_ = std::thread([this] { MonitorLoop(); });
     submitter_ = std::thread([this] { SubmitLoop(); });
+    canceller_ = std::thread([this] { CancelLoop(); });
   }
   ~SlurmExecutor() override {
     Shutdown();
@@ -582,7 +579,16 @@ class SlurmExecutor final : public Executor {
   Status Submit(const std::shared_ptr<Gang>& gang, const json& plan, const SlurmGangPlan& shape);
   void MonitorLoop();
   void SubmitLoop();
-  void PollSlurm();
+  // Runs the queued scancels (Scancel), one after the other: a controller that does not
+  // answer holds each for scancel's own timeout (about 10 s), and nobody waits for them.
+  void CancelLoop();
+  // A squeue of every job of ours, in two halves on the monitor thread: StartSqueue notes what
+  // is known before it starts and runs the command on a thread of its own; FinishSqueue reads
+  // its answer once it is there. Meanwhile the monitor goes on tailing the work dirs: a
+  // controller that does not answer (squeue waits about 10 s for it) never holds log lines,
+  // exits or deadlines back.
+  void StartSqueue();
+  void FinishSqueue();
   // Slurm's verdict, from sacct (one call), on gangs that left squeue before it showed how
   // they ended (the daemon was down longer than MinJobAge).
   void AskSacct(const std::vector<std::shared_ptr<Gang>>& left);
@@ -604,6 +610,7 @@ class SlurmExecutor final : public Executor {
   // node already back (ReturnToService) is not found.
   void FindFailedNodes(Gang& gang, const std::string& nodes);
   void ReportExit(SReplica& r);
+  // Queues `scancel <args>` for CancelLoop (unless the same is queued already); never blocks.
   void Scancel(const std::vector<std::string>& args);
   // The live Slurm jobs of `by_name` (this daemon's name prefix) that no gang owns; marks the
   // check done.
@@ -670,8 +677,23 @@ class SlurmExecutor final : public Executor {
   // scheduler's answer (Launch) takes them. Guarded by mu_.
   std::map<ReplicaKey, std::shared_ptr<Gang>> in_place_;
   std::condition_variable submit_cv_;
+  std::deque<std::vector<std::string>> cancel_queue_;  // guarded by mu_: CancelLoop's
+  std::condition_variable cancel_cv_;
+  // The squeue under way (StartSqueue); monitor thread only.
+  struct SqueueRun {
+    std::future<Result<CommandResult>> result;
+    int64_t began = 0;  // monotonic
+    bool check_orphans = false;
+    // Gangs whose sbatch may or may not have run: whether one was in flight when it began,
+    // and whether they left a trace of running (the shared_ptrs keep the keys alive).
+    std::vector<std::shared_ptr<Gang>> unconfirmed;
+    std::map<Gang*, bool> free_before;
+    std::map<Gang*, bool> ran;
+  };
+  std::optional<SqueueRun> squeue_run_;
   std::thread monitor_;
   std::thread submitter_;
+  std::thread canceller_;
   int wake_fd_ = -1;
 };
 
@@ -1131,11 +1153,28 @@ void SlurmExecutor::TellDriver(const Gang& gang, const std::string& line) {
 void SlurmExecutor::Scancel(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"scancel"};
   argv.insert(argv.end(), args.begin(), args.end());
-  auto res = RunCommand(argv, SlurmClientEnv(), kCommandTimeout);
-  if (!res.ok()) {
-    TY_LOG_WARN(kLog, "{}: {}", ShellJoin(argv), res.status().message());
-  } else if (res->exit_code != 0) {
-    TY_LOG_WARN(kLog, "{}: {}", ShellJoin(argv), CommandError(*res));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (std::find(cancel_queue_.begin(), cancel_queue_.end(), argv) != cancel_queue_.end()) return;
+  cancel_queue_.push_back(std::move(argv));
+  cancel_cv_.notify_one();
+}
+
+void SlurmExecutor::CancelLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cancel_cv_.wait(lock, [&] { return stop_ || !cancel_queue_.empty(); });
+    // At shutdown the ones queued still run: a cancel asked for is carried out.
+    if (cancel_queue_.empty()) return;
+    std::vector<std::string> argv = std::move(cancel_queue_.front());
+    cancel_queue_.pop_front();
+    lock.unlock();
+    auto res = RunCommand(argv, SlurmClientEnv(), kCommandTimeout);
+    if (!res.ok()) {
+      TY_LOG_WARN(kLog, "{}: {}", ShellJoin(argv), res.status().message());
+    } else if (res->exit_code != 0) {
+      TY_LOG_WARN(kLog, "{}: {}", ShellJoin(argv), CommandError(*res));
+    }
+    lock.lock();
   }
 }
 
@@ -1306,8 +1345,9 @@ std::vector<RecoveredReplica> SlurmExecutor::Recover(const std::vector<ReplicaKe
       if (!gang->ended) gangs_.insert(gang);
     }
     // An exit report of an earlier allocation's step (CurrentExitReport) does not end it.
+    auto exit_text = ReadFile(Join(dir, kExitFile));
     const bool exit_current =
-        FileExists(Join(dir, kExitFile)) && !OlderExitReportIn(dir, rec.spec.attempt);
+        exit_text.ok() && !SlurmExitIsStale(ExitReportAttempt(*exit_text), rec.spec.attempt);
     rec.running = retell || (!gang->ended && !exit_current);
     TY_LOG_INFO(kLog, "{} of job {}: {}", key.TaskName(), key.job_id,
                 rec.running ? "re-attached to Slurm job " + gang->slurm_id
@@ -1362,35 +1402,55 @@ void SlurmExecutor::Shutdown() {
   }
   Wake();
   submit_cv_.notify_all();
+  cancel_cv_.notify_all();
   if (monitor_.joinable()) monitor_.join();
   if (submitter_.joinable()) submitter_.join();
+  if (canceller_.joinable()) canceller_.join();
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [key, r] : replicas_) r->tail.CloseLog();
   replicas_.clear();
   gangs_.clear();
 }
 
-void SlurmExecutor::PollSlurm() {
+void SlurmExecutor::StartSqueue() {
   // Gangs whose sbatch may or may not have run: whether one is in flight is asked before
   // squeue starts, so a job it submitted is in this squeue's answer.
-  std::vector<std::pair<std::shared_ptr<Gang>, std::vector<ReplicaKey>>> unconfirmed;
-  bool check_orphans = false;  // the first squeue that starts after Recover
+  SqueueRun run;
+  std::vector<std::vector<ReplicaKey>> members;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    check_orphans = recovered_ && !orphans_checked_;
+    run.check_orphans = recovered_ && !orphans_checked_;  // the first squeue after Recover
     for (const auto& g : gangs_) {
-      if (g->unconfirmed && !g->ended) unconfirmed.emplace_back(g, g->members);
+      if (g->unconfirmed && !g->ended) {
+        run.unconfirmed.push_back(g);
+        members.push_back(g->members);
+      }
     }
   }
-  std::map<Gang*, bool> free_before;
-  std::map<Gang*, bool> ran;  // for the ones that may need submitting
-  for (const auto& [g, members] : unconfirmed) {
-    free_before[g.get()] = !SbatchInFlight(g->dir);
-    if (free_before[g.get()]) ran[g.get()] = GangRan(*g, members);
+  for (size_t i = 0; i < run.unconfirmed.size(); ++i) {
+    Gang* g = run.unconfirmed[i].get();
+    run.free_before[g] = !SbatchInFlight(g->dir);
+    if (run.free_before[g]) run.ran[g] = GangRan(*g, members[i]);  // may need submitting
   }
-  const int64_t began = MonotonicMicros();
-  auto res = RunCommand({"squeue", "-h", "-u", user_, "-t", "all", "-o", "%i|%T|%r|%N|%j"},
-                        SlurmClientEnv(), kCommandTimeout);
+  run.began = MonotonicMicros();
+  std::vector<std::string> argv = {"squeue", "-h",  "-u", user_,
+                                   "-t",     "all", "-o", "%i|%T|%r|%N|%j"};
+  run.result = std::async(std::launch::async, [this, argv] {
+    auto res = RunCommand(argv, SlurmClientEnv(), kCommandTimeout);
+    Wake();  // FinishSqueue reads it at once
+    return res;
+  });
+  squeue_run_ = std::move(run);
+}
+
+void SlurmExecutor::FinishSqueue() {
+  SqueueRun run = std::move(*squeue_run_);
+  squeue_run_.reset();
+  auto res = run.result.get();
+  const bool check_orphans = run.check_orphans;
+  const int64_t began = run.began;
+  std::map<Gang*, bool>& free_before = run.free_before;
+  std::map<Gang*, bool>& ran = run.ran;
   if (!res.ok() || res->exit_code != 0) {
     // The controller is away: keep every job as it was and try again next poll.
     const std::string why = res.ok() ? CommandError(*res) : res.status().message();
@@ -1742,8 +1802,10 @@ void SlurmExecutor::MonitorLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
     const int64_t now = MonotonicMicros();
-    // With no gang, only the one orphan check after Recover needs an answer.
-    bool poll_slurm = (!gangs_.empty() || (recovered_ && !orphans_checked_)) && now >= next_squeue_;
+    // With no gang, only the one orphan check after Recover needs an answer; one squeue at a
+    // time (a quick poll asked for meanwhile starts when it is answered).
+    bool poll_slurm = (!gangs_.empty() || (recovered_ && !orphans_checked_)) &&
+                      now >= next_squeue_ && !squeue_run_;
     if (poll_slurm) {
       Duration next = options_.poll_interval;
       if (fast_polls_ > 0) {
@@ -1753,7 +1815,11 @@ void SlurmExecutor::MonitorLoop() {
       next_squeue_ = now + next;
     }
     lock.unlock();
-    if (poll_slurm) PollSlurm();
+    if (poll_slurm) StartSqueue();
+    if (squeue_run_ &&
+        squeue_run_->result.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+      FinishSqueue();
+    }
     EnforceDeadlines();
     std::vector<std::shared_ptr<SReplica>> snapshot;
     {
@@ -1787,6 +1853,8 @@ void SlurmExecutor::MonitorLoop() {
     [[maybe_unused]] ssize_t n = ::read(wake_fd_, &drained, sizeof drained);
     lock.lock();
   }
+  lock.unlock();
+  squeue_run_.reset();  // waits for a squeue still under way (its answer is not read)
 }
 
 // The node a replica's launcher said it runs on (slurm.json; "" unknown).
@@ -1869,8 +1937,11 @@ bool SlurmExecutor::Poll(SReplica& r) {
     // on a network filesystem) covers launchers that never could. One of an older attempt
     // (a step of an allocation given up, still running on a node whose slurmd died) is not
     // this attempt's: ignored.
-    const bool stale = OlderExitReportIn(r.work_dir, r.tail.attempt);
-    const bool exit_here = !stale && FileExists(Join(r.work_dir, kExitFile));
+    // Read once per poll: whether it is there, whose it is and what it says.
+    auto exit_text = ReadFile(Join(r.work_dir, kExitFile));
+    const bool stale =
+        exit_text.ok() && SlurmExitIsStale(ExitReportAttempt(*exit_text), r.tail.attempt);
+    const bool exit_here = exit_text.ok() && !stale;
     if (stale && !r.stale_exit_logged) {
       r.stale_exit_logged = true;
       TY_LOG_WARN(kLog,
@@ -1885,7 +1956,7 @@ bool SlurmExecutor::Poll(SReplica& r) {
       std::lock_guard<std::mutex> lock(mu_);
       if (r.kill_requested || r.gang->ended) {
         r.gone = true;
-      } else if (auto e = CurrentExitReport(r.work_dir, r.tail.attempt);
+      } else if (auto e = ExitFromJson(*exit_text);
                  e.ok() && e->phase == "lost" && !e->stop_requested) {
         // Its driver saw the launcher killed in a step Slurm did not end: believed once a
         // squeue that began after the report was seen still lists the job (then a restart in

@@ -382,6 +382,8 @@ def test_settings_that_override_trainyard_or_name_no_gpu_of_the_cluster_stop_the
              "slurm.extra_sbatch_args: -p is set by Trainyard"),
             ("TRAINYARD_SLURM_EXTRA_SBATCH_ARGS", "--part=high",
              "slurm.extra_sbatch_args: --part is set by Trainyard"),
+            ("TRAINYARD_SLURM_EXTRA_SBATCH_ARGS", "-Qp high",
+             "slurm.extra_sbatch_args: -p is set by Trainyard"),
             ("TRAINYARD_SLURM_GPU_TYPES", "NVIDIA_TESLA_T4=t4",
              "slurm.gpu_types: NVIDIA_TESLA_T4 maps to the GPU type t4, which no node of "
              "partition low has (their GPU types: fake)")]:

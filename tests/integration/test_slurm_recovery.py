@@ -398,6 +398,33 @@ def test_a_job_submitted_while_the_controller_is_down_waits_and_runs_when_it_ret
     wait_for(lambda: d.get_status("/readyz") == 200, timeout=60, what="/readyz ready again")
 
 
+def test_a_running_job_goes_on_and_ends_while_the_controller_is_away(env):
+    """slurmctld stopped under a running job: squeue and scancel now wait for it (about 10 s
+    each) on threads of their own, so the daemon still stores the trainer's lines and reports
+    its end while the controller is away (nothing of a job's end needs Slurm's word)."""
+    d = env["daemon"]
+    c = env["cluster"]
+    hold = os.path.join(str(env["root"]), "hold-away")
+    os.makedirs(hold)
+    submit(env, "runaway", ["--lines=1", "--hold=" + hold])
+    wait_for(lambda: "attempt 0: holding" in messages(d, "runaway", "master-replica-0"),
+             timeout=180, what="the trainer holding")
+    c.stop_slurmctld()
+    try:
+        wait_for(lambda: d.get_status("/readyz") == 503, timeout=60,
+                 what="/readyz degraded: squeue fails")
+        with open(os.path.join(hold, "release-0"), "w"):
+            pass
+        job = d.wait_state("runaway", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=60)
+        assert job["state"] == "SUCCEEDED", job
+        assert "done master-0" in messages(d, "runaway", "master-replica-0")
+        assert d.get_status("/readyz") == 503  # it ended while the controller was away
+    finally:
+        c.start_slurmctld()
+    wait_for(lambda: d.get_status("/readyz") == 200, timeout=60, what="/readyz ready again")
+    wait_for(lambda: not live_jobs(c), timeout=60, what="the Slurm job gone")
+
+
 def test_the_replica_on_the_failed_node_is_the_one_named_lost(env):
     """A master and a worker, a node each; the worker's node fails (its slurmd killed, the node
     set down). Slurm stops the master on its healthy node, whose launcher reports at once; the
