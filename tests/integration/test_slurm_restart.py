@@ -25,19 +25,11 @@ import pytest
 from conftest import PROJECT, wait_for
 from slurm_cluster import live_jobs, messages, slurm_jobs
 from slurm_cluster import slurm_cluster  # noqa: F401
-from slurm_cluster import requires_slurm, start_daemon_on_cluster, teardown_checks
+from slurm_cluster import daemon_fixture, requires_slurm, slurm_config
 
 pytestmark = requires_slurm
 
-CONFIG = """executor: slurm
-cancel_grace: 10s
-replica_restarts: 2
-slurm:
-  shared_dir: {shared}
-  cpu_scale: 0.25
-  memory_scale: 0.01
-  poll_interval: 1s
-"""
+CONFIG = slurm_config()
 
 TRAINER = """
 import json, os, signal, socket, sys, time
@@ -81,14 +73,7 @@ print("done", name, flush=True)
 """
 
 
-@pytest.fixture(scope="module")
-def env(slurm_cluster, tmp_path_factory, request):
-    root = tmp_path_factory.mktemp("slurm-restart")
-    e = start_daemon_on_cluster(slurm_cluster, root, CONFIG, TRAINER, "ty-slurm-restart-")
-    yield e
-    with teardown_checks(request):
-        e["daemon"].stop()
-        assert not live_jobs(slurm_cluster), live_jobs(slurm_cluster)
+env = daemon_fixture(CONFIG, TRAINER, "ty-slurm-restart-")
 
 
 def submit(env, job_id, extra_args=(), **training):
