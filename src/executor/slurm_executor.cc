@@ -481,17 +481,27 @@ bool StaleExitIn(const std::string& work_dir, int attempt, int planned, SReplica
 // allocation while the old step may live on, its slurmd dead (nothing kills it until the node
 // comes back): its launcher still writes exit.json into the same work dir. NotFound when
 // there is none, or only an older attempt's.
+// Its ended_at is the report's mtime, as ReadExitReport gives it locally: exits read together
+// (after a daemon restart) are judged in the order they ended, and the job ends with the last.
 Result<ReplicaExit> CurrentExitReport(const std::string& work_dir, int attempt,
                                       bool* stale = nullptr) {
   if (stale != nullptr) *stale = false;
-  auto text = ReadFile(Join(work_dir, kExitFile));
+  const std::string path = Join(work_dir, kExitFile);
+  struct stat st;
+  const bool dated = ::stat(path.c_str(), &st) == 0;
+  auto text = ReadFile(path);
   if (!text.ok()) return NotFound("no " + std::string(kExitFile));
   if (const int reported = ExitReportAttempt(*text); SlurmExitIsStale(reported, attempt)) {
     if (stale != nullptr) *stale = true;
     return NotFound(std::string(kExitFile) + " is of attempt " + std::to_string(reported) +
                     ", not " + std::to_string(attempt));
   }
-  return ExitFromJson(*text);
+  auto exit = ExitFromJson(*text);
+  if (exit.ok() && dated) {
+    exit->ended_at =
+        static_cast<Timestamp>(st.st_mtim.tv_sec) * kMicrosPerSecond + st.st_mtim.tv_nsec / 1000;
+  }
+  return exit;
 }
 
 // The attempt plan.json in `gang_dir` gives the replica of `work_dir` (-1: unknown).
