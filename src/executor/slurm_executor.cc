@@ -1928,9 +1928,17 @@ bool SlurmExecutor::WaitsForLostPeer(const SReplica& r) {
 
 bool SlurmExecutor::Poll(SReplica& r) {
   if (r.relaunch_pending) {
+    // The ended step's report is still there while exit.json names an older attempt than the
+    // spec's; only a report naming none (an older launcher's) is told apart by its inode,
+    // which a filesystem may give the new step's report once the driver removed the old one.
     struct stat st;
-    const bool old_exit =
-        ::stat(Join(r.work_dir, kExitFile).c_str(), &st) == 0 && st.st_ino == r.ended_exit_inode;
+    bool old_exit = false;
+    if (::stat(Join(r.work_dir, kExitFile).c_str(), &st) == 0) {
+      auto text = ReadFile(Join(r.work_dir, kExitFile));
+      const int reported = text.ok() ? ExitReportAttempt(*text) : -1;
+      old_exit = reported >= 0 ? SlurmExitIsStale(reported, r.tail.attempt)
+                               : st.st_ino == r.ended_exit_inode;
+    }
     if (old_exit) {
       std::lock_guard<std::mutex> lock(mu_);
       // The driver never got to it (its job ended): the replica did not start again.
@@ -1976,6 +1984,20 @@ bool SlurmExecutor::Poll(SReplica& r) {
           next_squeue_ = 0;
         }
         r.gone = r.gang->listed_at > r.exit_seen_at;
+      } else if (e.ok() && !e->stop_requested && r.gang->in_place && MayBeRestarted(*e) &&
+                 (r.gang->state.empty() || r.gang->state == "PENDING" ||
+                  r.gang->state == "CONFIGURING")) {
+        // Killed by a signal nobody at Trainyard sent, while the last squeue said the job
+        // waits: that squeue is older than the step's start. Whether the job runs decides a
+        // restart in place (RestartsWholeRun): believed once a squeue that began after the
+        // exit was seen says how the job is (at most 6 polls, if the controller is away).
+        const int64_t now = MonotonicMicros();
+        if (r.exit_seen_at == 0) {
+          r.exit_seen_at = now;
+          next_squeue_ = 0;
+        }
+        r.gone = r.gang->listed_at > r.exit_seen_at ||
+                 now - r.exit_seen_at >= 6 * options_.poll_interval + options_.file_grace;
       } else if (!e.ok() || !e->stop_requested) {
         r.gone = true;
       } else {
