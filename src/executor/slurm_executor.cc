@@ -1021,7 +1021,9 @@ std::string SlurmExecutor::SubmitLaterLocked(Gang& gang, const std::string& why)
   gang.retry_at = MonotonicMicros() + backoff;
   gang.unconfirmed = true;
   const bool first = gang.submit_problem.empty();
-  gang.submit_problem = "sbatch: " + why;
+  // sbatch's own words begin "sbatch: error: ...": not "sbatch: " twice.
+  const std::string said = StartsWith(why, "sbatch:") ? why : "sbatch: " + why;
+  gang.submit_problem = said;
   sbatch_away_ = why;
   TY_LOG_WARN(kLog,
               "{}: Slurm's controller does not take jobs now ({}); the job stays queued, "
@@ -1029,10 +1031,10 @@ std::string SlurmExecutor::SubmitLaterLocked(Gang& gang, const std::string& why)
               gang.name, why, FormatDuration(backoff));
   if (problem_.empty()) {
     problem_ = "the Slurm controller does not take jobs since " + FormatRfc3339(NowMicros()) +
-               " (sbatch: " + why + "); jobs are kept as they were";
+               " (" + said + "); jobs are kept as they were";
   }
   if (!first) return "";
-  return "Slurm's controller does not take jobs now (sbatch: " + why +
+  return "Slurm's controller does not take jobs now (" + said +
          "); the job stays queued and is submitted again when the controller answers.";
 }
 

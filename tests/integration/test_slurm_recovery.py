@@ -364,6 +364,7 @@ def test_a_job_submitted_while_the_controller_is_down_waits_and_runs_when_it_ret
         job = d.job("ctldaway")
         assert job["state"] == "QUEUED", job
         assert "Unable to contact slurm controller" in job["waitReason"], job
+        assert "sbatch: sbatch:" not in job["waitReason"], job
         assert d.get_status("/readyz") == 503
         # One cancelled meanwhile: it cannot be known to be out of Slurm until the controller
         # answers (a timed-out sbatch may have reached it), then it ends without running.
