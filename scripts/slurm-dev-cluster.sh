@@ -199,7 +199,11 @@ CONF
 
 # --- cgroups (TRAINYARD_SLURM_CGROUP=1) -------------------------------------------------------
 CGROUP_CONTROLLERS=(memory freezer cpuset devices)
-cgroup_mode() { [[ ${TRAINYARD_SLURM_CGROUP:-0} == 1 ]]; }
+# start reads TRAINYARD_SLURM_CGROUP; every later command (start-node) follows the mode the
+# cluster was started in, which left DIR/cgroup/slurmd.sh only when confined.
+cgroup_mode() {
+  if [[ $cmd == start ]]; then [[ ${TRAINYARD_SLURM_CGROUP:-0} == 1 ]]; else [[ -f $D/cgroup/slurmd.sh ]]; fi
+}
 track_conf() {
   if cgroup_mode; then
     echo "# Confined (TRAINYARD_SLURM_CGROUP=1): cgroup v1 in this cluster's own group, see cgroup.conf."
@@ -603,8 +607,12 @@ case "$cmd" in
     log "SIGKILLed slurmd of $node (pid $p): Slurm marks it down after SlurmdTimeout (about 30 s here)"
     ;;
   start-node)
-    spawn_slurmd "slurmd-$node" slurmd -N "$node"
-    log "started slurmd of $node"
+    if ! spawn_slurmd "slurmd-$node" slurmd -N "$node"; then
+      log "slurmd of $node did not start$(cgroup_mode && echo " (confined: TRAINYARD_SLURM_CGROUP=1 at start)"); the end of $D/log/slurmd-$node.log:" >&2
+      tail -n 5 "$D/log/slurmd-$node.log" "$D/log/slurmd-$node.out" 2>/dev/null >&2 || true
+      exit 1
+    fi
+    log "started slurmd of $node$(cgroup_mode && echo " (confined, as the cluster was started)")"
     ;;
   stop-ctld)  # a controller outage: slurmctld stopped (its state saved), the nodes keep running
     p="$(pid_of "$D/slurmctld.pid")"

@@ -14,6 +14,7 @@
 
 #include "trainyard/core/time.h"
 #include "trainyard/core/util.h"
+#include "trainyard/executor/slurm_control.h"
 
 namespace trainyard::daemon {
 
@@ -63,15 +64,6 @@ std::string FormatDouble(double d) {
   std::ostringstream out;
   out << d;
   return out.str();
-}
-
-// Whether an sbatch flag ("--name" or "-x") is one of `trainyards`: exactly, or, for a long
-// one, as an abbreviation sbatch's getopt_long takes for it ("--part" is --partition).
-bool SbatchFlagIsTrainyards(const std::string& flag, const std::set<std::string>& trainyards) {
-  if (trainyards.count(flag) != 0) return true;
-  if (!StartsWith(flag, "--") || flag.size() < 3) return false;
-  return std::any_of(trainyards.begin(), trainyards.end(),
-                     [&](const std::string& t) { return StartsWith(t, flag); });
 }
 
 }  // namespace
@@ -520,67 +512,10 @@ const std::vector<Field>& Fields() {
          for (const auto& a : Split(v, ',')) {
            std::string t = Trim(a);
            if (t.empty()) continue;
-           // The flag's name: "--name" up to "=", or a short "-x" (its value may follow).
-           const std::string flag = StartsWith(t, "--")
-                                        ? t.substr(0, t.find_first_of("= \t"))
-                                        : t.substr(0, std::min<size_t>(2, t.size()));
-           static const std::set<std::string> kProtected = {"--job-name",
-                                                            "-J",
-                                                            "--output",
-                                                            "-o",
-                                                            "--error",
-                                                            "-e",
-                                                            "--signal",
-                                                            "--requeue",
-                                                            "--no-requeue",
-                                                            "--export",
-                                                            "--ntasks",
-                                                            "-n",
-                                                            "--cpus-per-task",
-                                                            "-c",
-                                                            "--mem",
-                                                            "--mem-per-cpu",
-                                                            "--gpus",
-                                                            "-G",
-                                                            "--gres",
-                                                            "--gpus-per-task",
-                                                            "--time",
-                                                            "-t",
-                                                            "--open-mode",
-                                                            "--wait-all-nodes",
-                                                            "--ntasks-per-node",
-                                                            "--nodes",
-                                                            "-N",
-                                                            "--array",
-                                                            "-a",
-                                                            "--partition",
-                                                            "-p",
-                                                            "--account",
-                                                            "-A",
-                                                            "--qos",
-                                                            "-q",
-                                                            "--hetjob",
-                                                            "--mem-per-gpu",
-                                                            "--cpus-per-gpu",
-                                                            "--gpus-per-node",
-                                                            "--gpus-per-socket",
-                                                            "--ntasks-per-gpu",
-                                                            "--ntasks-per-core",
-                                                            "--ntasks-per-socket",
-                                                            "--wrap",
-                                                            "--parsable",
-                                                            "--test-only",
-                                                            "--wait",
-                                                            "-W",
-                                                            "--input",
-                                                            "-i"};
-           if (SbatchFlagIsTrainyards(flag, kProtected)) {
-             return InvalidArgument("config slurm.extra_sbatch_args: " + flag +
-                                    " is set by Trainyard and cannot be given here");
+           // Read as sbatch reads an #SBATCH line: bundled short flags, abbreviated long ones.
+           if (std::string problem = executor::SbatchExtraArgsProblem(t); !problem.empty()) {
+             return InvalidArgument("config slurm.extra_sbatch_args: " + problem);
            }
-           if (!StartsWith(t, "-"))
-             return InvalidArgument("config slurm.extra_sbatch_args: \"" + t +
-                                    "\" is not an sbatch flag");
            args.push_back(t);
          }
          c.slurm.extra_sbatch_args = args;

@@ -2,12 +2,14 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <map>
 #include <set>
 
+#include "trainyard/core/log.h"
 #include "trainyard/core/time.h"
 #include "trainyard/core/util.h"
 #include "trainyard/executor/subprocess.h"
@@ -23,6 +25,16 @@ Result<executor::CommandResult> Slurm(const std::vector<std::string>& argv) {
   if (!r.ok() && r.status().code() == StatusCode::kNotFound) {
     return FailedPrecondition("executor: slurm needs the Slurm client commands on PATH (" +
                               argv[0] + " not found); install slurm-client on this machine");
+  }
+  if (!r.ok() && r.status().code() == StatusCode::kDeadlineExceeded) {
+    // A client that cannot read its configuration, or reach the controller, retries for a
+    // minute before it says so.
+    const char* conf = std::getenv("SLURM_CONF");
+    return DeadlineExceeded(
+        r.status().message() + " (SLURM_CONF " +
+        (conf != nullptr ? std::string("is ") + conf : std::string("is not set")) +
+        "; check that it names the cluster's slurm.conf and that slurmctld "
+        "answers)");
   }
   return r;
 }
@@ -42,6 +54,32 @@ int CountGpus(const std::string& gres) {
 }
 
 }  // namespace
+
+Status JudgeAccountCheck(const std::string& setting, const std::string& account,
+                         const std::string& qos, const executor::CommandResult& r,
+                         std::string* warning) {
+  warning->clear();
+  if (r.exit_code == 0) return Status::Ok();
+  const std::string err = executor::CommandError(r);
+  std::string lower = err;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  // Slurm's words for an account it does not let this user submit to (slurmdbd with
+  // AccountingStorageEnforce=associations), and for a QOS the association may not use.
+  if (lower.find("invalid account") != std::string::npos ||
+      lower.find("association") != std::string::npos) {
+    return InvalidArgument(setting + ": Slurm refuses the account " + account + " (" + err + ")");
+  }
+  if (lower.find("invalid qos") != std::string::npos) {
+    return InvalidArgument("slurm.qos: Slurm refuses the QOS " + qos + " for the account " +
+                           account + " (from " + setting + "; " + err + ")");
+  }
+  // Anything else (nodes not yet registered after a controller restart, ...) is not about the
+  // account: it cannot be checked now, and Slurm checks it again at every submission.
+  *warning = "could not check the account " + account + " (" + setting +
+             ") with sbatch --test-only: " + err +
+             "; not a refusal of the account, which Slurm checks again when a job is submitted";
+  return Status::Ok();
+}
 
 Result<SinfoTotals> SumSinfo(const std::string& text, const std::string& partition) {
   SinfoTotals t;
@@ -200,10 +238,9 @@ Result<SlurmSetup> PrepareSlurm(const DaemonConfig& config, const std::string& j
     if (!sc.qos.empty()) argv.push_back("--qos=" + sc.qos);
     argv.insert(argv.end(), {"--wrap", "true"});
     TRAINYARD_ASSIGN_OR_RETURN(auto r, Slurm(argv));
-    if (r.exit_code != 0) {
-      return InvalidArgument(setting + ": Slurm refuses the account " + account + " (" +
-                             executor::CommandError(r) + ")");
-    }
+    std::string warning;
+    TRAINYARD_RETURN_IF_ERROR(JudgeAccountCheck(setting, account, sc.qos, r, &warning));
+    if (!warning.empty()) TY_LOG_WARN("slurm", "{}", warning);
   }
 
   SlurmSetup setup;

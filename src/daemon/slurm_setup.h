@@ -11,6 +11,7 @@
 #include "config.h"
 #include "trainyard/core/status.h"
 #include "trainyard/executor/slurm.h"
+#include "trainyard/executor/subprocess.h"
 #include "trainyard/scheduler/admission.h"
 
 namespace trainyard::daemon {
@@ -20,6 +21,15 @@ struct SlurmSetup {
   scheduler::ClusterCapacity capacity;
   std::string summary;  // for the start-up log line
 };
+
+// The start check of one account Slurm will be given (`sbatch --test-only --account=A`, its
+// result `r`; `setting` names where A comes from): INVALID_ARGUMENT naming the setting when
+// Slurm refuses the account (or slurm.qos when it refuses the QOS for it); any other failure
+// (the nodes not yet back after a controller restart, say) is not the account's: OK, and
+// `warning` says the account could not be checked.
+Status JudgeAccountCheck(const std::string& setting, const std::string& account,
+                         const std::string& qos, const executor::CommandResult& r,
+                         std::string* warning);
 
 // `jobs_dir` is where replica work dirs go (under slurm.shared_dir).
 Result<SlurmSetup> PrepareSlurm(const DaemonConfig& config, const std::string& jobs_dir);

@@ -31,9 +31,11 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -418,6 +420,27 @@ struct SReplica {
   bool stale_exit_logged = false;
 };
 
+// The metric file a trial's replica reads (SlurmMetricFileToRead), from its spec.
+std::string MetricFileOf(const ReplicaSpec& spec) {
+  auto it = spec.env.find("CLOUD_ML_HP_METRIC_FILE");
+  return SlurmMetricFileToRead(spec.work_dir, spec.attempt,
+                               it == spec.env.end() ? std::string() : it->second);
+}
+
+// Gives a trial's replica the metric file of its attempt (SlurmMetricFile), its directory made
+// and bind-mounted into a container at the same path.
+Status GiveMetricFile(ReplicaSpec& spec) {
+  if (spec.metric_tag.empty()) return Status::Ok();
+  const std::string file = SlurmMetricFile(spec.work_dir, spec.attempt);
+  const std::string metric_dir = file.substr(0, file.rfind('/'));
+  TRAINYARD_RETURN_IF_ERROR(MakeDirs(metric_dir));
+  spec.env["CLOUD_ML_HP_METRIC_FILE"] = file;
+  if (!spec.container.image.empty()) {
+    spec.container.mounts.insert(spec.container.mounts.begin(), metric_dir + ":" + metric_dir);
+  }
+  return Status::Ok();
+}
+
 // A replica of `spec` (its work dir set) in `gang` (null: not known yet), its tail at the start.
 std::shared_ptr<SReplica> NewReplica(const ReplicaSpec& spec, std::shared_ptr<Gang> gang) {
   auto r = std::make_shared<SReplica>();
@@ -427,6 +450,7 @@ std::shared_ptr<SReplica> NewReplica(const ReplicaSpec& spec, std::shared_ptr<Ga
   r->tail.key = spec.key;
   r->tail.work_dir = spec.work_dir;
   r->tail.metric_tag = spec.metric_tag;
+  r->tail.metric_file = MetricFileOf(spec);
   r->tail.attempt = spec.attempt;
   return r;
 }
@@ -457,23 +481,27 @@ bool StaleExitIn(const std::string& work_dir, int attempt, int planned, SReplica
 // allocation while the old step may live on, its slurmd dead (nothing kills it until the node
 // comes back): its launcher still writes exit.json into the same work dir. NotFound when
 // there is none, or only an older attempt's.
+// Its ended_at is the report's mtime, as ReadExitReport gives it locally: exits read together
+// (after a daemon restart) are judged in the order they ended, and the job ends with the last.
 Result<ReplicaExit> CurrentExitReport(const std::string& work_dir, int attempt,
                                       bool* stale = nullptr) {
   if (stale != nullptr) *stale = false;
-  auto text = ReadFile(Join(work_dir, kExitFile));
+  const std::string path = Join(work_dir, kExitFile);
+  struct stat st;
+  const bool dated = ::stat(path.c_str(), &st) == 0;
+  auto text = ReadFile(path);
   if (!text.ok()) return NotFound("no " + std::string(kExitFile));
   if (const int reported = ExitReportAttempt(*text); SlurmExitIsStale(reported, attempt)) {
     if (stale != nullptr) *stale = true;
     return NotFound(std::string(kExitFile) + " is of attempt " + std::to_string(reported) +
                     ", not " + std::to_string(attempt));
   }
-  return ExitFromJson(*text);
-}
-
-// Whether the replica's work dir holds an exit report of an attempt older than `attempt`.
-bool OlderExitReportIn(const std::string& work_dir, int attempt) {
-  auto text = ReadFile(Join(work_dir, kExitFile));
-  return text.ok() && SlurmExitIsStale(ExitReportAttempt(*text), attempt);
+  auto exit = ExitFromJson(*text);
+  if (exit.ok() && dated) {
+    exit->ended_at =
+        static_cast<Timestamp>(st.st_mtim.tv_sec) * kMicrosPerSecond + st.st_mtim.tv_nsec / 1000;
+  }
+  return exit;
 }
 
 // The attempt plan.json in `gang_dir` gives the replica of `work_dir` (-1: unknown).
@@ -495,6 +523,7 @@ class SlurmExecutor final : public Executor {
     wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     monitor_ = std::thread([this] { MonitorLoop(); });
     submitter_ = std::thread([this] { SubmitLoop(); });
+    canceller_ = std::thread([this] { CancelLoop(); });
   }
   ~SlurmExecutor() override {
     Shutdown();
@@ -560,7 +589,16 @@ class SlurmExecutor final : public Executor {
   Status Submit(const std::shared_ptr<Gang>& gang, const json& plan, const SlurmGangPlan& shape);
   void MonitorLoop();
   void SubmitLoop();
-  void PollSlurm();
+  // Runs the queued scancels (Scancel), one after the other: a controller that does not
+  // answer holds each for scancel's own timeout (about 10 s), and nobody waits for them.
+  void CancelLoop();
+  // A squeue of every job of ours, in two halves on the monitor thread: StartSqueue notes what
+  // is known before it starts and runs the command on a thread of its own; FinishSqueue reads
+  // its answer once it is there. Meanwhile the monitor goes on tailing the work dirs: a
+  // controller that does not answer (squeue waits about 10 s for it) never holds log lines,
+  // exits or deadlines back.
+  void StartSqueue();
+  void FinishSqueue();
   // Slurm's verdict, from sacct (one call), on gangs that left squeue before it showed how
   // they ended (the daemon was down longer than MinJobAge).
   void AskSacct(const std::vector<std::shared_ptr<Gang>>& left);
@@ -582,6 +620,7 @@ class SlurmExecutor final : public Executor {
   // node already back (ReturnToService) is not found.
   void FindFailedNodes(Gang& gang, const std::string& nodes);
   void ReportExit(SReplica& r);
+  // Queues `scancel <args>` for CancelLoop (unless the same is queued already); never blocks.
   void Scancel(const std::vector<std::string>& args);
   // The live Slurm jobs of `by_name` (this daemon's name prefix) that no gang owns; marks the
   // check done.
@@ -612,6 +651,8 @@ class SlurmExecutor final : public Executor {
   Status RestartInPlace(const ReplicaSpec& spec, const std::shared_ptr<Gang>& gang);
   // Appends one decision line to the gang's control.log (the driver reads it within a second).
   void TellDriver(const Gang& gang, const std::string& line);
+  // The metric file of the attempt the replica's spec.json is at (SlurmMetricFileToRead).
+  std::string CurrentMetricFile(const ReplicaKey& key) const;
   std::string WorkDirFor(const ReplicaKey& key) const {
     return RunDirOf(options_.jobs_dir, key) + "/" + key.TaskName();
   }
@@ -646,8 +687,23 @@ class SlurmExecutor final : public Executor {
   // scheduler's answer (Launch) takes them. Guarded by mu_.
   std::map<ReplicaKey, std::shared_ptr<Gang>> in_place_;
   std::condition_variable submit_cv_;
+  std::deque<std::vector<std::string>> cancel_queue_;  // guarded by mu_: CancelLoop's
+  std::condition_variable cancel_cv_;
+  // The squeue under way (StartSqueue); monitor thread only.
+  struct SqueueRun {
+    std::future<Result<CommandResult>> result;
+    int64_t began = 0;  // monotonic
+    bool check_orphans = false;
+    // Gangs whose sbatch may or may not have run: whether one was in flight when it began,
+    // and whether they left a trace of running (the shared_ptrs keep the keys alive).
+    std::vector<std::shared_ptr<Gang>> unconfirmed;
+    std::map<Gang*, bool> free_before;
+    std::map<Gang*, bool> ran;
+  };
+  std::optional<SqueueRun> squeue_run_;
   std::thread monitor_;
   std::thread submitter_;
+  std::thread canceller_;
   int wake_fd_ = -1;
 };
 
@@ -796,14 +852,7 @@ Status SlurmExecutor::LaunchGang(std::span<const ReplicaSpec> specs, const GangS
                           kStopReasonFile, kLauncherErrFile, kSlurmReplicaFile}) {
       TRAINYARD_RETURN_IF_ERROR(RemoveTree(Join(spec.work_dir, f)));
     }
-    if (!spec.metric_tag.empty()) {
-      const std::string metric_dir = Join(spec.work_dir, kMetricDir);
-      TRAINYARD_RETURN_IF_ERROR(MakeDirs(metric_dir));
-      spec.env["CLOUD_ML_HP_METRIC_FILE"] = Join(spec.work_dir, kMetricFile);
-      if (!spec.container.image.empty()) {
-        spec.container.mounts.insert(spec.container.mounts.begin(), metric_dir + ":" + metric_dir);
-      }
-    }
+    TRAINYARD_RETURN_IF_ERROR(GiveMetricFile(spec));
     // Slurm's task/cgroup enforces limits; the launcher makes no cgroups of its own there.
     spec.cgroup_root.clear();
     TRAINYARD_RETURN_IF_ERROR(WriteFileAtomic(Join(spec.work_dir, kSpecFile), SpecToJson(spec)));
@@ -972,7 +1021,9 @@ std::string SlurmExecutor::SubmitLaterLocked(Gang& gang, const std::string& why)
   gang.retry_at = MonotonicMicros() + backoff;
   gang.unconfirmed = true;
   const bool first = gang.submit_problem.empty();
-  gang.submit_problem = "sbatch: " + why;
+  // sbatch's own words begin "sbatch: error: ...": not "sbatch: " twice.
+  const std::string said = StartsWith(why, "sbatch:") ? why : "sbatch: " + why;
+  gang.submit_problem = said;
   sbatch_away_ = why;
   TY_LOG_WARN(kLog,
               "{}: Slurm's controller does not take jobs now ({}); the job stays queued, "
@@ -980,10 +1031,10 @@ std::string SlurmExecutor::SubmitLaterLocked(Gang& gang, const std::string& why)
               gang.name, why, FormatDuration(backoff));
   if (problem_.empty()) {
     problem_ = "the Slurm controller does not take jobs since " + FormatRfc3339(NowMicros()) +
-               " (sbatch: " + why + "); jobs are kept as they were";
+               " (" + said + "); jobs are kept as they were";
   }
   if (!first) return "";
-  return "Slurm's controller does not take jobs now (sbatch: " + why +
+  return "Slurm's controller does not take jobs now (" + said +
          "); the job stays queued and is submitted again when the controller answers.";
 }
 
@@ -1079,13 +1130,7 @@ Status SlurmExecutor::RestartInPlace(const ReplicaSpec& given, const std::shared
   if (::stat(Join(spec.work_dir, kExitFile).c_str(), &ended_exit) != 0) {
     return FailedPrecondition("the ended step of " + spec.key.TaskName() + " left no " + kExitFile);
   }
-  if (!spec.metric_tag.empty()) {
-    spec.env["CLOUD_ML_HP_METRIC_FILE"] = Join(spec.work_dir, kMetricFile);
-    if (!spec.container.image.empty()) {
-      const std::string metric_dir = Join(spec.work_dir, kMetricDir);
-      spec.container.mounts.insert(spec.container.mounts.begin(), metric_dir + ":" + metric_dir);
-    }
-  }
+  TRAINYARD_RETURN_IF_ERROR(GiveMetricFile(spec));
   spec.cgroup_root.clear();
   TRAINYARD_RETURN_IF_ERROR(WriteFileAtomic(Join(spec.work_dir, kSpecFile), SpecToJson(spec)));
   auto r = NewReplica(spec, gang);
@@ -1120,11 +1165,28 @@ void SlurmExecutor::TellDriver(const Gang& gang, const std::string& line) {
 void SlurmExecutor::Scancel(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"scancel"};
   argv.insert(argv.end(), args.begin(), args.end());
-  auto res = RunCommand(argv, SlurmClientEnv(), kCommandTimeout);
-  if (!res.ok()) {
-    TY_LOG_WARN(kLog, "{}: {}", ShellJoin(argv), res.status().message());
-  } else if (res->exit_code != 0) {
-    TY_LOG_WARN(kLog, "{}: {}", ShellJoin(argv), CommandError(*res));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (std::find(cancel_queue_.begin(), cancel_queue_.end(), argv) != cancel_queue_.end()) return;
+  cancel_queue_.push_back(std::move(argv));
+  cancel_cv_.notify_one();
+}
+
+void SlurmExecutor::CancelLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cancel_cv_.wait(lock, [&] { return stop_ || !cancel_queue_.empty(); });
+    // At shutdown the ones queued still run: a cancel asked for is carried out.
+    if (cancel_queue_.empty()) return;
+    std::vector<std::string> argv = std::move(cancel_queue_.front());
+    cancel_queue_.pop_front();
+    lock.unlock();
+    auto res = RunCommand(argv, SlurmClientEnv(), kCommandTimeout);
+    if (!res.ok()) {
+      TY_LOG_WARN(kLog, "{}: {}", ShellJoin(argv), res.status().message());
+    } else if (res->exit_code != 0) {
+      TY_LOG_WARN(kLog, "{}: {}", ShellJoin(argv), CommandError(*res));
+    }
+    lock.lock();
   }
 }
 
@@ -1220,6 +1282,7 @@ std::vector<RecoveredReplica> SlurmExecutor::Recover(const std::vector<ReplicaKe
     r->tail.key = key;
     r->tail.work_dir = dir;
     r->tail.metric_tag = spec->metric_tag;
+    r->tail.metric_file = MetricFileOf(*spec);
     r->tail.attempt = spec->attempt;
     r->tail.LoadOffset();
     std::shared_ptr<Gang>& gang = by_dir[gang_dir];
@@ -1294,8 +1357,9 @@ std::vector<RecoveredReplica> SlurmExecutor::Recover(const std::vector<ReplicaKe
       if (!gang->ended) gangs_.insert(gang);
     }
     // An exit report of an earlier allocation's step (CurrentExitReport) does not end it.
+    auto exit_text = ReadFile(Join(dir, kExitFile));
     const bool exit_current =
-        FileExists(Join(dir, kExitFile)) && !OlderExitReportIn(dir, rec.spec.attempt);
+        exit_text.ok() && !SlurmExitIsStale(ExitReportAttempt(*exit_text), rec.spec.attempt);
     rec.running = retell || (!gang->ended && !exit_current);
     TY_LOG_INFO(kLog, "{} of job {}: {}", key.TaskName(), key.job_id,
                 rec.running ? "re-attached to Slurm job " + gang->slurm_id
@@ -1318,15 +1382,27 @@ std::vector<RecoveredReplica> SlurmExecutor::Recover(const std::vector<ReplicaKe
   return found;
 }
 
+std::string SlurmExecutor::CurrentMetricFile(const ReplicaKey& key) const {
+  ReplicaSpec spec;
+  spec.work_dir = WorkDirFor(key);
+  if (auto text = ReadFile(Join(spec.work_dir, kSpecFile)); text.ok()) {
+    if (auto parsed = SpecFromJson(*text); parsed.ok()) {
+      spec.env = std::move(parsed->env);
+      spec.attempt = parsed->attempt;
+    }
+  }
+  return MetricFileOf(spec);
+}
+
 std::vector<MetricRecord> SlurmExecutor::ReplicaMetrics(const ReplicaKey& key,
                                                         const std::string& tag) {
-  auto text = ReadMetricFile(Join(WorkDirFor(key), kMetricFile));
+  auto text = ReadMetricFile(CurrentMetricFile(key));
   if (!text) return {};
   return ParseMetricFile(*text, tag);
 }
 
 std::vector<std::string> SlurmExecutor::ReplicaMetricTags(const ReplicaKey& key) {
-  auto text = ReadMetricFile(Join(WorkDirFor(key), kMetricFile));
+  auto text = ReadMetricFile(CurrentMetricFile(key));
   if (!text) return {};
   return MetricTagsInFile(*text);
 }
@@ -1338,35 +1414,55 @@ void SlurmExecutor::Shutdown() {
   }
   Wake();
   submit_cv_.notify_all();
+  cancel_cv_.notify_all();
   if (monitor_.joinable()) monitor_.join();
   if (submitter_.joinable()) submitter_.join();
+  if (canceller_.joinable()) canceller_.join();
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [key, r] : replicas_) r->tail.CloseLog();
   replicas_.clear();
   gangs_.clear();
 }
 
-void SlurmExecutor::PollSlurm() {
+void SlurmExecutor::StartSqueue() {
   // Gangs whose sbatch may or may not have run: whether one is in flight is asked before
   // squeue starts, so a job it submitted is in this squeue's answer.
-  std::vector<std::pair<std::shared_ptr<Gang>, std::vector<ReplicaKey>>> unconfirmed;
-  bool check_orphans = false;  // the first squeue that starts after Recover
+  SqueueRun run;
+  std::vector<std::vector<ReplicaKey>> members;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    check_orphans = recovered_ && !orphans_checked_;
+    run.check_orphans = recovered_ && !orphans_checked_;  // the first squeue after Recover
     for (const auto& g : gangs_) {
-      if (g->unconfirmed && !g->ended) unconfirmed.emplace_back(g, g->members);
+      if (g->unconfirmed && !g->ended) {
+        run.unconfirmed.push_back(g);
+        members.push_back(g->members);
+      }
     }
   }
-  std::map<Gang*, bool> free_before;
-  std::map<Gang*, bool> ran;  // for the ones that may need submitting
-  for (const auto& [g, members] : unconfirmed) {
-    free_before[g.get()] = !SbatchInFlight(g->dir);
-    if (free_before[g.get()]) ran[g.get()] = GangRan(*g, members);
+  for (size_t i = 0; i < run.unconfirmed.size(); ++i) {
+    Gang* g = run.unconfirmed[i].get();
+    run.free_before[g] = !SbatchInFlight(g->dir);
+    if (run.free_before[g]) run.ran[g] = GangRan(*g, members[i]);  // may need submitting
   }
-  const int64_t began = MonotonicMicros();
-  auto res = RunCommand({"squeue", "-h", "-u", user_, "-t", "all", "-o", "%i|%T|%r|%N|%j"},
-                        SlurmClientEnv(), kCommandTimeout);
+  run.began = MonotonicMicros();
+  std::vector<std::string> argv = {"squeue", "-h",  "-u", user_,
+                                   "-t",     "all", "-o", "%i|%T|%r|%N|%j"};
+  run.result = std::async(std::launch::async, [this, argv] {
+    auto res = RunCommand(argv, SlurmClientEnv(), kCommandTimeout);
+    Wake();  // FinishSqueue reads it at once
+    return res;
+  });
+  squeue_run_ = std::move(run);
+}
+
+void SlurmExecutor::FinishSqueue() {
+  SqueueRun run = std::move(*squeue_run_);
+  squeue_run_.reset();
+  auto res = run.result.get();
+  const bool check_orphans = run.check_orphans;
+  const int64_t began = run.began;
+  std::map<Gang*, bool>& free_before = run.free_before;
+  std::map<Gang*, bool>& ran = run.ran;
   if (!res.ok() || res->exit_code != 0) {
     // The controller is away: keep every job as it was and try again next poll.
     const std::string why = res.ok() ? CommandError(*res) : res.status().message();
@@ -1718,8 +1814,10 @@ void SlurmExecutor::MonitorLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
     const int64_t now = MonotonicMicros();
-    // With no gang, only the one orphan check after Recover needs an answer.
-    bool poll_slurm = (!gangs_.empty() || (recovered_ && !orphans_checked_)) && now >= next_squeue_;
+    // With no gang, only the one orphan check after Recover needs an answer; one squeue at a
+    // time (a quick poll asked for meanwhile starts when it is answered).
+    bool poll_slurm = (!gangs_.empty() || (recovered_ && !orphans_checked_)) &&
+                      now >= next_squeue_ && !squeue_run_;
     if (poll_slurm) {
       Duration next = options_.poll_interval;
       if (fast_polls_ > 0) {
@@ -1729,7 +1827,11 @@ void SlurmExecutor::MonitorLoop() {
       next_squeue_ = now + next;
     }
     lock.unlock();
-    if (poll_slurm) PollSlurm();
+    if (poll_slurm) StartSqueue();
+    if (squeue_run_ &&
+        squeue_run_->result.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+      FinishSqueue();
+    }
     EnforceDeadlines();
     std::vector<std::shared_ptr<SReplica>> snapshot;
     {
@@ -1763,6 +1865,8 @@ void SlurmExecutor::MonitorLoop() {
     [[maybe_unused]] ssize_t n = ::read(wake_fd_, &drained, sizeof drained);
     lock.lock();
   }
+  lock.unlock();
+  squeue_run_.reset();  // waits for a squeue still under way (its answer is not read)
 }
 
 // The node a replica's launcher said it runs on (slurm.json; "" unknown).
@@ -1826,9 +1930,17 @@ bool SlurmExecutor::WaitsForLostPeer(const SReplica& r) {
 
 bool SlurmExecutor::Poll(SReplica& r) {
   if (r.relaunch_pending) {
+    // The ended step's report is still there while exit.json names an older attempt than the
+    // spec's; only a report naming none (an older launcher's) is told apart by its inode,
+    // which a filesystem may give the new step's report once the driver removed the old one.
     struct stat st;
-    const bool old_exit =
-        ::stat(Join(r.work_dir, kExitFile).c_str(), &st) == 0 && st.st_ino == r.ended_exit_inode;
+    bool old_exit = false;
+    if (::stat(Join(r.work_dir, kExitFile).c_str(), &st) == 0) {
+      auto text = ReadFile(Join(r.work_dir, kExitFile));
+      const int reported = text.ok() ? ExitReportAttempt(*text) : -1;
+      old_exit = reported >= 0 ? SlurmExitIsStale(reported, r.tail.attempt)
+                               : st.st_ino == r.ended_exit_inode;
+    }
     if (old_exit) {
       std::lock_guard<std::mutex> lock(mu_);
       // The driver never got to it (its job ended): the replica did not start again.
@@ -1845,8 +1957,11 @@ bool SlurmExecutor::Poll(SReplica& r) {
     // on a network filesystem) covers launchers that never could. One of an older attempt
     // (a step of an allocation given up, still running on a node whose slurmd died) is not
     // this attempt's: ignored.
-    const bool stale = OlderExitReportIn(r.work_dir, r.tail.attempt);
-    const bool exit_here = !stale && FileExists(Join(r.work_dir, kExitFile));
+    // Read once per poll: whether it is there, whose it is and what it says.
+    auto exit_text = ReadFile(Join(r.work_dir, kExitFile));
+    const bool stale =
+        exit_text.ok() && SlurmExitIsStale(ExitReportAttempt(*exit_text), r.tail.attempt);
+    const bool exit_here = exit_text.ok() && !stale;
     if (stale && !r.stale_exit_logged) {
       r.stale_exit_logged = true;
       TY_LOG_WARN(kLog,
@@ -1861,7 +1976,7 @@ bool SlurmExecutor::Poll(SReplica& r) {
       std::lock_guard<std::mutex> lock(mu_);
       if (r.kill_requested || r.gang->ended) {
         r.gone = true;
-      } else if (auto e = CurrentExitReport(r.work_dir, r.tail.attempt);
+      } else if (auto e = ExitFromJson(*exit_text);
                  e.ok() && e->phase == "lost" && !e->stop_requested) {
         // Its driver saw the launcher killed in a step Slurm did not end: believed once a
         // squeue that began after the report was seen still lists the job (then a restart in
@@ -1871,6 +1986,20 @@ bool SlurmExecutor::Poll(SReplica& r) {
           next_squeue_ = 0;
         }
         r.gone = r.gang->listed_at > r.exit_seen_at;
+      } else if (e.ok() && !e->stop_requested && r.gang->in_place && MayBeRestarted(*e) &&
+                 (r.gang->state.empty() || r.gang->state == "PENDING" ||
+                  r.gang->state == "CONFIGURING")) {
+        // Killed by a signal nobody at Trainyard sent, while the last squeue said the job
+        // waits: that squeue is older than the step's start. Whether the job runs decides a
+        // restart in place (RestartsWholeRun): believed once a squeue that began after the
+        // exit was seen says how the job is (at most 6 polls, if the controller is away).
+        const int64_t now = MonotonicMicros();
+        if (r.exit_seen_at == 0) {
+          r.exit_seen_at = now;
+          next_squeue_ = 0;
+        }
+        r.gone = r.gang->listed_at > r.exit_seen_at ||
+                 now - r.exit_seen_at >= 6 * options_.poll_interval + options_.file_grace;
       } else if (!e.ok() || !e->stop_requested) {
         r.gone = true;
       } else {

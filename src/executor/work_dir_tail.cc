@@ -174,7 +174,7 @@ void WorkDirTail::PollMetrics(ExecutorListener* listener, bool final, Duration i
   const int64_t now = MonotonicMicros();
   if (!final && now - r.metrics_read_at < interval) return;
   r.metrics_read_at = now;
-  auto text = ReadMetricFile(Join(r.work_dir, kMetricFile));
+  auto text = ReadMetricFile(r.metric_file.empty() ? Join(r.work_dir, kMetricFile) : r.metric_file);
   if (!text || *text == r.metrics_seen) return;
   r.metrics_seen = std::move(*text);
   const std::vector<MetricRecord> records = ParseMetricFile(r.metrics_seen, r.metric_tag);

@@ -18,7 +18,9 @@ struct WorkDirTail {
   ReplicaKey key;
   std::string work_dir;
   std::string metric_tag;  // "" = no metric file to watch
-  int attempt = 0;         // the launch whose log file this is (ReplicaSpec::attempt)
+  // The metric file, when not <work_dir>/hypertune/output.metrics (Slurm: one per attempt).
+  std::string metric_file;
+  int attempt = 0;  // the launch whose log file this is (ReplicaSpec::attempt)
 
   int log_fd = -1;
   uint64_t offset = 0;  // of the log file: everything before it was stored

@@ -361,46 +361,76 @@ def teardown_checks(request):
                             traceback.format_exc()))
 
 
-@pytest.fixture(scope="module")
-def slurm_cluster(request):
-    """A started 3-node dev cluster shared by the test module; stopped (and checked for
-    leftovers) after the module's last test."""
-    if not slurm_installed():
-        pytest.skip("Slurm is not installed (scripts/install-deps.sh installs it)")
-    base = tempfile.mkdtemp(prefix="ty-slurm-")
-    cluster = SlurmCluster(os.path.join(base, "cluster"))
-    try:
-        cluster.start()
-        yield cluster
-    finally:
+def cluster_fixture(prefix, settings=None, skip=None, name=None):
+    """A module-scoped fixture of a started dev cluster (SlurmCluster with `settings`, a dict
+    or a function returning one), stopped and checked for leftovers after the module's last
+    test. Skipped when Slurm is not installed, or when `skip()` returns a reason."""
+    @pytest.fixture(scope="module", name=name)
+    def cluster(request):
+        if not slurm_installed():
+            pytest.skip("Slurm is not installed (scripts/install-deps.sh installs it)")
+        why = skip() if skip else None
+        if why:
+            pytest.skip(why)
+        base = tempfile.mkdtemp(prefix=prefix)
+        c = SlurmCluster(os.path.join(base, "cluster"),
+                         settings=settings() if callable(settings) else settings)
         try:
-            with teardown_checks(request):
-                cluster.stop()
+            c.start()
+            yield c
         finally:
-            shutil.rmtree(base, ignore_errors=True)
+            try:
+                with teardown_checks(request):
+                    c.stop()
+            finally:
+                shutil.rmtree(base, ignore_errors=True)
+    return cluster
 
 
-@pytest.fixture(scope="module")
-def slurm_cgroup_cluster(request):
-    """Like slurm_cluster, with Slurm's task/cgroup and proctrack/cgroup on cgroup v1
-    (TRAINYARD_SLURM_CGROUP=1): a step's memory is a cgroup limit. Skipped where the host has no
-    writable cgroup v1 memory hierarchy."""
-    if not slurm_installed():
-        pytest.skip("Slurm is not installed (scripts/install-deps.sh installs it)")
-    if not os.access("/sys/fs/cgroup/memory/cgroup.procs", os.W_OK):
-        pytest.skip("no writable cgroup v1 memory hierarchy at /sys/fs/cgroup/memory")
-    base = tempfile.mkdtemp(prefix="ty-slurm-cg-")
-    cluster = SlurmCluster(os.path.join(base, "cluster"),
-                           settings={"TRAINYARD_SLURM_CGROUP": "1"})
-    try:
-        cluster.start()
-        yield cluster
-    finally:
-        try:
-            with teardown_checks(request):
-                cluster.stop()
-        finally:
-            shutil.rmtree(base, ignore_errors=True)
+def cgroup_v1():
+    """Whether this host has a writable cgroup v1 memory hierarchy (TRAINYARD_SLURM_CGROUP=1)."""
+    return os.access("/sys/fs/cgroup/memory/cgroup.procs", os.W_OK)
+
+
+# A started 3-node dev cluster shared by the test module.
+slurm_cluster = cluster_fixture("ty-slurm-", name="slurm_cluster")
+# Like slurm_cluster, with Slurm's task/cgroup and proctrack/cgroup on cgroup v1
+# (TRAINYARD_SLURM_CGROUP=1): a step's memory is a cgroup limit. Skipped where the host has no
+# writable cgroup v1 memory hierarchy.
+slurm_cgroup_cluster = cluster_fixture(
+    "ty-slurm-cg-", settings={"TRAINYARD_SLURM_CGROUP": "1"}, name="slurm_cgroup_cluster",
+    skip=lambda: None if cgroup_v1() else
+    "no writable cgroup v1 memory hierarchy at /sys/fs/cgroup/memory")
+
+
+def slurm_config(memory_scale="0.01", cancel_grace="10s", replica_restarts=2, extra=""):
+    """The daemon's config template (for start_daemon_on_cluster: {shared} is the shared
+    directory) the Slurm test modules share: a small machine type fits a 4-CPU, 2000 MB
+    virtual node, Slurm is asked every second. `extra`: more lines of the slurm section,
+    indented by two spaces (a literal brace doubled)."""
+    return ("executor: slurm\ncancel_grace: %s\n" % cancel_grace +
+            ("replica_restarts: %d\n" % replica_restarts if replica_restarts is not None
+             else "") +
+            "slurm:\n  shared_dir: {shared}\n  cpu_scale: 0.25\n  memory_scale: %s\n"
+            "  poll_interval: 1s\n" % memory_scale + extra)
+
+
+def daemon_fixture(config, trainer, prefix, cluster="slurm_cluster", live=None):
+    """A module-scoped fixture `env`: a trainyardd on the module's cluster fixture (by name)
+    with `config` and a package of `trainer` uploaded (start_daemon_on_cluster's dict).
+    Stopped after the module's last test, which must leave no Slurm job (`live(cluster)`,
+    live_jobs by default)."""
+    @pytest.fixture(scope="module", name="env")
+    def env(request, tmp_path_factory):
+        c = request.getfixturevalue(cluster)
+        root = tmp_path_factory.mktemp(prefix.strip("-"))
+        e = start_daemon_on_cluster(c, root, config, trainer, prefix + "shared-")
+        yield e
+        left = live or live_jobs
+        with teardown_checks(request):
+            e["daemon"].stop()
+            assert not left(c), "Slurm jobs left behind: %s" % left(c)
+    return env
 
 
 def start_daemon_on_cluster(cluster, root, config, trainer, shared_prefix):

@@ -22,30 +22,20 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 
 import pytest
 
 from conftest import BIN, PROJECT, wait_for
 from slurm_cluster import live_jobs, messages, slurm_jobs
-from slurm_cluster import SlurmCluster, requires_slurm, slurm_installed, start_daemon_on_cluster
+from slurm_cluster import cgroup_v1, cluster_fixture, daemon_fixture, requires_slurm, slurm_config
 
 pytestmark = requires_slurm
 
 # PROJECT runs under acct-a; project "revoked" under acct-b, whose association with this user
 # a test removes; every other project under slurm.account (dev). One n1-standard-4 replica is
 # 1 CPU and about 300 MiB here.
-CONFIG = """executor: slurm
-cancel_grace: 10s
-replica_restarts: 2
-slurm:
-  shared_dir: {shared}
-  cpu_scale: 0.25
-  memory_scale: 0.02
-  poll_interval: 1s
-  account: dev
-  project_accounts: {{%s: acct-a, revoked: acct-b}}
-""" % PROJECT
+CONFIG = slurm_config(memory_scale="0.02", extra="  account: dev\n  project_accounts: "
+                      "{{%s: acct-a, revoked: acct-b}}\n" % PROJECT)
 
 # Appends what it saw at each start to <out>/<name>.jsonl, then runs until <out>/release exists
 # (--hold); exits 0 on SIGTERM after saying so. --starve_driver: makes the gang's driver (the
@@ -161,39 +151,20 @@ print("done %s in attempt %d" % (name, attempt), flush=True)
 """
 
 
-def cgroup_v1():
-    return os.access("/sys/fs/cgroup/memory/cgroup.procs", os.W_OK)
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    if not slurm_installed():
-        pytest.skip("Slurm is not installed (scripts/install-deps.sh installs it)")
+def accounting_missing():
     if not shutil.which("slurmdbd", path=os.environ.get("PATH", "") + ":/usr/sbin") or \
             not shutil.which("mariadbd", path=os.environ.get("PATH", "") + ":/usr/sbin"):
-        pytest.skip("slurmdbd or mariadbd is not installed (scripts/install-deps.sh installs them)")
-    base = tempfile.mkdtemp(prefix="ty-slurmacct-")
-    settings = {"TRAINYARD_SLURM_ACCOUNTING": "1", "TRAINYARD_SLURM_MIN_JOB_AGE": "2"}
-    if cgroup_v1():
-        settings["TRAINYARD_SLURM_CGROUP"] = "1"
-    c = SlurmCluster(os.path.join(base, "cluster"), settings=settings)
-    try:
-        c.start()
-        yield c
-    finally:
-        try:
-            c.stop()
-        finally:
-            shutil.rmtree(base, ignore_errors=True)
+        return "slurmdbd or mariadbd is not installed (scripts/install-deps.sh installs them)"
+    return None
 
 
-@pytest.fixture(scope="module")
-def env(cluster, tmp_path_factory):
-    root = tmp_path_factory.mktemp("slurm-accounts")
-    e = start_daemon_on_cluster(cluster, root, CONFIG, TRAINER, "ty-slurmacct-shared-")
-    yield e
-    e["daemon"].stop()
-    assert not live_jobs(cluster), "Slurm jobs left behind: %s" % live_jobs(cluster)
+cluster = cluster_fixture(
+    "ty-slurmacct-", name="cluster", skip=accounting_missing,
+    settings=lambda: dict({"TRAINYARD_SLURM_ACCOUNTING": "1", "TRAINYARD_SLURM_MIN_JOB_AGE": "2"},
+                          **({"TRAINYARD_SLURM_CGROUP": "1"} if cgroup_v1() else {})))
+
+
+env = daemon_fixture(CONFIG, TRAINER, "ty-slurmacct-", cluster="cluster")
 
 
 def submit(env, job_id, args=(), project=PROJECT):

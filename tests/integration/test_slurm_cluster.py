@@ -203,6 +203,13 @@ def test_cgroup_clusters_confine_memory_side_by_side(tmp_path):
         assert a.job_state(job_a) == "RUNNING"
         assert os.path.exists(limits[0])
         wait_for(lambda: not b.job_cgroups(), timeout=30, what="B's job groups removed")
+        # start-node follows the mode the cluster was started in, without the variable.
+        b.kill_slurmd("n2")
+        del b.settings["TRAINYARD_SLURM_CGROUP"]
+        b.start_slurmd("n2")
+        assert b.run("srun", "-w", "n2", "-n1", "true", timeout=60).returncode == 0
+        pid = int(read(os.path.join(b.dir, "slurmd-n2.pid")))
+        assert "trainyard-slurm-" in read("/proc/%d/cgroup" % pid), read("/proc/%d/cgroup" % pid)
         b.stop()
         assert all(os.path.isdir(g) for g in a.cgroups)
         assert a.job_state(job_a) == "RUNNING"

@@ -19,20 +19,13 @@ import pytest
 from conftest import PROJECT, wait_for
 from slurm_cluster import messages
 from slurm_cluster import slurm_cluster  # noqa: F401
-from slurm_cluster import requires_slurm, start_daemon_on_cluster, teardown_checks
+from slurm_cluster import daemon_fixture, requires_slurm, slurm_config
 
 pytestmark = requires_slurm
 
 # Machine types ask for 4 vCPUs and 15 GB; the dev nodes have 4 CPUs and 2000 MB each.
-CONFIG = """executor: slurm
-cancel_grace: 15s
-slurm:
-  shared_dir: {shared}
-  cpu_scale: 0.25
-  memory_scale: 0.01
-  poll_interval: 1s
-  gpu_types: {{NVIDIA_TESLA_T4: fake}}
-"""
+CONFIG = slurm_config(cancel_grace="15s", replica_restarts=None,
+                      extra="  gpu_types: {{NVIDIA_TESLA_T4: fake}}\n")
 
 TRAINER = """
 import json, os, signal, sys, time
@@ -61,22 +54,15 @@ print("done", name, flush=True)
 """
 
 
-@pytest.fixture(scope="module")
-def env(slurm_cluster, tmp_path_factory, request):
-    """The shared directory, a daemon on the cluster, the trainer package uploaded."""
-    root = tmp_path_factory.mktemp("slurm-exec")
-    e = start_daemon_on_cluster(slurm_cluster, root, CONFIG, TRAINER, "ty-slurm-shared-")
-    yield e
-    with teardown_checks(request):
-        e["daemon"].stop()
-        assert not ours(slurm_cluster), "Slurm jobs left behind: %s" % ours(slurm_cluster)
-
-
 def ours(cluster):
     out = cluster.run("squeue", "-h", "-o", "%i|%T|%j").stdout
     return [line for line in out.splitlines() if "|ty-" in line and
             not line.split("|")[1] in ("COMPLETED", "CANCELLED", "FAILED", "TIMEOUT",
                                         "NODE_FAIL")]
+
+
+# The shared directory, a daemon on the cluster, the trainer package uploaded.
+env = daemon_fixture(CONFIG, TRAINER, "ty-slurm-exec-", live=ours)
 
 
 def submit(env, job_id, args=(), **training):
@@ -382,6 +368,8 @@ def test_settings_that_override_trainyard_or_name_no_gpu_of_the_cluster_stop_the
              "slurm.extra_sbatch_args: -p is set by Trainyard"),
             ("TRAINYARD_SLURM_EXTRA_SBATCH_ARGS", "--part=high",
              "slurm.extra_sbatch_args: --part is set by Trainyard"),
+            ("TRAINYARD_SLURM_EXTRA_SBATCH_ARGS", "-Qp high",
+             "slurm.extra_sbatch_args: -p is set by Trainyard"),
             ("TRAINYARD_SLURM_GPU_TYPES", "NVIDIA_TESLA_T4=t4",
              "slurm.gpu_types: NVIDIA_TESLA_T4 maps to the GPU type t4, which no node of "
              "partition low has (their GPU types: fake)")]:

@@ -13,26 +13,16 @@ import glob
 import json
 import os
 
-import pytest
-
 from conftest import PROJECT, wait_for
 from slurm_cluster import live_jobs, messages, slurm_jobs
 from slurm_cluster import slurm_cgroup_cluster  # noqa: F401
-from slurm_cluster import requires_slurm, start_daemon_on_cluster, teardown_checks
+from slurm_cluster import daemon_fixture, requires_slurm, slurm_config
 
 pytestmark = requires_slurm
 
 # n1-standard-4 (4 vCPUs, 15 GB) becomes 1 CPU and about 300 MiB on the dev nodes; the
 # launcher and Python's environment fit, a trainer that allocates without bound does not.
-CONFIG = """executor: slurm
-cancel_grace: 10s
-replica_restarts: 2
-slurm:
-  shared_dir: {shared}
-  cpu_scale: 0.25
-  memory_scale: 0.02
-  poll_interval: 1s
-"""
+CONFIG = slurm_config(memory_scale="0.02")
 
 # --hog=NAME: that replica allocates (and touches) 16 MiB at a time until it is killed; with
 # --kill_launcher it first makes its launcher (its parent) the OOM killer's first choice
@@ -65,14 +55,7 @@ print("released", name, flush=True)
 """
 
 
-@pytest.fixture(scope="module")
-def env(slurm_cgroup_cluster, tmp_path_factory, request):
-    root = tmp_path_factory.mktemp("slurm-oom")
-    e = start_daemon_on_cluster(slurm_cgroup_cluster, root, CONFIG, TRAINER, "ty-slurm-oom-")
-    yield e
-    with teardown_checks(request):
-        e["daemon"].stop()
-        assert not live_jobs(slurm_cgroup_cluster), live_jobs(slurm_cgroup_cluster)
+env = daemon_fixture(CONFIG, TRAINER, "ty-slurm-oom-", cluster="slurm_cgroup_cluster")
 
 
 def submit(env, job_id, args, **training):

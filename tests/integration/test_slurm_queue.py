@@ -10,30 +10,17 @@ Run with Debian's /usr/bin/python3 -m pytest tests/integration/test_slurm_queue.
 
 import json
 import os
-import shutil
 import signal
-import tempfile
-
-import pytest
 
 from conftest import PROJECT, wait_for
 from slurm_cluster import live_jobs as live, messages
-from slurm_cluster import SlurmCluster, requires_slurm, slurm_installed, start_daemon_on_cluster
+from slurm_cluster import cluster_fixture, daemon_fixture, requires_slurm, slurm_config
 
 pytestmark = requires_slurm
 
 # One n1-standard-4 replica is 1 CPU and 150 MB here; the nodes have 4 CPUs each.
-CONFIG = """executor: slurm
-cancel_grace: 10s
-replica_restarts: 2
-slurm:
-  shared_dir: {shared}
-  cpu_scale: 0.25
-  memory_scale: 0.01
-  poll_interval: 1s
-  project_accounts: {{%s: acct-%s}}
-  label_partitions: [high]
-""" % (PROJECT, PROJECT)
+CONFIG = slurm_config(extra="  project_accounts: {{%s: acct-%s}}\n  label_partitions: [high]\n"
+                      % (PROJECT, PROJECT))
 
 # Appends what it saw at each start to <out>/<name>.jsonl, then runs until <out>/release exists
 # (or --lines lines when not --hold); exits 0 on SIGTERM after saying so.
@@ -58,30 +45,11 @@ print("done %s in attempt %d" % (name, attempt), flush=True)
 """
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    if not slurm_installed():
-        pytest.skip("Slurm is not installed (scripts/install-deps.sh installs it)")
-    base = tempfile.mkdtemp(prefix="ty-slurmq-")
-    c = SlurmCluster(os.path.join(base, "cluster"),
-                     settings={"TRAINYARD_SLURM_MIN_JOB_AGE": "2"})
-    try:
-        c.start()
-        yield c
-    finally:
-        try:
-            c.stop()
-        finally:
-            shutil.rmtree(base, ignore_errors=True)
+cluster = cluster_fixture("ty-slurmq-", name="cluster",
+                          settings={"TRAINYARD_SLURM_MIN_JOB_AGE": "2"})
 
 
-@pytest.fixture(scope="module")
-def env(cluster, tmp_path_factory):
-    root = tmp_path_factory.mktemp("slurm-queue")
-    e = start_daemon_on_cluster(cluster, root, CONFIG, TRAINER, "ty-slurmq-shared-")
-    yield e
-    e["daemon"].stop()
-    assert not live(cluster), "Slurm jobs left behind: %s" % live(cluster)
+env = daemon_fixture(CONFIG, TRAINER, "ty-slurmq-", cluster="cluster", live=live)
 
 
 def slurm_jobs(cluster, job_id):

@@ -7,30 +7,22 @@ what it saw to <out>/<task>.jsonl when it starts, so a test counts how often it 
 
 Run with Debian's /usr/bin/python3 -m pytest tests/integration/test_slurm_recovery.py."""
 
+import datetime
 import http.client
 import json
 import os
 import shutil
 import signal
-
-import pytest
+import time
 
 from conftest import PROJECT, wait_for
 from slurm_cluster import live_jobs, messages, slurm_jobs
 from slurm_cluster import slurm_cluster  # noqa: F401
-from slurm_cluster import requires_slurm, start_daemon_on_cluster, teardown_checks
+from slurm_cluster import daemon_fixture, requires_slurm, slurm_config
 
 pytestmark = requires_slurm
 
-CONFIG = """executor: slurm
-cancel_grace: 10s
-replica_restarts: 2
-slurm:
-  shared_dir: {shared}
-  cpu_scale: 0.25
-  memory_scale: 0.01
-  poll_interval: 1s
-"""
+CONFIG = slurm_config()
 
 # --connect: the master listens on its own TF_CONFIG address until every worker has said its
 # name there; the workers reach it at MASTER_ADDR:MASTER_PORT. A run of a gang whose addresses
@@ -86,24 +78,18 @@ lines = int(args.get("--lines_after" if attempt else "--lines", "3"))
 for i in range(lines):
     print("attempt %d: line %d of %s" % (attempt, i, name), flush=True)
     time.sleep(float(args.get("--line_sleep", "0.05")))
-if "--hold" in args:  # until the test creates <hold>/release-<attempt>
+if "--hold" in args:  # until the test creates <hold>/release-<attempt> (or -<name>-<attempt>)
     print("attempt %d: holding" % attempt, flush=True)
-    while not os.path.exists(os.path.join(args["--hold"], "release-%d" % attempt)):
+    while not any(os.path.exists(os.path.join(args["--hold"], f)) for f in (
+            "release-%d" % attempt, "release-%s-%d" % (name, attempt))):
         time.sleep(0.05)
     print("attempt %d: released" % attempt, flush=True)
 print("done", name, flush=True)
+sys.exit(int(args.get("--exit_" + name, "0")))
 """
 
 
-@pytest.fixture(scope="module")
-def env(slurm_cluster, tmp_path_factory, request):
-    """The shared directory, a daemon on the cluster, the trainer package uploaded."""
-    root = tmp_path_factory.mktemp("slurm-rec")
-    e = start_daemon_on_cluster(slurm_cluster, root, CONFIG, TRAINER, "ty-slurm-rec-")
-    yield e
-    with teardown_checks(request):
-        e["daemon"].stop()
-        assert not live_jobs(slurm_cluster), "Slurm jobs left behind: %s" % live_jobs(slurm_cluster)
+env = daemon_fixture(CONFIG, TRAINER, "ty-slurm-rec-")
 
 
 def submit(env, job_id, args=(), may_die=False, **training):
@@ -378,6 +364,7 @@ def test_a_job_submitted_while_the_controller_is_down_waits_and_runs_when_it_ret
         job = d.job("ctldaway")
         assert job["state"] == "QUEUED", job
         assert "Unable to contact slurm controller" in job["waitReason"], job
+        assert "sbatch: sbatch:" not in job["waitReason"], job
         assert d.get_status("/readyz") == 503
         # One cancelled meanwhile: it cannot be known to be out of Slurm until the controller
         # answers (a timed-out sbatch may have reached it), then it ends without running.
@@ -396,6 +383,69 @@ def test_a_job_submitted_while_the_controller_is_down_waits_and_runs_when_it_ret
     assert len([m for m in service if "does not take jobs now" in m]) == 1, service
     assert len(slurm_jobs(c, "ctldaway")) == 1, slurm_jobs(c, "ctldaway")
     wait_for(lambda: d.get_status("/readyz") == 200, timeout=60, what="/readyz ready again")
+
+
+def test_a_running_job_goes_on_and_ends_while_the_controller_is_away(env):
+    """slurmctld stopped under a running job: squeue and scancel now wait for it (about 10 s
+    each) on threads of their own, so the daemon still stores the trainer's lines and reports
+    its end while the controller is away (nothing of a job's end needs Slurm's word)."""
+    d = env["daemon"]
+    c = env["cluster"]
+    hold = os.path.join(str(env["root"]), "hold-away")
+    os.makedirs(hold)
+    submit(env, "runaway", ["--lines=1", "--hold=" + hold])
+    wait_for(lambda: "attempt 0: holding" in messages(d, "runaway", "master-replica-0"),
+             timeout=180, what="the trainer holding")
+    c.stop_slurmctld()
+    try:
+        wait_for(lambda: d.get_status("/readyz") == 503, timeout=60,
+                 what="/readyz degraded: squeue fails")
+        released = time.monotonic()
+        with open(os.path.join(hold, "release-0"), "w"):
+            pass
+        job = d.wait_state("runaway", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=60)
+        assert job["state"] == "SUCCEEDED", job
+        print("released to SUCCEEDED with the controller away: %.1f s"
+              % (time.monotonic() - released))
+        assert "done master-0" in messages(d, "runaway", "master-replica-0")
+        assert d.get_status("/readyz") == 503  # it ended while the controller was away
+    finally:
+        c.start_slurmctld()
+    wait_for(lambda: d.get_status("/readyz") == 200, timeout=60, what="/readyz ready again")
+    wait_for(lambda: not live_jobs(c), timeout=60, what="the Slurm job gone")
+
+
+def test_exits_read_after_a_restart_are_judged_in_the_order_they_ended(env):
+    """The daemon killed under a master and a worker; meanwhile the worker fails (exit 3), and
+    then the master succeeds. Restarted, the daemon reads both reports at once: judged in the
+    order they ended (exit.json's mtime), the job FAILED for the worker, and its endTime is
+    the master's end, not the restart."""
+    d = env["daemon"]
+    hold = os.path.join(str(env["root"]), "hold-order")
+    os.makedirs(hold)
+    submit(env, "order", ["--lines=1", "--hold=" + hold, "--exit_worker-0=3"],
+           scaleTier="CUSTOM", masterType="n1-standard-4", workerType="n1-standard-4",
+           workerCount=1)
+    for task in ("master-replica-0", "worker-replica-0"):
+        wait_for(lambda: "attempt 0: holding" in messages(d, "order", task), timeout=180,
+                 what="%s holding" % task)
+    d.stop(signal.SIGKILL)
+    work = os.path.join(env["shared"], "jobs", PROJECT, "order")
+    try:
+        for name, task in (("worker-0", "worker-replica-0"), ("master-0", "master-replica-0")):
+            with open(os.path.join(hold, "release-%s-0" % name), "w"):
+                pass
+            wait_for(lambda: os.path.exists(os.path.join(work, task, "exit.json")), timeout=60,
+                     what="%s's exit report" % task)
+        master_end = os.stat(os.path.join(work, "master-replica-0", "exit.json")).st_mtime
+        restarted = time.time()
+    finally:
+        d.start()
+    job = d.wait_state("order", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=120)
+    assert job["state"] == "FAILED", job
+    assert "worker 0" in job["errorMessage"], job
+    end = datetime.datetime.fromisoformat(job["endTime"].replace("Z", "+00:00")).timestamp()
+    assert end < restarted and abs(end - master_end) < 1.0, (job["endTime"], master_end, restarted)
 
 
 def test_the_replica_on_the_failed_node_is_the_one_named_lost(env):

@@ -25,19 +25,11 @@ import pytest
 from conftest import PROJECT, wait_for
 from slurm_cluster import live_jobs, messages, slurm_jobs
 from slurm_cluster import slurm_cluster  # noqa: F401
-from slurm_cluster import requires_slurm, start_daemon_on_cluster, teardown_checks
+from slurm_cluster import daemon_fixture, requires_slurm, slurm_config
 
 pytestmark = requires_slurm
 
-CONFIG = """executor: slurm
-cancel_grace: 10s
-replica_restarts: 2
-slurm:
-  shared_dir: {shared}
-  cpu_scale: 0.25
-  memory_scale: 0.01
-  poll_interval: 1s
-"""
+CONFIG = slurm_config()
 
 TRAINER = """
 import json, os, signal, socket, sys, time
@@ -55,6 +47,11 @@ srv.listen(8)
 seen = {k: os.environ.get(k) for k in ("TF_CONFIG", "MASTER_ADDR", "MASTER_PORT", "RANK",
                                        "WORLD_SIZE")}
 seen.update({"pid": os.getpid(), "port": int(port)})
+if "--metric" in args:  # a tuning trial: each attempt reports 1 + its number
+    import hypertune
+    hypertune.HyperTune().report_hyperparameter_tuning_metric(
+        hyperparameter_metric_tag="m", metric_value=1.0 + attempt, global_step=1)
+    seen["metric_file"] = os.environ["CLOUD_ML_HP_METRIC_FILE"]
 with open(path, "a") as f:
     f.write(json.dumps(seen) + "\\n")
 print("start %d of %s" % (attempt, name), flush=True)
@@ -76,21 +73,15 @@ print("done", name, flush=True)
 """
 
 
-@pytest.fixture(scope="module")
-def env(slurm_cluster, tmp_path_factory, request):
-    root = tmp_path_factory.mktemp("slurm-restart")
-    e = start_daemon_on_cluster(slurm_cluster, root, CONFIG, TRAINER, "ty-slurm-restart-")
-    yield e
-    with teardown_checks(request):
-        e["daemon"].stop()
-        assert not live_jobs(slurm_cluster), live_jobs(slurm_cluster)
+env = daemon_fixture(CONFIG, TRAINER, "ty-slurm-restart-")
 
 
-def submit(env, job_id, **training):
+def submit(env, job_id, extra_args=(), **training):
     out = os.path.join(str(env["root"]), "out-" + job_id)
     os.makedirs(out, exist_ok=True)
     ti = {"packageUris": [env["uri"]], "pythonModule": "trainer.task", "region": "us-central1",
-          "scaleTier": "CUSTOM", "masterType": "n1-standard-4", "args": ["--out=" + out]}
+          "scaleTier": "CUSTOM", "masterType": "n1-standard-4",
+          "args": ["--out=" + out] + list(extra_args)}
     ti.update(training)
     status, body = env["daemon"].request("POST", "/v1/projects/%s/jobs" % PROJECT,
                                          {"jobId": job_id, "trainingInput": ti})
@@ -252,3 +243,33 @@ def test_daemon_killed_while_restarting_in_place_restarts_once(env, when):
             in messages(d, job_id, "master-replica-0"))
     assert len(slurm_jobs(c, job_id)) == 1, slurm_jobs(c, job_id)
     wait_for(lambda: not live_jobs(c), timeout=60, what="no Slurm job left")
+
+
+def test_an_old_attempts_metrics_never_reach_the_new_attempts_file(env):
+    """A tuning trial's replica restarted (in place here; a whole gang after a node failure
+    takes the same path): each attempt has a metric file of its own. What an old attempt's
+    trainer still writes (one left running on a node whose slurmd died) goes to its own file
+    and is never read as the trial's measurement."""
+    d = env["daemon"]
+    out = submit(env, "metricfence", extra_args=["--metric"], hyperparameters={
+        "goal": "MAXIMIZE", "hyperparameterMetricTag": "m", "maxTrials": 1,
+        "params": [{"parameterName": "lr", "type": "DOUBLE", "minValue": 0.1, "maxValue": 1.0}]})
+    wait_for(lambda: len(starts(out, "master-0")) == 1, timeout=180, what="attempt 0 reported")
+    first = starts(out, "master-0")[0]
+    os.kill(first["pid"], signal.SIGKILL)
+    wait_for(lambda: len(starts(out, "master-0")) == 2, timeout=120,
+             what="attempt 1 started in place and reported")
+    again = starts(out, "master-0")[1]
+    assert again["metric_file"] != first["metric_file"], (first, again)
+    # Attempt 0's trainer, had it lived on, reports once more: to its own file only.
+    tmp = first["metric_file"] + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(json.dumps({"timestamp": 1.0, "trial": "1", "m": "100.0", "global_step": "2"})
+                + "\n")
+    os.replace(tmp, first["metric_file"])
+    with open(os.path.join(out, "release"), "w"):
+        pass
+    job = d.wait_state("metricfence", ["SUCCEEDED", "FAILED", "CANCELLED"], timeout=180)
+    assert job["state"] == "SUCCEEDED", job
+    trials = job["trainingOutput"]["trials"]
+    assert len(trials) == 1 and trials[0]["finalMetric"]["objectiveValue"] == 2.0, trials

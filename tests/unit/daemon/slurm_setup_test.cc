@@ -65,7 +65,9 @@ TEST(SlurmSetupTest, ConfigKeysAreCheckedAndNamed) {
                           "--ntasks=3",
                           "--gpus-per-node=1",
                           "--mem-per-gpu=1G",
-                          "--hetjob"}) {
+                          "--hetjob",
+                          "-Qp high",
+                          "-C a100 --partition=high"}) {
     Status st = SetConfigValue(c, "slurm.extra_sbatch_args", bad);
     EXPECT_FALSE(st.ok()) << bad;
     EXPECT_NE(st.message().find("set by Trainyard"), std::string::npos) << st.message();
@@ -116,6 +118,44 @@ TEST(SlurmSetupTest, NeedsASharedDirectory) {
   auto setup = PrepareSlurm(c, "/nonexistent/jobs");
   ASSERT_FALSE(setup.ok());
   EXPECT_NE(setup.status().message().find("slurm.shared_dir"), std::string::npos);
+}
+
+// Only Slurm's words about the account (or the QOS) blame the setting; a check that fails for
+// another reason (nodes not yet back after a controller restart) does not stop the daemon.
+TEST(SlurmSetupTest, OnlyARefusedAccountBlamesTheAccountSetting) {
+  std::string warning;
+  executor::CommandResult ok;
+  ok.exit_code = 0;
+  EXPECT_TRUE(JudgeAccountCheck("slurm.account", "dev", "", ok, &warning).ok());
+  EXPECT_EQ(warning, "");
+  executor::CommandResult refused;
+  refused.exit_code = 1;
+  refused.err =
+      "sbatch: error: Batch job submission failed: Invalid account or account/partition "
+      "combination specified\n";
+  Status st =
+      JudgeAccountCheck("slurm.project_accounts (project nlp)", "acct-b", "", refused, &warning);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message().rfind("slurm.project_accounts (project nlp): Slurm refuses the account "
+                               "acct-b (",
+                               0),
+            0u)
+      << st.message();
+  executor::CommandResult qos;
+  qos.exit_code = 1;
+  qos.err = "sbatch: error: Batch job submission failed: Invalid qos specification\n";
+  st = JudgeAccountCheck("slurm.account", "dev", "gold", qos, &warning);
+  EXPECT_EQ(st.message().rfind("slurm.qos: Slurm refuses the QOS gold for the account dev", 0), 0u)
+      << st.message();
+  executor::CommandResult busy;
+  busy.exit_code = 1;
+  busy.err = "allocation failure: Requested node configuration is not available\n";
+  st = JudgeAccountCheck("slurm.account", "zzz", "", busy, &warning);
+  EXPECT_TRUE(st.ok()) << st.message();
+  EXPECT_NE(warning.find("could not check the account zzz (slurm.account)"), std::string::npos)
+      << warning;
+  EXPECT_NE(warning.find("Requested node configuration is not available"), std::string::npos)
+      << warning;
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <utility>
+#include <vector>
 
 #include "trainyard/core/util.h"
 #include "trainyard/executor/launcher_protocol.h"
@@ -85,6 +87,68 @@ TEST(SlurmControlTest, AStepOfASupersededAttemptDoesNotWriteTheWorkDirsExitRepor
   ASSERT_TRUE(WriteFileAtomic(dir + "/" + kSpecFile, "not json").ok());
   EXPECT_EQ(SpecAttemptIn(dir), -1);
   std::filesystem::remove_all(dir);
+}
+
+// A tuning trial's metric file: each attempt writes its own, so an old attempt's trainer still
+// running on a node whose slurmd died never writes where the current attempt is read.
+TEST(SlurmControlTest, EachAttemptOfATrialHasAMetricFileOfItsOwn) {
+  const std::string w = "/shared/jobs/p/j/trial-3/master-replica-0";
+  EXPECT_EQ(SlurmMetricFile(w, 0), w + "/hypertune/attempt-0/output.metrics");
+  EXPECT_EQ(SlurmMetricFile(w, 2), w + "/hypertune/attempt-2/output.metrics");
+  EXPECT_NE(SlurmMetricFile(w, 1), SlurmMetricFile(w, 2));
+  // The daemon reads the file of the spec's attempt, never an older attempt's.
+  EXPECT_EQ(SlurmMetricFileToRead(w, 2, SlurmMetricFile(w, 2)), SlurmMetricFile(w, 2));
+  EXPECT_EQ(SlurmMetricFileToRead(w, 2, SlurmMetricFile(w, 1)), SlurmMetricFile(w, 2));
+  EXPECT_EQ(SlurmMetricFileToRead(w, 2, ""), SlurmMetricFile(w, 2));
+  EXPECT_EQ(SlurmMetricFileToRead(w, 2, "/elsewhere/output.metrics"), SlurmMetricFile(w, 2));
+  // A replica an older daemon planned: its trainer writes the file every attempt shared.
+  EXPECT_EQ(SlurmMetricFileToRead(w, 1, w + "/hypertune/output.metrics"),
+            w + "/hypertune/output.metrics");
+}
+
+// slurm.extra_sbatch_args is read as sbatch's getopt reads #SBATCH lines: a flag Trainyard
+// sets is found in a bundle of short flags, after other flags, abbreviated, quoted.
+TEST(SlurmControlTest, ExtraSbatchArgsAreReadAsSbatchReadsThem) {
+  for (const char* ok :
+       {"--constraint=a100", "--exclusive", "-C a100", "-Ca100", "-Cp", "-sH", "-s -C a100",
+        "--constraint a100 --exclusive", "-x n1 -w n2", "--comment=\"a -p b\"", "--comment='-p'",
+        "-C a100 # -p high", "--constraint=a100#-p", "-kQ", "--licenses=x\\ -p"}) {
+    EXPECT_EQ(SbatchExtraArgsProblem(ok), "") << ok;
+  }
+  // A flag Trainyard sets, wherever it is: the message names it.
+  for (auto [bad, flag] : std::vector<std::pair<const char*, const char*>>{
+           {"-Qp high", "-p"},
+           {"-Qphigh", "-p"},
+           {"-sQp high", "-p"},
+           {"-vA acct", "-A"},
+           {"-HJ name", "-J"},
+           {"-C a100 -p high", "-p"},
+           {"--constraint=a100 --partition=high", "--partition"},
+           {"--exclusive --part high", "--part"},
+           {"--hold -phigh", "-p"},
+           {"-s --qos=q", "--qos"},
+           {"-Qt 5", "-t"},
+           {"-On4", "-n"},
+           {"--mem-per-cpu=1G", "--mem-per-cpu"},
+           {"\"-p\" high", "-p"},
+           {"--comment x -p y", "-p"},
+       }) {
+    const std::string why = SbatchExtraArgsProblem(bad);
+    EXPECT_EQ(why, std::string(flag) + " is set by Trainyard and cannot be given here (in \"" +
+                       bad + "\")")
+        << bad;
+  }
+  // A flag's value never counts as a flag: -C takes the rest of its bundle, "p".
+  EXPECT_EQ(SbatchExtraArgsProblem("-Cp high"), "\"high\" is not an sbatch flag (in \"-Cp high\")");
+  EXPECT_EQ(SbatchExtraArgsProblem("-Qy"), "-y is not an sbatch flag (in \"-Qy\")");
+  EXPECT_EQ(SbatchExtraArgsProblem("exclusive"),
+            "\"exclusive\" is not an sbatch flag (in \"exclusive\")");
+  EXPECT_EQ(SbatchExtraArgsProblem("-s hetjob"),
+            "\"hetjob\" separates heterogeneous job components, which Trainyard sets (in "
+            "\"-s hetjob\")");
+  EXPECT_EQ(SbatchExtraArgsProblem("-QC"), "-C needs its value in the same entry (in \"-QC\")");
+  EXPECT_NE(SbatchExtraArgsProblem("--comment=\"x"), "");
+  EXPECT_NE(SbatchExtraArgsProblem("--constraint=a\n#SBATCH -p high"), "");
 }
 
 TEST(SlurmControlTest, SbatchFailuresOfAnUnreachableControllerAreTransient) {

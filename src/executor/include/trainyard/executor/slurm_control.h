@@ -60,11 +60,37 @@ int SpecAttemptIn(const std::string& work_dir);
 bool AttemptSuperseded(int own, int spec_attempt);
 std::string SupersededExitFile(int attempt);  // "exit.attempt-<N>.json"
 
+// A tuning trial's metric file (CLOUD_ML_HP_METRIC_FILE) on Slurm: one per attempt,
+// <work_dir>/hypertune/attempt-<N>/output.metrics. After a node failure the old attempt's
+// trainer may live on with its dead slurmd (nothing stops it until the node comes back); with
+// a file of its own, the metrics it still reports never reach the file the current attempt's
+// are read from.
+std::string SlurmMetricFile(const std::string& work_dir, int attempt);
+// The metric file the daemon reads for a replica whose spec is at `attempt` and gave its
+// trainer `spec_value` (the spec's CLOUD_ML_HP_METRIC_FILE, "" none): that attempt's own
+// (SlurmMetricFile), or the one shared by every attempt when an older daemon planned the
+// replica so (<work_dir>/hypertune/output.metrics): its trainer writes there.
+std::string SlurmMetricFileToRead(const std::string& work_dir, int attempt,
+                                  const std::string& spec_value);
+
 // Whether sbatch failed because Slurm's controller could not be reached or could not take jobs
 // for now (`err`, its stderr: "Unable to contact slurm controller (connect failure)", "Socket
 // timed out on send/recv operation", "Slurm temporarily unable to accept job", ...): the job is
 // submitted again once the controller answers. Anything else is Slurm refusing the job.
 bool SbatchFailureIsTransient(std::string_view err);
+
+// Why one entry of slurm.extra_sbatch_args (one #SBATCH line of every component) may not be
+// given ("" = it may), read as sbatch 22.05 reads #SBATCH lines: words split at blanks as its
+// get_argument does (quotes, backslashes, an unquoted '#' ending the line), then getopt_long
+// over them. So short flags bundle ("-Qp high" is -Q, then -p with the value "high"; a flag
+// taking a value ends its bundle: "-Cp" is a constraint "p"), long flags take "=value" or the
+// next word and may be abbreviated ("--part=high" is --partition). Refused: any flag Trainyard
+// sets itself (job name, output, signal, requeue, time, partition, account, QOS, resources,
+// ...; the message names it), wherever it is in the line; a short flag sbatch does not have; a
+// word that is neither a flag nor a flag's value (sbatch refuses the whole script over it);
+// and a line break. Conservative: every word that starts with '-' is checked as a flag, also
+// one that a flag before it might take as its value.
+std::string SbatchExtraArgsProblem(std::string_view line);
 
 // How srun said a replica's step ended, from the lines it wrote on its stderr and its own exit
 // status (a wait status).
