@@ -1932,6 +1932,12 @@ std::optional<ChildStatus> Launcher::RunChild(const std::vector<std::string>& ar
         pipe_fd_[i] = -1;
       }
     }
+    // Its last words without a newline are its last line: logged now, before the line saying
+    // how it ended. A stream a descendant still holds open may go on with them (FinishChild).
+    if (pipe_fd_[i] < 0) {
+      const Timestamp ts = NowMicros();
+      assembler_[i].Finish([&](std::string_view line) { OnLine(i, ts, line); });
+    }
   }
   CheckJoinErrors();
   return DecodeWaitStatus(child_wait_status_);

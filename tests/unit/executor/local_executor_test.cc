@@ -348,6 +348,30 @@ print("env " + os.environ.get("MY_VAR", "unset"))
   EXPECT_EQ(recorder_.ExitCalls(spec.key), 1);
 }
 
+TEST_F(LocalExecutorTest, LastWordsWithoutANewlineComeBeforeTheExitLine) {
+  WriteTrainer("trainer_no_newline", R"(import sys
+print("first")
+sys.stderr.write("err without newline")
+sys.stdout.write("last words without newline")
+)");
+  ReplicaSpec spec = Spec("trainer_no_newline");
+  ASSERT_TRUE(executor_->Launch(spec).ok());
+  auto exit = recorder_.WaitExit(spec.key);
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->exit_code, 0);
+
+  std::vector<std::string> messages;
+  for (const auto& e : recorder_.Logs()) messages.push_back(e.message);
+  auto index_of = [&](const std::string& m) {
+    return std::find(messages.begin(), messages.end(), m) - messages.begin();
+  };
+  const auto completed = index_of("Module completed; cleaning up.");
+  ASSERT_LT(completed, static_cast<ptrdiff_t>(messages.size()));
+  EXPECT_LT(index_of("first"), completed);
+  EXPECT_LT(index_of("last words without newline"), completed);
+  EXPECT_LT(index_of("err without newline"), completed);
+}
+
 TEST_F(LocalExecutorTest, RaisingTrainerReportsTheTracebackTail) {
   WriteTrainer("trainer_raise", R"(import sys
 print("starting")
