@@ -18,6 +18,7 @@ slurmstepd, or job process that escaped its step) is left and that no Slurm job 
 
 import contextlib
 import glob
+import json
 import os
 import re
 import shutil
@@ -471,3 +472,18 @@ def messages(d, job_id, task=None):
     """The messages of a job's stored log lines, of one task (e.g. "service") or all."""
     return [e["jsonPayload"]["message"] for e in d.logs(job_id)
             if task is None or e["resource"]["labels"].get("task_name") == task]
+
+
+def starts(out, name="master-0"):
+    """What the test trainer of `name` saw at each of its starts (one JSON line per start in
+    <out>/<name>.jsonl)."""
+    path = os.path.join(out, name + ".jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def release(out):
+    """Lets a test trainer held on <out>/release go on."""
+    open(os.path.join(out, "release"), "w").close()

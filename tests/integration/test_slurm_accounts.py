@@ -28,6 +28,7 @@ import pytest
 from conftest import BIN, PROJECT, wait_for
 from slurm_cluster import live_jobs, messages, slurm_jobs
 from slurm_cluster import cgroup_v1, cluster_fixture, daemon_fixture, requires_slurm, slurm_config
+from slurm_cluster import release, starts
 
 pytestmark = requires_slurm
 
@@ -177,18 +178,6 @@ def submit(env, job_id, args=(), project=PROJECT):
     status, reply = env["daemon"].request("POST", "/v1/projects/%s/jobs" % project, body)
     assert status == 200, reply
     return out
-
-
-def starts(out, name="master-0"):
-    path = os.path.join(out, name + ".jsonl")
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def release(out):
-    open(os.path.join(out, "release"), "w").close()
 
 
 def finished(d, job_id, project=PROJECT, timeout=180):

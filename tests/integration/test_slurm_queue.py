@@ -15,6 +15,7 @@ import signal
 from conftest import PROJECT, wait_for
 from slurm_cluster import live_jobs as live, messages
 from slurm_cluster import cluster_fixture, daemon_fixture, requires_slurm, slurm_config
+from slurm_cluster import release, starts
 
 pytestmark = requires_slurm
 
@@ -73,22 +74,10 @@ def submit(env, job_id, args=(), labels=None, **training):
     return out
 
 
-def starts(out, name="master-0"):
-    path = os.path.join(out, name + ".jsonl")
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
 def history(d, job_id):
     status, body = d.request("GET", "/v1/projects/%s/jobs/%s/history" % (PROJECT, job_id))
     assert status == 200, body
     return [c["state"] for c in body["stateChanges"]]
-
-
-def release(out):
-    open(os.path.join(out, "release"), "w").close()
 
 
 def test_a_job_pending_in_slurm_is_queued_with_its_place_and_slurms_reason(env):

@@ -19,6 +19,7 @@ from conftest import PROJECT, wait_for
 from slurm_cluster import live_jobs, messages, slurm_jobs
 from slurm_cluster import slurm_cluster  # noqa: F401
 from slurm_cluster import daemon_fixture, requires_slurm, slurm_config
+from slurm_cluster import starts
 
 pytestmark = requires_slurm
 
@@ -109,15 +110,6 @@ def submit(env, job_id, args=(), may_die=False, **training):
         return out
     assert status == 200, body
     return out
-
-
-def starts(out, name):
-    """What the trainer of `name` saw at each of its starts."""
-    path = os.path.join(out, name + ".jsonl")
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def kill_at(env, failpoint, job_id, args):

@@ -26,6 +26,7 @@ from conftest import PROJECT, wait_for
 from slurm_cluster import live_jobs, messages, slurm_jobs
 from slurm_cluster import slurm_cluster  # noqa: F401
 from slurm_cluster import daemon_fixture, requires_slurm, slurm_config
+from slurm_cluster import starts
 
 pytestmark = requires_slurm
 
@@ -87,14 +88,6 @@ def submit(env, job_id, extra_args=(), **training):
                                          {"jobId": job_id, "trainingInput": ti})
     assert status == 200, body
     return out
-
-
-def starts(out, name):
-    path = os.path.join(out, name + ".jsonl")
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def slurm_step(env, job_id, task):
