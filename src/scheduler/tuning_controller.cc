@@ -121,9 +121,10 @@ std::string StopMessage(const std::string& tag, const tuning::StopVerdict& v) {
            ".";
   }
   return "Stopped early at step " + std::to_string(v.step) + ": its best " + tag + " so far, " +
-         ShortNumber(v.best) + ", was worse than the median of " +
-         std::to_string(v.reference_trials) + " completed trials at that step, " +
-         ShortNumber(v.reference) + ".";
+         ShortNumber(v.best) + ", was worse than the " +
+         std::to_string(static_cast<int>(tuning::kMedianRulePercentile)) +
+         "th percentile (counted from the best) of " + std::to_string(v.reference_trials) +
+         " completed trials at that step, " + ShortNumber(v.reference) + ".";
 }
 
 }  // namespace

@@ -7,7 +7,9 @@
 // running average lags behind the curve, so Vizier's reference is lenient: in
 // bench/bench_tuning.py's early-stopping part it let trials use 85% of their steps (target <=
 // 70%), against 64% for this reference (and excluding stopped trials from the references), with
-// the same final regret.
+// the same final regret. Since session 12 the rule compares with the references' 45th percentile
+// counted from the best (kMedianRulePercentile) rather than their median, from a trial's 2nd report
+// rather than its 5th: those stops pay for the trials near the best one that are never stopped.
 //
 // Predicted-final rule (after the median rule): a trial better than the median can still be
 // unable to become the best; a regression of the references' final values on their values at the
@@ -23,6 +25,13 @@
 // curve families where early order misleads (crossing, overfit) the quantile mapping labelled
 // slow but good trials as bad (session 10: mean loss over 9 development curve sets +0.11 -> +0.08
 // decades).
+//
+// Near the best trial no trial is stopped (NearTheBestTrial, applied by Study::Report after the
+// rules): the labels above still regress toward the middle, and the cost of stopping came from
+// stopped trials near the best one, where the designer refines the optimum, being labelled too
+// low. On 1,200 development runs (12 curve sets, seeds 1000-1099) the mean cost of stopping fell
+// from +0.106 to -0.004 decades of best final regret; with the stricter median rule above the
+// steps stayed within 69 % (docs/benchmarks.md, "Session 12").
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -38,13 +47,14 @@ namespace {
 constexpr size_t kMinCompletedTrials = kMedianRuleMinReferenceTrials;
 constexpr size_t kMinMeasurements = kMedianRuleMinReports;
 
-double Median(std::vector<double> v) {
-  const size_t n = v.size();
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n / 2), v.end());
-  double upper = v[n / 2];
-  if (n % 2 == 1) return upper;
-  double lower = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n / 2));
-  return lower + (upper - lower) / 2;
+// The value that `percent` percent of `v` (minimisation values) match or beat: linear
+// interpolation between order statistics, the median at 50.
+double PercentileFromBest(std::vector<double> v, double percent) {
+  std::sort(v.begin(), v.end());
+  const double pos = percent / 100 * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
 }
 
 }  // namespace
@@ -74,13 +84,16 @@ bool MedianRuleSaysStop(const Trial& trial, const std::vector<Trial>& trials, Go
     for (const Measurement& m : t.measurements) {
       if (m.step <= step && (at == nullptr || m.step >= at->step)) at = &m;
     }
-    if (at != nullptr) values.push_back(at->value);
+    if (at != nullptr) values.push_back(maximize ? -at->value : at->value);
   }
   if (completed < kMinCompletedTrials || values.empty()) return false;
   const int references = static_cast<int>(values.size());
-  const double median = Median(std::move(values));
-  const bool stop = maximize ? best < median : best > median;
-  if (stop && verdict != nullptr) *verdict = {step, best, median, references, StopRule::kMedian};
+  const double bar = PercentileFromBest(std::move(values), kMedianRulePercentile);
+  const double reference = maximize ? -bar : bar;
+  const bool stop = maximize ? best < reference : best > reference;
+  if (stop && verdict != nullptr) {
+    *verdict = {step, best, reference, references, StopRule::kMedian};
+  }
   return stop;
 }
 
@@ -231,6 +244,40 @@ bool StoppingRulesSayStop(const Trial& trial, const std::vector<Trial>& trials, 
                           StopVerdict* verdict) {
   return MedianRuleSaysStop(trial, trials, goal, verdict) ||
          PredictedFinalSaysStop(trial, trials, goal, verdict);
+}
+
+bool NearTheBestTrial(const Trial& trial, const std::vector<Trial>& trials, const Space& space,
+                      Goal goal) {
+  const bool maximize = goal == Goal::kMaximize;
+  const Trial* best = nullptr;
+  for (const Trial& t : trials) {
+    if (t.id == trial.id || !IsStoppingReference(t) || !t.value.has_value()) continue;
+    if (best == nullptr || (maximize ? *t.value > *best->value : *t.value < *best->value))
+      best = &t;
+  }
+  if (best == nullptr) return false;
+  const Point centre = space.Encode(best->params);
+  const size_t dims = centre.cont.size() + centre.cat.size();
+  if (dims == 0) return false;
+  // Root mean square over the coordinates: unit coordinates, a differing category counts 1.
+  auto distance = [&](const Trial& t) {
+    const Point p = space.Encode(t.params);
+    double sum = 0;
+    for (size_t i = 0; i < p.cont.size(); ++i) {
+      sum += (p.cont[i] - centre.cont[i]) * (p.cont[i] - centre.cont[i]);
+    }
+    for (size_t j = 0; j < p.cat.size(); ++j) sum += p.cat[j] != centre.cat[j] ? 1.0 : 0.0;
+    return std::sqrt(sum / static_cast<double>(dims));
+  };
+  std::vector<double> others;  // the other finished trials' distances to the best one
+  for (const Trial& t : trials) {
+    if (&t == best || t.id == trial.id || t.state != TrialState::kCompleted) continue;
+    others.push_back(distance(t));
+  }
+  if (others.empty()) return false;
+  const auto mid = others.begin() + static_cast<std::ptrdiff_t>(others.size() / 2);
+  std::nth_element(others.begin(), mid, others.end());
+  return distance(trial) < kNearBestShare * *mid;
 }
 
 uint64_t MixSeed(uint64_t seed, uint64_t salt) {

@@ -149,7 +149,11 @@ bool Study::Report(int64_t id, int64_t step, double value, StopVerdict* verdict)
   if (t == nullptr || t->state != TrialState::kPending || !std::isfinite(value)) return false;
   t->measurements.push_back({step, value});
   if (!impl_->config.early_stopping) return false;
-  return StoppingRulesSayStop(*t, impl_->trials, impl_->config.goal, verdict);
+  StopVerdict why;
+  if (!StoppingRulesSayStop(*t, impl_->trials, impl_->config.goal, &why)) return false;
+  if (NearTheBestTrial(*t, impl_->trials, impl_->space, impl_->config.goal)) return false;
+  if (verdict != nullptr) *verdict = why;
+  return true;
 }
 
 int Study::StoppingReferenceCount() const {

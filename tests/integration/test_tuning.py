@@ -543,7 +543,8 @@ def test_early_stopping_stops_hopeless_trials(tdaemon, tmp_path):
         "params": [{"parameterName": "q", "type": "INTEGER", "minValue": 1, "maxValue": 10}]},
         args=["--record", str(tmp_path), "--mode", "curve", "--steps", str(steps),
               "--sleep", "0.2", "--slow-above", "3", "--slow-sleep", "1"])
-    # The trials the rule may stop (q > 3) report every second from their 5th report on: the
+    # The trials the rule may stop (q > 3) report every second from their 5th report on (the rule
+    # may act from the 2nd; the trials far from the best one, q = 1, are not shielded): the
     # daemon reads metric files every second, and 10 s rather than 2 s between the first report
     # it may act on and the trial's own end keep a late read on a loaded machine from finding
     # them all finished (no trial stopped) or one in its last step (stopped with every step
@@ -559,9 +560,9 @@ def test_early_stopping_stops_hopeless_trials(tdaemon, tmp_path):
     for t in stopped:
         assert t["state"] != "FAILED", t  # stopping is not a failure
         last = recs["%s-master-0" % t["trialId"]]["last_step"]
-        assert 5 <= last < steps, (t, last)  # no decision before the 5th report; it ran fewer
+        assert 2 <= last < steps, (t, last)  # no decision before the 2nd report; it ran fewer
         step = int(t["finalMetric"]["trainingStep"])
-        assert 5 <= step <= last, (t, last)
+        assert 2 <= step <= last, (t, last)
         q = float(t["hyperparameters"]["q"])
         assert close(metric(t), (1.0 / q) * (1 - 0.5 ** step)), t
         # At least 5 trials had finished before one was stopped.
@@ -572,7 +573,7 @@ def test_early_stopping_stops_hopeless_trials(tdaemon, tmp_path):
             assert t["state"] == "SUCCEEDED", t
             assert recs["%s-master-0" % t["trialId"]]["last_step"] == steps, t
             assert t["finalMetric"]["trainingStep"] == str(steps), t
-    # Only hopeless trials are stopped: the three best can never be below the median.
+    # Only hopeless trials are stopped: the three best start before five trials have finished.
     assert all(int(t["hyperparameters"]["q"]) > 3 for t in stopped), stopped
 
 

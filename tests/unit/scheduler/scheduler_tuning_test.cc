@@ -272,7 +272,7 @@ TEST_F(TuningTest, EarlyStoppingStopsAHopelessTrialGracefully) {
     Report(*LaunchedTrial(trial), {{1, 0.5}, {2, 0.6}, {3, 0.7}, {4, 0.8}, {5, 0.9}, {6, 0.95}});
     sched_->OnReplicaExit(TrialMaster("e", trial), CleanExit());
   }
-  // ...then one far below them: stopped after its fifth report.
+  // ...then one far below them: stopped after its second report.
   ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 6; }));
   Report(*LaunchedTrial(6), {{1, 0.1}, {2, 0.1}, {3, 0.1}, {4, 0.1}, {5, 0.1}});
   ASSERT_TRUE(WaitFor([&] {
@@ -288,17 +288,17 @@ TEST_F(TuningTest, EarlyStoppingStopsAHopelessTrialGracefully) {
   EXPECT_EQ(out["trials"][5]["state"], "SUCCEEDED");
   EXPECT_EQ(out["trials"][5]["isTrialStoppedEarly"], true);
   EXPECT_FALSE(out["trials"][0].contains("isTrialStoppedEarly"));
-  // Why (Trainyard extensions): at its 5th report, its best 0.1 against the median of the five
-  // completed trials at step 5, 0.9.
+  // Why (Trainyard extensions): at its 2nd report, its best 0.1 against the five completed trials'
+  // 45th percentile from the best at step 2, 0.6 (they all stood there).
   const json& why = out["trials"][5]["earlyStopping"];
   EXPECT_EQ(why["rule"], "MEDIAN");
-  EXPECT_EQ(why["trainingStep"], "5");
+  EXPECT_EQ(why["trainingStep"], "2");
   EXPECT_DOUBLE_EQ(why["bestObjectiveValue"].get<double>(), 0.1);
-  EXPECT_DOUBLE_EQ(why["medianObjectiveValue"].get<double>(), 0.9);
+  EXPECT_DOUBLE_EQ(why["medianObjectiveValue"].get<double>(), 0.6);
   EXPECT_EQ(why["referenceTrialCount"], "5");
   EXPECT_EQ(out["trials"][5]["message"],
-            "Stopped early at step 5: its best accuracy so far, 0.1, was worse than the median "
-            "of 5 completed trials at that step, 0.9.");
+            "Stopped early at step 2: its best accuracy so far, 0.1, was worse than the 45th "
+            "percentile (counted from the best) of 5 completed trials at that step, 0.6.");
   EXPECT_FALSE(out["trials"][0].contains("earlyStopping"));
   EXPECT_FALSE(out["trials"][0].contains("message"));
   EXPECT_EQ(out["earlyStopping"]["active"], true);
@@ -315,8 +315,8 @@ TEST_F(TuningTest, EarlyStoppingStopsATrialThatCannotBecomeTheBest) {
   hp["enableTrialEarlyStopping"] = true;
   hp["params"][0]["maxValue"] = 100;
   ASSERT_TRUE(sched_->Submit(MakeTuningJob("p", hp)).ok());
-  // Five references climbing 0.01 a step from 0.1 k: at step 5 (the mean of steps 3-5) they stand
-  // at 0.1 k + 0.04 and they end at 0.1 k + 0.06, a perfectly predictable order.
+  // Five references climbing 0.01 a step from 0.1 k: at step 2 (the mean of steps 1-2) they stand
+  // at 0.1 k + 0.015 and they end at 0.1 k + 0.06, a perfectly predictable order.
   for (int trial = 1; trial <= 5; ++trial) {
     ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == static_cast<size_t>(trial); }));
     std::vector<std::pair<int, double>> curve;
@@ -324,7 +324,8 @@ TEST_F(TuningTest, EarlyStoppingStopsATrialThatCannotBecomeTheBest) {
     Report(*LaunchedTrial(trial), curve);
     sched_->OnReplicaExit(TrialMaster("p", trial), CleanExit());
   }
-  // Above the median at step 5 (0.45 against 0.35), but bound to end near 0.46 < 0.56.
+  // At step 2 (the mean of its two reports 0.415) above the median rule's reference (0.34), but
+  // bound to end near 0.46 < 0.56.
   ASSERT_TRUE(WaitFor([&] { return exec_.Launched().size() == 6; }));
   Report(*LaunchedTrial(6), {{1, 0.41}, {2, 0.42}, {3, 0.43}, {4, 0.44}, {5, 0.45}});
   ASSERT_TRUE(WaitFor([&] {
@@ -340,13 +341,13 @@ TEST_F(TuningTest, EarlyStoppingStopsATrialThatCannotBecomeTheBest) {
   EXPECT_EQ(out["trials"][5]["isTrialStoppedEarly"], true);
   const json& why = out["trials"][5]["earlyStopping"];
   EXPECT_EQ(why["rule"], "PREDICTED_FINAL");
-  EXPECT_EQ(why["trainingStep"], "5");
+  EXPECT_EQ(why["trainingStep"], "2");
   EXPECT_NEAR(why["predictedObjectiveValue"].get<double>(), 0.46, 1e-9);
   EXPECT_NEAR(why["bestFinalObjectiveValue"].get<double>(), 0.56, 1e-9);
   EXPECT_EQ(why["referenceTrialCount"], "5");
   EXPECT_FALSE(why.contains("medianObjectiveValue"));
   EXPECT_EQ(out["trials"][5]["message"],
-            "Stopped early at step 5: even an optimistic prediction of its final accuracy, 0.46, "
+            "Stopped early at step 2: even an optimistic prediction of its final accuracy, 0.46, "
             "was worse than the best of 5 completed trials, 0.56.");
   sched_->OnReplicaExit(TrialMaster("p", 7), CleanExit());
   ASSERT_TRUE(WaitFor([&] { return StateOf("p") == JobState::kSucceeded; }));
@@ -541,7 +542,7 @@ TEST_F(TuningTest, AnEarlyStopSurvivesADaemonRestart) {
   json out = Output("es");
   EXPECT_EQ(out["trials"][5]["state"], "SUCCEEDED");
   EXPECT_EQ(out["trials"][5]["isTrialStoppedEarly"], true);
-  EXPECT_EQ(out["trials"][5]["earlyStopping"]["trainingStep"], "5");
+  EXPECT_EQ(out["trials"][5]["earlyStopping"]["trainingStep"], "2");
   sched_->OnReplicaExit(TrialMaster("es", 7), CleanExit());
   ASSERT_TRUE(WaitFor([&] { return StateOf("es") == JobState::kSucceeded; }));
 
@@ -550,8 +551,8 @@ TEST_F(TuningTest, AnEarlyStopSurvivesADaemonRestart) {
   sched_ = std::make_unique<Scheduler>(options_, *store_, exec_, *buckets_);
   ASSERT_TRUE(sched_->Start().ok());
   out = Output("es");
-  EXPECT_EQ(out["trials"][5]["earlyStopping"]["medianObjectiveValue"], 0.9);
-  EXPECT_EQ(out["trials"][5]["message"].get<std::string>().rfind("Stopped early at step 5", 0), 0u);
+  EXPECT_EQ(out["trials"][5]["earlyStopping"]["medianObjectiveValue"], 0.6);
+  EXPECT_EQ(out["trials"][5]["message"].get<std::string>().rfind("Stopped early at step 2", 0), 0u);
 }
 
 }  // namespace

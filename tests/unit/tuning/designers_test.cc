@@ -364,24 +364,25 @@ TEST(MedianRuleTest, TrialsStoppedEarlyAreNotReferences) {
   EXPECT_TRUE(MedianRuleSaysStop(Running(100, {0, 0, 0, 0, 0}), trials, Goal::kMaximize));
 }
 
-TEST(MedianRuleTest, NoDecisionBeforeTheFifthMeasurement) {
+TEST(MedianRuleTest, NoDecisionBeforeTheSecondMeasurement) {
   std::vector<Trial> trials = FlatReferences(6, 1.0);
   EXPECT_FALSE(MedianRuleSaysStop(Running(100, {}), trials, Goal::kMaximize));
-  EXPECT_FALSE(MedianRuleSaysStop(Running(100, {0, 0, 0, 0}), trials, Goal::kMaximize));
-  EXPECT_TRUE(MedianRuleSaysStop(Running(100, {0, 0, 0, 0, 0}), trials, Goal::kMaximize));
+  EXPECT_FALSE(MedianRuleSaysStop(Running(100, {0}), trials, Goal::kMaximize));
+  EXPECT_TRUE(MedianRuleSaysStop(Running(100, {0, 0}), trials, Goal::kMaximize));
 }
 
-TEST(MedianRuleTest, StopsOnlyWhenStrictlyWorseThanTheMedian) {
-  // Six references: values 1..6, median 3.5.
+TEST(MedianRuleTest, StopsOnlyWhenStrictlyWorseThanThe45thPercentileFromTheBest) {
+  // Six references: values 1..6 (maximised), median 3.5; 45 % of the way from the best (6) to
+  // the worst (1) in order statistics lies 3.75.
   std::vector<Trial> trials;
   for (int i = 1; i <= 6; ++i) {
     trials.push_back(Completed(i, std::vector<double>(10, static_cast<double>(i))));
   }
-  EXPECT_TRUE(MedianRuleSaysStop(Running(100, {3.4, 3.4, 3.4, 3.4, 3.4}), trials, Goal::kMaximize));
-  EXPECT_FALSE(
-      MedianRuleSaysStop(Running(100, {3.5, 3.5, 3.5, 3.5, 3.5}), trials, Goal::kMaximize));
-  EXPECT_FALSE(
-      MedianRuleSaysStop(Running(100, {3.6, 3.6, 3.6, 3.6, 3.6}), trials, Goal::kMaximize));
+  StopVerdict why;
+  EXPECT_TRUE(MedianRuleSaysStop(Running(100, {3.5, 3.5}), trials, Goal::kMaximize, &why));
+  EXPECT_NEAR(why.reference, 3.75, 1e-12);
+  EXPECT_TRUE(MedianRuleSaysStop(Running(100, {3.7, 3.7}), trials, Goal::kMaximize));
+  EXPECT_FALSE(MedianRuleSaysStop(Running(100, {3.8, 3.8}), trials, Goal::kMaximize));
   // The best value so far counts, not the latest.
   EXPECT_FALSE(MedianRuleSaysStop(Running(100, {0, 4, 0, 0, 0}), trials, Goal::kMaximize));
 }
@@ -391,13 +392,14 @@ TEST(MedianRuleTest, MinimizeFlipsTheComparison) {
   for (int i = 1; i <= 5; ++i) {
     trials.push_back(Completed(i, std::vector<double>(10, static_cast<double>(i))));
   }
-  // Median 3.
-  EXPECT_TRUE(MedianRuleSaysStop(Running(100, {3.1, 3.1, 3.1, 3.1, 3.1}), trials, Goal::kMinimize));
-  EXPECT_FALSE(MedianRuleSaysStop(Running(100, {3, 3, 3, 3, 3}), trials, Goal::kMinimize));
-  EXPECT_FALSE(MedianRuleSaysStop(Running(100, {9, 9, 2.9, 9, 9}), trials, Goal::kMinimize));
+  // Values 1..5: the rule's reference is 2.8 minimising, 3.2 maximising (median 3).
+  EXPECT_TRUE(MedianRuleSaysStop(Running(100, {2.9, 2.9, 2.9, 2.9, 2.9}), trials, Goal::kMinimize));
   EXPECT_FALSE(
-      MedianRuleSaysStop(Running(100, {3.1, 3.1, 3.1, 3.1, 3.1}), trials, Goal::kMaximize));
-  EXPECT_TRUE(MedianRuleSaysStop(Running(100, {2.9, 2.9, 2.9, 2.9, 2.9}), trials, Goal::kMaximize));
+      MedianRuleSaysStop(Running(100, {2.7, 2.7, 2.7, 2.7, 2.7}), trials, Goal::kMinimize));
+  EXPECT_FALSE(MedianRuleSaysStop(Running(100, {9, 9, 2.7, 9, 9}), trials, Goal::kMinimize));
+  EXPECT_FALSE(
+      MedianRuleSaysStop(Running(100, {3.3, 3.3, 3.3, 3.3, 3.3}), trials, Goal::kMaximize));
+  EXPECT_TRUE(MedianRuleSaysStop(Running(100, {3.1, 3.1, 3.1, 3.1, 3.1}), trials, Goal::kMaximize));
 }
 
 TEST(MedianRuleTest, ComparesWithTheReferencesValuesAtTheStep) {
@@ -494,8 +496,7 @@ TEST(PredictedFinalRuleTest, UncertainPredictionsDoNotStop) {
 
 TEST(PredictedFinalRuleTest, NeedsReferencesReportsAndSpread) {
   std::vector<Trial> trials = ClimbingReferences();
-  EXPECT_FALSE(PredictedFinalSaysStop(Running(100, {-9, -9, -9, -9}), trials,
-                                      Goal::kMaximize));  // 4 reports
+  EXPECT_FALSE(PredictedFinalSaysStop(Running(100, {-9}), trials, Goal::kMaximize));  // 1 report
   trials.resize(4);
   EXPECT_FALSE(PredictedFinalSaysStop(Running(100, {-9, -9, -9, -9, -9}), trials, Goal::kMaximize));
   // References that all stood at the same value say nothing about the order at the end.
@@ -579,6 +580,74 @@ TEST(RankCorrelationTest, IsSpearmansWithMeanRanksForTies) {
   EXPECT_DOUBLE_EQ(RankCorrelation({1, 2, 3}, {5, 5, 5}), 0.0);  // constant: no information
   EXPECT_DOUBLE_EQ(RankCorrelation({1}, {2}), 0.0);
   EXPECT_NEAR(RankCorrelation({1, 2, 2, 3}, {1, 2, 3, 4}), 0.9486832980505138, 1e-12);
+}
+
+// ---- Trials near the best one -------------------------------------------------------------------
+
+// A finished trial at (x, y, category c) that reported `value` at steps 1..5.
+Trial At(int64_t id, double x, double y, int c, double value) {
+  Trial t = Completed(id, std::vector<double>(5, value));
+  t.params = {{x, -1}, {y, -1}, {0, c}};
+  return t;
+}
+
+TEST(NearTheBestTrialTest, ProtectsTrialsWithinHalfTheMedianDistanceToTheBest) {
+  const StudyConfig c = Config({Double("x", 0, 1), Double("y", 0, 1), Categorical("c", {"a", "b"})},
+                               Algorithm::kRandomSearch);
+  const Space space(c);
+  // The best (maximise) at the centre; four others 0.4 away along one axis each: a distance of
+  // sqrt(0.16 / 3) = 0.23 (root mean square over three coordinates), so the radius is 0.115.
+  std::vector<Trial> trials = {At(1, 0.9, 0.5, 0, 1), At(2, 0.5, 0.5, 0, 10), At(3, 0.1, 0.5, 0, 2),
+                               At(4, 0.5, 0.9, 0, 3), At(5, 0.5, 0.1, 0, 4)};
+  auto near = [&](double x, double y, int cat, Goal goal = Goal::kMaximize) {
+    Trial t = Running(100, {0, 0, 0, 0, 0});
+    t.params = {{x, -1}, {y, -1}, {0, cat}};
+    return NearTheBestTrial(t, trials, space, goal);
+  };
+  EXPECT_TRUE(near(0.5, 0.5, 0));
+  EXPECT_TRUE(near(0.6, 0.6, 0));    // 0.082
+  EXPECT_FALSE(near(0.75, 0.5, 0));  // 0.144
+  EXPECT_FALSE(near(0.5, 0.5, 1));   // another category: 0.577
+  EXPECT_FALSE(near(0.9, 0.5, 0));
+  // Minimising, the best is trial 1 at (0.9, 0.5).
+  EXPECT_TRUE(near(0.95, 0.5, 0, Goal::kMinimize));
+  EXPECT_FALSE(near(0.5, 0.5, 0, Goal::kMinimize));
+  // A trial stopped early is not a reference, so never the best, but it counts among the others.
+  trials[1].stopped_early = true;  // the centre; the best is now trial 5 at (0.5, 0.1)
+  EXPECT_FALSE(near(0.5, 0.5, 0));
+  EXPECT_TRUE(near(0.5, 0.12, 0));
+  // No finished reference: nothing is protected.
+  EXPECT_FALSE(NearTheBestTrial(Running(100, {0}), {}, space, Goal::kMaximize));
+}
+
+TEST(NearTheBestTrialTest, StudyDoesNotStopATrialNearTheBest) {
+  StudyConfig c;
+  c.goal = Goal::kMaximize;
+  c.params = {Double("x", 0, 1)};
+  c.early_stopping = true;
+  auto study = Study::Create(c);
+  ASSERT_TRUE(study.ok());
+  // Five references at 0.1, 0.3, 0.5, 0.7, 0.9 that stood at 1, 2, 3, 4, 5 throughout; the best is
+  // at 0.9 and the others lie 0.2, 0.4, 0.6 and 0.8 from it (median 0.6: a radius of 0.3).
+  for (int i = 0; i < 5; ++i) {
+    const int64_t id = i + 1;
+    ASSERT_TRUE((*study)->AddTrial(id, {{0.1 + 0.2 * i, -1}}).ok());
+    for (int step = 1; step <= 10; ++step) (*study)->Report(id, step, 1.0 + i);
+    ASSERT_TRUE((*study)->Complete(id, 1.0 + i).ok());
+  }
+  // Two trials far below the rule's reference (3.2) at every report: the one near the best runs on.
+  ASSERT_TRUE((*study)->AddTrial(6, {{0.85, -1}}).ok());
+  ASSERT_TRUE((*study)->AddTrial(7, {{0.2, -1}}).ok());
+  bool near_stopped = false, far_stopped = false;
+  StopVerdict why;
+  for (int step = 1; step <= 10; ++step) {
+    near_stopped = near_stopped || (*study)->Report(6, step, 0.0);
+    far_stopped = far_stopped || (*study)->Report(7, step, 0.0, &why);
+  }
+  EXPECT_FALSE(near_stopped);
+  EXPECT_TRUE(far_stopped);
+  EXPECT_EQ(why.rule, StopRule::kMedian);
+  EXPECT_NEAR(why.reference, 3.2, 1e-12);
 }
 
 // ---- MixSeed -----------------------------------------------------------------------------------
