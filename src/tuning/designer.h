@@ -53,7 +53,7 @@ bool StoppingRulesSayStop(const Trial& trial, const std::vector<Trial>& trials, 
 // counting 1. A stopped trial's label is an estimate that regresses toward the middle; near the
 // best trial, where the designer refines the optimum, such estimates misled it (mean cost of
 // stopping about 0.1 decade of best final value on development learning curves, none with this).
-inline constexpr double kNearBestShare = 0.5;
+inline constexpr double kNearBestShare = 0.45;
 bool NearTheBestTrial(const Trial& trial, const std::vector<Trial>& trials, const Space& space,
                       Goal goal);
 

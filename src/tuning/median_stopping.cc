@@ -30,8 +30,9 @@
 // rules): the labels above still regress toward the middle, and the cost of stopping came from
 // stopped trials near the best one, where the designer refines the optimum, being labelled too
 // low. On 1,200 development runs (12 curve sets, seeds 1000-1099) the mean cost of stopping fell
-// from +0.106 to -0.004 decades of best final regret; with the stricter median rule above the
-// steps stayed within 69 % (docs/benchmarks.md, "Session 12").
+// from +0.106 to +0.016 decades of best final regret; with the stricter median rule above the
+// steps stayed within 68 % (69 % on the tuning part's own curves; docs/benchmarks.md, "Session
+// 12").
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

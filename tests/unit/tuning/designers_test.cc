@@ -596,7 +596,8 @@ TEST(NearTheBestTrialTest, ProtectsTrialsWithinHalfTheMedianDistanceToTheBest) {
                                Algorithm::kRandomSearch);
   const Space space(c);
   // The best (maximise) at the centre; four others 0.4 away along one axis each: a distance of
-  // sqrt(0.16 / 3) = 0.23 (root mean square over three coordinates), so the radius is 0.115.
+  // sqrt(0.16 / 3) = 0.231 (root mean square over three coordinates), so the radius is
+  // kNearBestShare (0.45) times that, 0.104.
   std::vector<Trial> trials = {At(1, 0.9, 0.5, 0, 1), At(2, 0.5, 0.5, 0, 10), At(3, 0.1, 0.5, 0, 2),
                                At(4, 0.5, 0.9, 0, 3), At(5, 0.5, 0.1, 0, 4)};
   auto near = [&](double x, double y, int cat, Goal goal = Goal::kMaximize) {
@@ -605,9 +606,10 @@ TEST(NearTheBestTrialTest, ProtectsTrialsWithinHalfTheMedianDistanceToTheBest) {
     return NearTheBestTrial(t, trials, space, goal);
   };
   EXPECT_TRUE(near(0.5, 0.5, 0));
-  EXPECT_TRUE(near(0.6, 0.6, 0));    // 0.082
-  EXPECT_FALSE(near(0.75, 0.5, 0));  // 0.144
-  EXPECT_FALSE(near(0.5, 0.5, 1));   // another category: 0.577
+  EXPECT_TRUE(near(0.6, 0.6, 0));   // 0.082
+  EXPECT_TRUE(near(0.67, 0.5, 0));  // 0.098
+  EXPECT_FALSE(near(0.7, 0.5, 0));  // 0.115
+  EXPECT_FALSE(near(0.5, 0.5, 1));  // another category: 0.577
   EXPECT_FALSE(near(0.9, 0.5, 0));
   // Minimising, the best is trial 1 at (0.9, 0.5).
   EXPECT_TRUE(near(0.95, 0.5, 0, Goal::kMinimize));
@@ -628,7 +630,7 @@ TEST(NearTheBestTrialTest, StudyDoesNotStopATrialNearTheBest) {
   auto study = Study::Create(c);
   ASSERT_TRUE(study.ok());
   // Five references at 0.1, 0.3, 0.5, 0.7, 0.9 that stood at 1, 2, 3, 4, 5 throughout; the best is
-  // at 0.9 and the others lie 0.2, 0.4, 0.6 and 0.8 from it (median 0.6: a radius of 0.3).
+  // at 0.9 and the others lie 0.2, 0.4, 0.6 and 0.8 from it (median 0.6: a radius of 0.27).
   for (int i = 0; i < 5; ++i) {
     const int64_t id = i + 1;
     ASSERT_TRUE((*study)->AddTrial(id, {{0.1 + 0.2 * i, -1}}).ok());
