@@ -34,19 +34,25 @@ tf = json.loads(os.environ["TF_CONFIG"])
 name = "%s-%d" % (tf["task"]["type"], tf["task"]["index"])
 seen = {k: os.environ.get(k) for k in ("TF_CONFIG", "CUDA_VISIBLE_DEVICES", "MASTER_ADDR",
         "MASTER_PORT", "WORLD_SIZE", "RANK", "CLOUD_ML_JOB_ID", "SLURM_JOB_ID")}
-if "--out" in args:
-    with open(os.path.join(args["--out"], name + ".json"), "w") as f:
-        json.dump(seen, f)
 def on_term(signum, frame):
     print("TERM received by", name, flush=True)
     time.sleep(float(args.get("--term_seconds", "0")))
     print("cleaned up", name, flush=True)
     sys.exit(0)
 signal.signal(signal.SIGTERM, on_term)
+# Written once the TERM handler is in place: a replica that fails on purpose waits for the
+# master's record, so the stop it causes never finds a master without its handler.
+if "--out" in args:
+    with open(os.path.join(args["--out"], name + ".json"), "w") as f:
+        json.dump(seen, f)
 for i in range(int(args.get("--lines", "3"))):
     print("line %d of %s" % (i, name), flush=True)
     time.sleep(float(args.get("--line_sleep", "0.05")))
 if args.get("--fail") == name:
+    for _ in range(1200):
+        if os.path.exists(os.path.join(args.get("--out", "."), "master-0.json")):
+            break
+        time.sleep(0.05)
     print("failing on purpose", file=sys.stderr, flush=True)
     sys.exit(3)
 time.sleep(float(args.get("--sleep", "0")))
@@ -170,8 +176,12 @@ def test_failing_worker_fails_the_job_and_stops_the_others(env):
     assert job["state"] == "FAILED", job
     assert job["errorMessage"].startswith(
         "The replica worker 1 exited with a non-zero status of 3."), job
-    wait_for(lambda: "cleaned up master-0" in messages(d, "failw", "master-replica-0"),
-             timeout=60, what="the master's TERM handler")
+    try:
+        wait_for(lambda: "cleaned up master-0" in messages(d, "failw", "master-replica-0"),
+                 timeout=60, what="the master's TERM handler")
+    except AssertionError as e:
+        raise AssertionError("%s; the master's lines: %r"
+                             % (e, messages(d, "failw", "master-replica-0"))) from None
     wait_for(lambda: not ours(env["cluster"]), timeout=60, what="no Slurm job left")
 
 
