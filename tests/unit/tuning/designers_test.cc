@@ -591,7 +591,7 @@ Trial At(int64_t id, double x, double y, int c, double value) {
   return t;
 }
 
-TEST(NearTheBestTrialTest, ProtectsTrialsWithinHalfTheMedianDistanceToTheBest) {
+TEST(NearTheBestTrialTest, ProtectsTrialsWithinAShareOfTheMedianDistanceToTheBest) {
   const StudyConfig c = Config({Double("x", 0, 1), Double("y", 0, 1), Categorical("c", {"a", "b"})},
                                Algorithm::kRandomSearch);
   const Space space(c);
