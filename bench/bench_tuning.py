@@ -88,6 +88,21 @@ after one; 80 seeds 500..579, --fifth-first-seed and --fifth-seeds; run with
                learning rate; hetero: too high a learning rate reports noisier values) and one
                older one on hpo_gnn6 and older surfaces (G8v, as G8w)
 
+Sixth held out (session 13: defined and committed before any engine change it is to judge, run once
+after one; 80 seeds 600..679, --sixth-first-seed and --sixth-seeds; run with
+--parts batch_sixth,es_sixth):
+
+  batch_sixth  12 rounds of 4 on three new continuous functions (alpine4_shift: non-smooth, many
+               valleys; salomon3_shift: ring-shaped ripples; trid4: a tilted bowl), a new mixed
+               surface (hpo_asr7: an uneven DISCRETE warm-up and a four-valued optimizer that move
+               the best learning rate, an augmentation whose worth depends on the depth) and four
+               older functions on the new seeds (rastrigin3_shift, griewank4_shift, hpo_gnn6,
+               hpo_vit8): engine against TPE with constant_liar (G7s, as G7w)
+  es_sixth     40 trials on 10 sets of learning curves: three new families (spikes: transient
+               heavy-tailed loss spikes; cyclic: a triangular cyclical learning rate;
+               doubledescent: the best-tuned trials hump in mid-run) and one older one on hpo_asr7
+               and older surfaces (G8s, as G8w)
+
 --baseline-engine-cmd runs every engine study a second time with another build (main's, say) in
 the same run, and adds a table of the two engines side by side (median final regret and
 P(engine < baseline); for early stopping, steps used and loss against each one's own run without
@@ -195,6 +210,17 @@ FIFTH_ES_TASKS = [("hpo_gnn6", "plateau", 40, 0.01), ("hpo_gnn6", "linear", 30, 
                   ("hpo_dqn6", "plateau", 50, 0.02), ("hpo_bert6", "linear", 40, 0.01),
                   ("hpo_gnn6", "overfit", 40, 0.01), ("hpo_vit8", "hetero", 40, 0.02)]
 FIFTH_FIRST_SEED, FIFTH_SEEDS = 500, 80
+# The sixth held-out set (batch_sixth, es_sixth; session 13): three new continuous functions, a new
+# mixed surface (hpo_asr7), three new curve families (spikes, cyclic, doubledescent) and 80 seeds
+# 600..679, defined and committed before any engine change it is to judge.
+SIXTH_BATCH_FUNCTIONS = list(tobj.SIXTH) + ["rastrigin3_shift", "griewank4_shift", "hpo_gnn6",
+                                            "hpo_vit8"]
+SIXTH_ES_TASKS = [("hpo_asr7", "spikes", 40, 0.01), ("hpo_asr7", "cyclic", 30, 0.02),
+                  ("hpo_asr7", "doubledescent", 40, 0.01), ("hpo_gnn6", "spikes", 30, 0.01),
+                  ("hpo_vit8", "cyclic", 40, 0.01), ("hpo_mixed6b", "doubledescent", 30, 0.02),
+                  ("hpo_lgbm9", "spikes", 40, 0.02), ("hpo_xgb7", "cyclic", 50, 0.01),
+                  ("hpo_asr7", "hetero", 40, 0.02), ("hpo_cnn5", "doubledescent", 40, 0.01)]
+SIXTH_FIRST_SEED, SIXTH_SEEDS = 600, 80
 # Held-out sets by part suffix: batch functions, es tasks, gate row ids, title.
 HELD = {
     "wide": (WIDE_BATCH_FUNCTIONS, WIDE_ES_TASKS, ("G7w", "G8w"), "held out"),
@@ -202,6 +228,7 @@ HELD = {
     "third": (THIRD_BATCH_FUNCTIONS, THIRD_ES_TASKS, ("G7t", "G8t"), "third held out"),
     "fourth": (FOURTH_BATCH_FUNCTIONS, FOURTH_ES_TASKS, ("G7q", "G8q"), "fourth held out"),
     "fifth": (FIFTH_BATCH_FUNCTIONS, FIFTH_ES_TASKS, ("G7v", "G8v"), "fifth held out"),
+    "sixth": (SIXTH_BATCH_FUNCTIONS, SIXTH_ES_TASKS, ("G7s", "G8s"), "sixth held out"),
 }
 
 
@@ -269,6 +296,8 @@ PART_ALGOS = {
     "es_fourth": ["engine_es", "engine"],
     "batch_fifth": ["engine", "tpe_cl"],
     "es_fifth": ["engine_es", "engine"],
+    "batch_sixth": ["engine", "tpe_cl"],
+    "es_sixth": ["engine_es", "engine"],
 }
 # --baseline-engine-cmd: every engine algorithm again with the baseline build.
 BASE = {"engine": "base", "engine_es": "base_es"}
@@ -936,10 +965,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--parts", default="core,batch,es,batch_wide,es_wide",
                     help="core,batch,es,batch_wide,es_wide,batch_final,es_final,batch_third,"
-                    "es_third,batch_fourth,es_fourth,batch_fifth,es_fifth (default: all but the "
-                    "final, third, fourth and fifth held-out sets, which are run on their own: "
-                    "--parts batch_final,es_final, batch_third,es_third, batch_fourth,es_fourth "
-                    "or batch_fifth,es_fifth)")
+                    "es_third,batch_fourth,es_fourth,batch_fifth,es_fifth,batch_sixth,es_sixth "
+                    "(default: all but the final, third, fourth, fifth and sixth held-out sets, "
+                    "which are run on their own: --parts batch_final,es_final, "
+                    "batch_third,es_third, batch_fourth,es_fourth, batch_fifth,es_fifth or "
+                    "batch_sixth,es_sixth)")
     ap.add_argument("--algos", default="engine,tpe,random",
                     help="families to run: engine, tpe, random, gpref (default engine,tpe,random)")
     ap.add_argument("--seeds", type=int, default=20, help="seeds 0..N-1 (default 20)")
@@ -966,6 +996,11 @@ def main():
                     FIFTH_FIRST_SEED)
     ap.add_argument("--fifth-seeds", type=int, default=FIFTH_SEEDS,
                     help="seeds of the fifth held-out set (default %d)" % FIFTH_SEEDS)
+    ap.add_argument("--sixth-first-seed", type=int, default=SIXTH_FIRST_SEED,
+                    help="the first seed of the sixth held-out set (default %d)" %
+                    SIXTH_FIRST_SEED)
+    ap.add_argument("--sixth-seeds", type=int, default=SIXTH_SEEDS,
+                    help="seeds of the sixth held-out set (default %d)" % SIXTH_SEEDS)
     ap.add_argument("--trials", type=int, default=50, help="core trials per study (default 50)")
     ap.add_argument("--functions", default="", help="comma-separated subset of the core functions")
     ap.add_argument("--quick", action="store_true",
@@ -1043,11 +1078,12 @@ def main():
     third_seeds = list(range(args.third_first_seed, args.third_first_seed + args.third_seeds))
     fourth_seeds = list(range(args.fourth_first_seed, args.fourth_first_seed + args.fourth_seeds))
     fifth_seeds = list(range(args.fifth_first_seed, args.fifth_first_seed + args.fifth_seeds))
+    sixth_seeds = list(range(args.sixth_first_seed, args.sixth_first_seed + args.sixth_seeds))
     if args.quick:
         wide_seeds, final_seeds, third_seeds = wide_seeds[:5], final_seeds[:5], third_seeds[:5]
-        fourth_seeds, fifth_seeds = fourth_seeds[:5], fifth_seeds[:5]
+        fourth_seeds, fifth_seeds, sixth_seeds = fourth_seeds[:5], fifth_seeds[:5], sixth_seeds[:5]
     held_seeds = {"wide": wide_seeds, "final": final_seeds, "third": third_seeds,
-                  "fourth": fourth_seeds, "fifth": fifth_seeds}
+                  "fourth": fourth_seeds, "fifth": fifth_seeds, "sixth": sixth_seeds}
     tasks = []
     for part in parts:
         pfns = {"core": fns, "batch": batch_fns, "es": ["hpo_mixed5"],
@@ -1060,7 +1096,9 @@ def main():
                 "batch_fourth": FOURTH_BATCH_FUNCTIONS,
                 "es_fourth": [es_task_name(t) for t in FOURTH_ES_TASKS],
                 "batch_fifth": FIFTH_BATCH_FUNCTIONS,
-                "es_fifth": [es_task_name(t) for t in FIFTH_ES_TASKS]}[part]
+                "es_fifth": [es_task_name(t) for t in FIFTH_ES_TASKS],
+                "batch_sixth": SIXTH_BATCH_FUNCTIONS,
+                "es_sixth": [es_task_name(t) for t in SIXTH_ES_TASKS]}[part]
         algos = PART_ALGOS[part] + [BASE[a] for a in PART_ALGOS[part] if a in BASE]
         for fn in pfns:
             for algo in algos:
@@ -1073,7 +1111,8 @@ def main():
               "batch_final": BATCH_ROUNDS * BATCH_SIZE, "es_final": ES_TRIALS,
               "batch_third": BATCH_ROUNDS * BATCH_SIZE, "es_third": ES_TRIALS,
               "batch_fourth": BATCH_ROUNDS * BATCH_SIZE, "es_fourth": ES_TRIALS,
-              "batch_fifth": BATCH_ROUNDS * BATCH_SIZE, "es_fifth": ES_TRIALS}
+              "batch_fifth": BATCH_ROUNDS * BATCH_SIZE, "es_fifth": ES_TRIALS,
+              "batch_sixth": BATCH_ROUNDS * BATCH_SIZE, "es_sixth": ES_TRIALS}
     tasks.sort(key=lambda t: -COST[t[2]] * n_sugg[t[0]])
     X = args.gate_algo or ("engine" if "engine" in families else
                            "gpref" if "gpref" in families else "")
@@ -1374,7 +1413,7 @@ def main():
     for a in sorted(lat, key=lambda a: list(LABEL).index(a)):
         for part in ("core", "batch", "es", "batch_wide", "es_wide", "batch_final",
                      "es_final", "batch_third", "es_third", "batch_fourth", "es_fourth",
-                     "batch_fifth", "es_fifth"):
+                     "batch_fifth", "es_fifth", "batch_sixth", "es_sixth"):
             if part in lat[a]:
                 s = lat[a][part]
                 rows.append([LABEL[a], part, s["calls"], "%.1f" % s["median_ms"],

@@ -67,6 +67,19 @@ after one; bench_tuning.py's batch_fifth and es_fifth parts, seeds 500-579):
                     (over-smoothing), a log INTEGER width that moves the best dropout, an uneven
                     linear DISCRETE weight decay with a zero (below)
 
+Sixth held-out set (session 13: defined and committed before any engine change it judges, run once
+after one; bench_tuning.py's batch_sixth and es_sixth parts, seeds 600-679):
+
+  alpine4_shift     Alpine No. 1 (sum |x sin x + 0.1 x|) on [-10, 10]^4, moved per seed: a
+                    non-smooth, many-valleyed surface whose minima are all 0
+  salomon3_shift    Salomon (1 - cos(2 pi |x|) + 0.1 |x|) on [-10, 10]^3, moved per seed:
+                    ring-shaped ripples around the optimum (multimodal, not aligned with the axes)
+  trid4             Trid on [-16, 16]^4                        f* = -16 (a smooth, tilted bowl)
+  hpo_asr7          a speech-recognition surface, seven parameters: a four-valued optimizer and an
+                    uneven DISCRETE warm-up (0 to 25,000 steps) that move the best learning rate,
+                    a three-valued augmentation whose best value depends on the depth, a log
+                    INTEGER batch size (below)
+
 Shifted functions: the optimum of Ackley (natively the centre of the box, which a designer that
 starts at the centre would hit with its first trial) and Levy (natively (1, ..., 1), near the
 centre) is moved to a point drawn per seed inside the central 80 % of the box. The draw depends
@@ -312,6 +325,28 @@ w = log10(weight_decay + 1e-7):
 
 f* = 0 is a lower bound (the weight-decay term is at least 0.001 at the listed values).
 
+hpo_asr7 (sixth held-out set; the best learning rate grows with the warm-up and the batch and
+falls with depth, strong augmentation pays only for deep models):
+
+  learning_rate    DOUBLE 1e-5..1e-2, UNIT_LOG_SCALE
+  warmup_steps     DISCRETE 0, 500, 1000, 4000, 10000, 25000, UNIT_LINEAR_SCALE
+  num_layers       INTEGER 2..16
+  label_smoothing  DOUBLE 0..0.3
+  specaugment      CATEGORICAL none, light, strong
+  optimizer        CATEGORICAL adam, adamw, novograd, sgd
+  batch_size       INTEGER 8..256, UNIT_LOG_SCALE
+
+With a = log10(learning_rate), w = log10(warmup_steps + 1), L = num_layers, b = log2(batch / 32):
+
+  a* = -3.3 + 0.2 (min(w, 4) - 3) - 0.04 (L - 8) + 0.25 b
+       + {adam: 0, adamw: 0.1, novograd: 0.5, sgd: 1.4}[optimizer]
+  f = 0.45 (1 - exp(-((a - a*) / 0.5)^2 / 2)) + 0.002 (L - 10)^2 + 0.4 (label_smoothing - 0.1)^2
+    + 0.01 b^2 + 0.03 max(0, 3 - w) + {none: 0.04, light: 0.01, strong: 0.004 max(0, 10 - L)}
+    + {adam: 0.005, adamw: 0, novograd: 0.01, sgd: 0.06}[optimizer]
+
+f* = 0 at adamw, a warm-up of 1,000 or 4,000 steps, 10 layers, label smoothing 0.1, strong
+augmentation, batch 32 and the learning rate a*.
+
 Learning curves (the early-stopping part): hpo_curve(params, rng) is a 30-step curve from f + 1
 towards f: value(t) = f + (e^(-r t) - e^(-r T)) / (1 - e^(-r T)) + N(0, 0.01^2), with the
 rate r = 0.3 * 10^(0.5 * min(0, a - a*)): a learning rate 100x below its best converges 10x slower
@@ -368,6 +403,17 @@ Families of the fifth held-out set (es_fifth; session 11), with the same rate r 
             (rate 2r): fast early, almost flat at the end
   hetero    the exp family's shape with noise scaled by 1 + 4 clip(g, 0, 1): too high a learning
             rate reports much noisier values (single reports mislead most where it matters)
+
+Families of the sixth held-out set (es_sixth; session 13), with the same rate r and g = a - a*:
+
+  spikes    the exp family's shape plus transient loss spikes: each report but the last is, with
+            probability 0.1, |N(0, 0.25^2)| higher (a bad batch): single reports are heavy-tailed
+  cyclic    a triangular cyclical learning rate (three cycles, lr(t) = 1 - |2 frac(3t/T) - 1|):
+            the exp family's shape plus 0.08 (1 + clip(g, 0, 1)) lr(t), 0 at T: the order of the
+            trials shifts with the phase of the cycle
+  doubledescent  the crossing family's shape (faster for higher learning rates) plus a hump in
+            mid-run, 0.25 clip(1 - |g|, 0, 1) exp(-((t - T/2) / (T/8))^2 / 2) (taken off again at
+            T so the curve ends at f): the best-tuned trials look worst halfway through
 """
 
 import math
@@ -982,6 +1028,66 @@ def gnn_lr_gap(p):
     return a - best
 
 
+# ------------------------------------------------------------------------------------------
+# The sixth held-out set
+
+
+def alpine(x):
+    return float(np.sum(np.abs(x * np.sin(x) + 0.1 * x)))
+
+
+def salomon(x):
+    r = float(np.sqrt(np.sum(x * x)))
+    return 1.0 - math.cos(2.0 * math.pi * r) + 0.1 * r
+
+
+def trid(x):
+    return float(np.sum((x - 1.0) ** 2) - np.sum(x[1:] * x[:-1]))
+
+
+ASR_SPEC = [
+    {"parameterName": "learning_rate", "type": "DOUBLE", "minValue": 1e-5, "maxValue": 1e-2,
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "warmup_steps", "type": "DISCRETE",
+     "discreteValues": [0, 500, 1000, 4000, 10000, 25000], "scaleType": "UNIT_LINEAR_SCALE"},
+    {"parameterName": "num_layers", "type": "INTEGER", "minValue": 2, "maxValue": 16,
+     "scaleType": "UNIT_LINEAR_SCALE"},
+    {"parameterName": "label_smoothing", "type": "DOUBLE", "minValue": 0.0, "maxValue": 0.3,
+     "scaleType": "UNIT_LINEAR_SCALE"},
+    {"parameterName": "specaugment", "type": "CATEGORICAL",
+     "categoricalValues": ["none", "light", "strong"]},
+    {"parameterName": "optimizer", "type": "CATEGORICAL",
+     "categoricalValues": ["adam", "adamw", "novograd", "sgd"]},
+    {"parameterName": "batch_size", "type": "INTEGER", "minValue": 8, "maxValue": 256,
+     "scaleType": "UNIT_LOG_SCALE"},
+]
+ASR_OPT_SHIFT = {"adam": 0.0, "adamw": 0.1, "novograd": 0.5, "sgd": 1.4}
+ASR_OPT_PENALTY = {"adam": 0.005, "adamw": 0.0, "novograd": 0.01, "sgd": 0.06}
+
+
+def _asr_parts(p):
+    a = math.log10(float(p["learning_rate"]))
+    w = math.log10(float(p["warmup_steps"]) + 1.0)
+    layers = float(p["num_layers"])
+    b = math.log2(float(p["batch_size"]) / 32.0)
+    best = (-3.3 + 0.2 * (min(w, 4.0) - 3.0) - 0.04 * (layers - 8.0) + 0.25 * b
+            + ASR_OPT_SHIFT[p["optimizer"]])
+    return a, w, layers, b, best
+
+
+def asr_surface(p):
+    a, w, layers, b, best = _asr_parts(p)
+    spec = {"none": 0.04, "light": 0.01,
+            "strong": 0.004 * max(0.0, 10.0 - layers)}[p["specaugment"]]
+    return (0.45 * (1.0 - math.exp(-0.5 * ((a - best) / 0.5) ** 2))
+            + 0.002 * (layers - 10.0) ** 2 + 0.4 * (float(p["label_smoothing"]) - 0.1) ** 2
+            + 0.01 * b * b + 0.03 * max(0.0, 3.0 - w) + spec + ASR_OPT_PENALTY[p["optimizer"]])
+
+
+def asr_lr_gap(p):
+    return _asr_parts(p)[0] - _asr_parts(p)[4]
+
+
 SURFACES = {"hpo_mixed5": (HPO_SPEC, hpo_surface, hpo_lr_gap),
             "hpo_mixed6b": (HPO6_SPEC, hpo6_surface, hpo6_lr_gap),
             "hpo_xgb7": (XGB_SPEC, xgb_surface, xgb_lr_gap),
@@ -992,9 +1098,11 @@ SURFACES = {"hpo_mixed5": (HPO_SPEC, hpo_surface, hpo_lr_gap),
             "hpo_rnn7": (RNN_SPEC, rnn_surface, rnn_lr_gap),
             "hpo_vit8": (VIT_SPEC, vit_surface, vit_lr_gap),
             "hpo_dqn6": (DQN_SPEC, dqn_surface, dqn_lr_gap),
-            "hpo_gnn6": (GNN_SPEC, gnn_surface, gnn_lr_gap)}
+            "hpo_gnn6": (GNN_SPEC, gnn_surface, gnn_lr_gap),
+            "hpo_asr7": (ASR_SPEC, asr_surface, asr_lr_gap)}
 CURVE_FAMILIES = ("exp", "pow", "crossing", "sigmoid", "step", "twoexp", "overfit", "cosine",
-                  "warmup", "restarts", "plateau", "linear", "hetero")
+                  "warmup", "restarts", "plateau", "linear", "hetero", "spikes", "cyclic",
+                  "doubledescent")
 
 
 def _exp_shape(r, steps):
@@ -1089,6 +1197,24 @@ def curve(surface, family, p, rng, steps=HPO_STEPS, noise=HPO_NOISE):
     elif family == "hetero":
         shape = _exp_shape(0.3 * 10.0 ** (0.5 * min(0.0, g)), steps)
         noise = noise * (1.0 + 4.0 * min(max(g, 0.0), 1.0))
+    elif family == "spikes":
+        e = _exp_shape(0.3 * 10.0 ** (0.5 * min(0.0, g)), steps)
+        hit = rng.random(steps) < 0.1
+        size = np.abs(rng.normal(0.0, 0.25, steps))
+        shape = [e[t - 1] + (size[t - 1] if hit[t - 1] and t < steps else 0.0)
+                 for t in range(1, steps + 1)]
+    elif family == "cyclic":
+        e = _exp_shape(0.3 * 10.0 ** (0.5 * min(0.0, g)), steps)
+        amp = 0.08 * (1.0 + min(max(g, 0.0), 1.0))
+        shape = [e[t - 1] + amp * (1.0 - abs(2.0 * ((3.0 * t / T) % 1.0) - 1.0))
+                 for t in range(1, steps + 1)]
+    elif family == "doubledescent":
+        e = _exp_shape(min(max(0.15 * 10.0 ** (0.5 * g), 0.01), 1.5), steps)
+        h = 0.25 * min(max(1.0 - abs(g), 0.0), 1.0)
+
+        def hump(t):
+            return h * math.exp(-0.5 * ((t - T / 2.0) / (T / 8.0)) ** 2)
+        shape = [e[t - 1] + hump(t) - hump(T) * t / T for t in range(1, steps + 1)]
     else:
         raise ValueError("unknown curve family %r" % family)
     return [f + v + rng.normal(0.0, noise) for v in shape]
@@ -1192,11 +1318,20 @@ def _make():
                   shift=(np.zeros(4), -20.0, 20.0)),
         Objective("hpo_gnn6", GNN_SPEC, None, 0.0),
     ]
+    sixth = [
+        Objective("alpine4_shift", _box(_xs(4), [-10.0] * 4, [10.0] * 4), alpine, 0.0,
+                  shift=(np.zeros(4), -10.0, 10.0)),
+        Objective("salomon3_shift", _box(_xs(3), [-10.0] * 3, [10.0] * 3), salomon, 0.0,
+                  shift=(np.zeros(3), -10.0, 10.0)),
+        Objective("trid4", _box(_xs(4), [-16.0] * 4, [16.0] * 4), trid, -16.0),
+        Objective("hpo_asr7", ASR_SPEC, None, 0.0),
+    ]
     return ({o.name: o for o in objs}, [o.name for o in held_out], [o.name for o in final],
             [o.name for o in third], [o.name for o in fourth], [o.name for o in fifth],
-            {o.name: o for o in held_out + final + third + fourth + fifth})
+            [o.name for o in sixth],
+            {o.name: o for o in held_out + final + third + fourth + fifth + sixth})
 
 
-OBJECTIVES, HELD_OUT, FINAL, THIRD, FOURTH, FIFTH, _HELD = _make()
+OBJECTIVES, HELD_OUT, FINAL, THIRD, FOURTH, FIFTH, SIXTH, _HELD = _make()
 CORE = list(OBJECTIVES)
 OBJECTIVES.update(_HELD)
