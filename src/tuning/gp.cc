@@ -24,6 +24,11 @@ constexpr double kPriorWeight = 0.01;
 constexpr double kSignalLo = 1e-3, kSignalHi = 10.0, kSignalCentre = 0.039;
 constexpr double kLengthLo = 1e-2, kLengthHi = 1e2, kLengthCentre = 0.5;
 constexpr double kNoiseLo = 1e-10, kNoiseHi = 1.0, kNoiseCentre = 0.0039;
+// The additive component (gp.h): its share of the signal variance, and its per-feature length
+// scales², which may be ten times shorter than the joint kernel's (ripples along one coordinate,
+// as in Rastrigin, are resolved by the samples' spread along that coordinate alone).
+constexpr double kAdditiveLo = 0.0, kAdditiveHi = 1.0, kAdditiveCentre = 0.5;
+constexpr double kAddLengthLo = 1e-4;
 // The posterior variance floor (the reference prototype's).
 constexpr double kMinVariance = 1e-12;
 // Candidates are scored in blocks of this many rows, so one block's kernel rows stay in cache.
@@ -51,6 +56,33 @@ void ScaledSquaredDistances(const Inputs& z, Eigen::Index z_begin, Eigen::Index 
 void MaternInPlace(double s2, ArrayXXd* d2) {
   ArrayXXd r = d2->sqrt();
   *d2 = s2 * (1.0 + kSqrt5 * r + (5.0 / 3.0) * *d2) * (-kSqrt5 * r).exp();
+}
+
+// The kernel between rows z_begin.. of z and the rows of x (gp.h): s2 ((1 - w) M(joint distance)
+// + w / p sum_j M(distance along feature j)).
+void KernelBlock(const Inputs& z, Eigen::Index z_begin, Eigen::Index z_rows, const Inputs& x,
+                 const Kernel& kernel, ArrayXXd* out) {
+  ScaledSquaredDistances(z, z_begin, z_rows, x, kernel.inv_ls2, out);
+  MaternInPlace(kernel.s2 * (1 - kernel.w), out);
+  if (kernel.w == 0) return;
+  const int dc = x.num_cont(), dk = x.num_cat();
+  const int p = dc + dk;
+  const double share = kernel.s2 * kernel.w / p;
+  ArrayXXd d(z_rows, x.rows());
+  for (int j = 0; j < p; ++j) {
+    for (Eigen::Index b = 0; b < x.rows(); ++b) {
+      if (j < dc) {
+        d.col(b) = (z.cont.col(j).segment(z_begin, z_rows).array() - x.cont(b, j)).square() *
+                   kernel.inv_add_ls2[j];
+      } else {
+        d.col(b) = (z.cat.col(j - dc).segment(z_begin, z_rows).array() != x.cat(b, j - dc))
+                       .cast<double>() *
+                   kernel.inv_add_ls2[j];
+      }
+    }
+    MaternInPlace(share, &d);
+    *out += d;
+  }
 }
 
 // Lower Cholesky factor of k + (noise + jitter) I, escalating the jitter (1e-9 ... 1e-2) when the
@@ -95,13 +127,25 @@ class NllEvaluator {
 
   double Evaluate(const VectorXd& theta, VectorXd* grad) {
     const Eigen::Index n = n_;
-    const double s2 = std::exp(theta[0]);
+    const Kernel kernel = KernelOf(theta, p_);
+    const double s2 = kernel.s2, w = kernel.w;
     const double noise = std::exp(theta[p_ + 1]);
-    inv_ls2_ = (-theta.segment(1, p_)).array().exp().matrix();
+    inv_ls2_ = kernel.inv_ls2;
     d2_.noalias() = diffs_ * inv_ls2_;
     r_ = d2_.array().sqrt();
     e_ = (-kSqrt5 * r_).exp();
-    kp_ = s2 * (1.0 + kSqrt5 * r_ + (5.0 / 3.0) * d2_.array()) * e_;
+    joint_ = (1.0 + kSqrt5 * r_ + (5.0 / 3.0) * d2_.array()) * e_;  // unit variance
+    // The additive component: per feature, its unit-variance Matérn and its derivative factor.
+    add_.setZero(joint_.size());
+    add_q_.resize(joint_.size(), p_);
+    for (int j = 0; j < p_; ++j) {
+      const Eigen::ArrayXd dj = diffs_.col(j).array() * kernel.inv_add_ls2[j];
+      const Eigen::ArrayXd rj = dj.sqrt(), ej = (-kSqrt5 * rj).exp();
+      add_ += (1.0 + kSqrt5 * rj + (5.0 / 3.0) * dj) * ej / p_;
+      // dM/d ln(ls2) = (5/6)(1 + sqrt5 r) exp(-sqrt5 r) d2.
+      add_q_.col(j) = ((5.0 / 6.0) * (1.0 + kSqrt5 * rj) * ej * dj).matrix();
+    }
+    kp_ = s2 * ((1 - w) * joint_ + w * add_);
     const VectorXd dev = theta - centre_;
     const double penalty = kPriorWeight * dev.squaredNorm();
     auto fail = [&] {
@@ -150,14 +194,18 @@ class NllEvaluator {
         wp_[idx] = alpha_[a] * alpha_[b] - kinv;
       }
     }
-    grad->resize(p_ + 2);
+    grad->resize(NumHyperparameters(p_));
     // Off-diagonal pairs count twice; the diagonal of dK/d ln s2 is s2, of dK/d ln ls2_j zero.
     (*grad)[0] = -0.5 * (2 * (wp_ * kp_).sum() + s2 * trace_w);
-    // dK/d ln(ls2_j) = Q * D_j / ls2_j with Q = s2 (5/6)(1 + sqrt5 r) exp(-sqrt5 r): no 1/r.
-    wq_ = wp_ * (s2 * (5.0 / 6.0)) * (1.0 + kSqrt5 * r_) * e_;
+    // dK/d ln(ls2_j) = Q * D_j / ls2_j with Q = s2 (1 - w) (5/6)(1 + sqrt5 r) exp(-sqrt5 r):
+    // no 1/r.
+    wq_ = wp_ * (s2 * (1 - w) * (5.0 / 6.0)) * (1.0 + kSqrt5 * r_) * e_;
     grad->segment(1, p_).noalias() = -(diffs_.transpose() * wq_.matrix());
     grad->segment(1, p_).array() *= inv_ls2_.array();
     (*grad)[p_ + 1] = -0.5 * trace_w * noise;
+    // The diagonal does not depend on w or the additive length scales (it is s2).
+    (*grad)[p_ + 2] = -s2 * (wp_ * (add_ - joint_)).sum();
+    grad->segment(p_ + 3, p_).noalias() = -(s2 * w / p_) * (add_q_.transpose() * wp_.matrix());
     *grad += 2 * kPriorWeight * dev;
     return value;
   }
@@ -168,7 +216,8 @@ class NllEvaluator {
   int p_ = 0;
   MatrixXd diffs_;  // pairs x features
   VectorXd centre_, inv_ls2_, d2_, alpha_;
-  Eigen::ArrayXd r_, e_, kp_, wp_, wq_;
+  Eigen::ArrayXd r_, e_, joint_, add_, kp_, wp_, wq_;
+  MatrixXd add_q_;  // pairs x features
   MatrixXd k_, linv_;
   Eigen::LLT<MatrixXd, Eigen::Lower> llt_;
 };
@@ -316,23 +365,41 @@ VectorXd WarpLabels(const std::vector<double>& labels) {
   return (y.array() - y.mean()).matrix();
 }
 
-int NumHyperparameters(int num_features) { return num_features + 2; }
+int NumHyperparameters(int num_features) { return 2 * num_features + 3; }
+
+Kernel KernelOf(const VectorXd& theta, int p) {
+  Kernel k;
+  k.s2 = std::exp(theta[0]);
+  k.inv_ls2 = (-theta.segment(1, p)).array().exp().matrix();
+  k.w = theta[p + 2];
+  k.inv_add_ls2 = (-theta.segment(p + 3, p)).array().exp().matrix();
+  return k;
+}
 
 namespace {
-// θ laid out as (ln σ_f², ln ℓ² for each of p features, ln σ_n²).
-VectorXd LogHyperVector(int p, double signal, double length, double noise) {
-  VectorXd v(p + 2);
+// θ laid out as (ln σ_f², ln ℓ² for each of p features, ln σ_n², w, ln ℓ² of the additive
+// component for each feature).
+VectorXd LogHyperVector(int p, double signal, double length, double noise, double additive,
+                        double add_length) {
+  VectorXd v(NumHyperparameters(p));
   v[0] = std::log(signal);
   v.segment(1, p).setConstant(std::log(length));
   v[p + 1] = std::log(noise);
+  v[p + 2] = additive;
+  v.segment(p + 3, p).setConstant(std::log(add_length));
   return v;
 }
 }  // namespace
 
-VectorXd HyperLowerBounds(int p) { return LogHyperVector(p, kSignalLo, kLengthLo, kNoiseLo); }
-VectorXd HyperUpperBounds(int p) { return LogHyperVector(p, kSignalHi, kLengthHi, kNoiseHi); }
+VectorXd HyperLowerBounds(int p) {
+  return LogHyperVector(p, kSignalLo, kLengthLo, kNoiseLo, kAdditiveLo, kAddLengthLo);
+}
+VectorXd HyperUpperBounds(int p) {
+  return LogHyperVector(p, kSignalHi, kLengthHi, kNoiseHi, kAdditiveHi, kLengthHi);
+}
 VectorXd HyperPriorCentre(int p) {
-  return LogHyperVector(p, kSignalCentre, kLengthCentre, kNoiseCentre);
+  return LogHyperVector(p, kSignalCentre, kLengthCentre, kNoiseCentre, kAdditiveCentre,
+                        kLengthCentre);
 }
 
 double NegLogPosterior(const VectorXd& theta, const Inputs& x, const VectorXd& y, VectorXd* grad) {
@@ -386,13 +453,12 @@ Posterior::Posterior(const Inputs& observed, const VectorXd& labels, const Input
                      const VectorXd& theta)
     : x_(Inputs::Concat(observed, pending)), n_obs_(static_cast<int>(observed.rows())) {
   const int p = x_.num_cont() + x_.num_cat();
-  s2_ = std::exp(theta[0]);
+  kernel_ = KernelOf(theta, p);
+  s2_ = kernel_.s2;
   noise_ = std::exp(theta[p + 1]);
-  inv_ls2_ = (-theta.segment(1, p)).array().exp().matrix();
   const Eigen::Index n = x_.rows();
   ArrayXXd k;
-  ScaledSquaredDistances(x_, 0, n, x_, inv_ls2_, &k);
-  MaternInPlace(s2_, &k);
+  KernelBlock(x_, 0, n, x_, kernel_, &k);
   Eigen::LLT<MatrixXd> llt;
   MatrixXd work;
   if (!CholeskyWithJitter(k.matrix(), noise_, &llt, &work)) {
@@ -421,8 +487,7 @@ void Posterior::Predict(const Inputs& z, VectorXd* mean, VectorXd* std_obs,
   const auto l = chol_.triangularView<Eigen::Lower>();
   for (Eigen::Index begin = 0; begin < m; begin += kPredictBlock) {
     const Eigen::Index rows = std::min(kPredictBlock, m - begin);
-    ScaledSquaredDistances(z, begin, rows, x_, inv_ls2_, &k);
-    MaternInPlace(s2_, &k);
+    KernelBlock(z, begin, rows, x_, kernel_, &k);
     if (mean != nullptr) {
       mean->segment(begin, rows).noalias() = k.matrix().leftCols(n_obs_) * alpha_;
     }
@@ -448,17 +513,33 @@ void Posterior::PredictOne(const double* cont, const int* cat, Single* out) cons
   const int dc = x_.num_cont(), dk = x_.num_cat();
   VectorXd k(n);
   MatrixXd dk_dz(n, dc);  // d k(z, x_b) / d z_j
+  const VectorXd& inv_ls2 = kernel_.inv_ls2;
+  const VectorXd& inv_add = kernel_.inv_add_ls2;
+  const double joint_s2 = s2_ * (1 - kernel_.w), share = s2_ * kernel_.w / (dc + dk);
+  // M(d2) and dM/dz_j = -(5/3)(1 + sqrt5 r) exp(-sqrt5 r) (z_j - x_j) / ls2_j.
   for (Eigen::Index b = 0; b < n; ++b) {
     double d2 = 0;
     for (int j = 0; j < dc; ++j) {
       double t = cont[j] - x_.cont(b, j);
-      d2 += t * t * inv_ls2_[j];
+      d2 += t * t * inv_ls2[j];
     }
-    for (int j = 0; j < dk; ++j) d2 += cat[j] != x_.cat(b, j) ? inv_ls2_[dc + j] : 0.0;
+    for (int j = 0; j < dk; ++j) d2 += cat[j] != x_.cat(b, j) ? inv_ls2[dc + j] : 0.0;
     const double r = std::sqrt(d2), e = std::exp(-kSqrt5 * r);
-    k[b] = s2_ * (1 + kSqrt5 * r + (5.0 / 3.0) * d2) * e;
-    const double g = -(5.0 / 3.0) * s2_ * (1 + kSqrt5 * r) * e;
-    for (int j = 0; j < dc; ++j) dk_dz(b, j) = g * (cont[j] - x_.cont(b, j)) * inv_ls2_[j];
+    k[b] = joint_s2 * (1 + kSqrt5 * r + (5.0 / 3.0) * d2) * e;
+    const double g = -(5.0 / 3.0) * joint_s2 * (1 + kSqrt5 * r) * e;
+    for (int j = 0; j < dc; ++j) dk_dz(b, j) = g * (cont[j] - x_.cont(b, j)) * inv_ls2[j];
+    if (share == 0) continue;
+    for (int j = 0; j < dc; ++j) {
+      const double t = cont[j] - x_.cont(b, j), dj = t * t * inv_add[j];
+      const double rj = std::sqrt(dj), ej = std::exp(-kSqrt5 * rj);
+      k[b] += share * (1 + kSqrt5 * rj + (5.0 / 3.0) * dj) * ej;
+      dk_dz(b, j) += -(5.0 / 3.0) * share * (1 + kSqrt5 * rj) * ej * t * inv_add[j];
+    }
+    for (int j = 0; j < dk; ++j) {
+      const double dj = cat[j] != x_.cat(b, j) ? inv_add[dc + j] : 0.0;
+      const double rj = std::sqrt(dj);
+      k[b] += share * (1 + kSqrt5 * rj + (5.0 / 3.0) * dj) * std::exp(-kSqrt5 * rj);
+    }
   }
   out->mean = k.head(n_obs_).dot(alpha_);
   out->dmean = dk_dz.topRows(n_obs_).transpose() * alpha_;

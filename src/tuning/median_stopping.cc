@@ -100,8 +100,10 @@ bool MedianRuleSaysStop(const Trial& trial, const std::vector<Trial>& trials, Go
 
 namespace {
 
-// The mean of a trial's latest reports at or before `step` (at most kSmoothReports of them), or
-// nullopt when it has none by then: one noisy report is a poor summary of where a curve stands.
+// The median of a trial's latest reports at or before `step` (at most kSmoothReports of them), or
+// nullopt when it has none by then: one noisy report is a poor summary of where a curve stands,
+// and a median (not the mean) of three ignores one transient spike, as a bad batch makes (session
+// 13: the mean cost of stopping on curves with spikes, +0.24 -> +0.14 decades; docs/benchmarks.md).
 constexpr size_t kSmoothReports = 3;
 
 std::optional<double> SmoothedValueAt(const Trial& t, int64_t step) {
@@ -114,9 +116,10 @@ std::optional<double> SmoothedValueAt(const Trial& t, int64_t step) {
   const size_t k = std::min(kSmoothReports, upto.size());
   std::partial_sort(upto.begin(), upto.begin() + static_cast<std::ptrdiff_t>(k), upto.end(),
                     [](const Measurement* a, const Measurement* b) { return a->step > b->step; });
-  double sum = 0;
-  for (size_t i = 0; i < k; ++i) sum += upto[i]->value;
-  return sum / static_cast<double>(k);
+  std::vector<double> values;
+  for (size_t i = 0; i < k; ++i) values.push_back(upto[i]->value);
+  std::sort(values.begin(), values.end());
+  return k % 2 == 1 ? values[k / 2] : 0.5 * (values[k / 2 - 1] + values[k / 2]);
 }
 
 // Ranks 0..n-1 of v (ties get their mean rank).

@@ -481,6 +481,15 @@ TEST(PredictedFinalRuleTest, StopsATrialThatCannotReachTheBestFinal) {
   EXPECT_TRUE(StoppingRulesSayStop(good, trials, Goal::kMaximize));
 }
 
+TEST(PredictedFinalRuleTest, OneSpikeInTheLatestReportsDoesNotStop) {
+  // One ahead of the best reference, then one bad report (a bad batch): the median of its last
+  // three reports (8) still says it may win; their mean (-1) would have stopped it.
+  const std::vector<Trial> trials = ClimbingReferences();
+  EXPECT_FALSE(PredictedFinalSaysStop(Running(100, {6, 7, 8, 9, -20}), trials, Goal::kMaximize));
+  // Two bad reports in the last three are a trend, not a spike.
+  EXPECT_TRUE(PredictedFinalSaysStop(Running(100, {6, 7, 8, -20, -20}), trials, Goal::kMaximize));
+}
+
 TEST(PredictedFinalRuleTest, UncertainPredictionsDoNotStop) {
   // Finals scattered by +-0.3 around the line: the interval at 13.5 covers the best final, 14.3.
   const std::vector<Trial> noisy = ClimbingReferences(0.3);

@@ -145,16 +145,17 @@ TEST(NegLogPosteriorTest, GradientMatchesFiniteDifferences) {
     VectorXd y = gp::WarpLabels(labels);
     const int p = 5;
     VectorXd lo = gp::HyperLowerBounds(p), hi = gp::HyperUpperBounds(p);
-    VectorXd theta(p + 2);
+    const int nh = gp::NumHyperparameters(p);
+    VectorXd theta(nh);
     std::uniform_real_distribution<double> u(0.2, 0.8);
-    for (int i = 0; i < p + 2; ++i) theta[i] = lo[i] + u(rng) * (hi[i] - lo[i]);
+    for (int i = 0; i < nh; ++i) theta[i] = lo[i] + u(rng) * (hi[i] - lo[i]);
     if (trial == 0) theta = gp::HyperPriorCentre(p);
     VectorXd grad;
     const double f = gp::NegLogPosterior(theta, x, y, &grad);
     ASSERT_TRUE(std::isfinite(f));
-    ASSERT_EQ(grad.size(), p + 2);
+    ASSERT_EQ(grad.size(), nh);
     EXPECT_EQ(gp::NegLogPosterior(theta, x, y, nullptr), f);
-    for (int i = 0; i < p + 2; ++i) {
+    for (int i = 0; i < nh; ++i) {
       const double h = 1e-5;
       VectorXd tp = theta, tm = theta;
       tp[i] += h;
@@ -227,9 +228,9 @@ TEST(PosteriorTest, PendingPointsShrinkOnlyTheAllVariance) {
     EXPECT_NEAR(s1[i], s2[i], 1e-10);
     EXPECT_LE(a1[i], a2[i] + 1e-12);
   }
-  // At a pending point the variance is (almost) gone.
-  EXPECT_LT(a1[0], 0.5 * a2[0]);
-  EXPECT_LT(a1[1], 0.5 * a2[1]);
+  // At a pending point most of the variance is gone.
+  EXPECT_LT(a1[0] * a1[0], 0.5 * a2[0] * a2[0]);
+  EXPECT_LT(a1[1] * a1[1], 0.5 * a2[1] * a2[1]);
 }
 
 TEST(PosteriorTest, PredictOneMatchesPredictAndItsGradient) {
@@ -366,8 +367,9 @@ TEST(GpUcbPeTest, BatchesAreDistinctAndSpreadOut) {
 
 // The further members of a batch explore (PE) only where the model's mean is at least the mean at
 // the incumbent, not wherever their variance is large: with the box covered by a coarse grid and
-// the optimum near (0.2, 0.2), a batch stays near the optimum. With Vizier's wider region (mean +
-// 0.5 std >= tau) members go to the gaps between bad grid points.
+// the optimum of a tilted bowl near (0.2, 0.2), a batch stays near the optimum (a tilted one: on a
+// sum of one-parameter terms the additive component makes both settings confident). With
+// Vizier's wider region (mean + 0.5 std >= tau) members go to the gaps between bad grid points.
 double BatchMembersValue(double explore, uint64_t seed) {
   StudyConfig c;
   c.goal = Goal::kMinimize;
@@ -385,7 +387,7 @@ double BatchMembersValue(double explore, uint64_t seed) {
       t.id = static_cast<int64_t>(trials.size()) + 1;
       t.params = space.Decode(Point{{x, y}, {}});
       t.state = TrialState::kCompleted;
-      t.value = std::pow(x - 0.2, 2) + std::pow(y - 0.2, 2);
+      t.value = (x - 0.2) * (x - 0.2) + (y - 0.2) * (y - 0.2) + 1.5 * (x - 0.2) * (y - 0.2);
       trials.push_back(t);
     }
   }
@@ -393,7 +395,8 @@ double BatchMembersValue(double explore, uint64_t seed) {
   const std::vector<Assignment> batch = d->Suggest(trials, 4);
   double sum = 0;
   for (size_t i = 1; i < batch.size(); ++i) {
-    sum += std::pow(batch[i][0].number - 0.2, 2) + std::pow(batch[i][1].number - 0.2, 2);
+    const double u = batch[i][0].number - 0.2, v = batch[i][1].number - 0.2;
+    sum += u * u + v * v + 1.5 * u * v;
   }
   return sum;
 }
@@ -406,7 +409,7 @@ TEST(GpUcbPeTest, BatchMembersExploreWhereTheMeanIsPromising) {
     value_default += BatchMembersValue(0.0, seed);
     value_vizier += BatchMembersValue(0.5, seed);
   }
-  // Measured: 0.0018 against 0.11.
+  // Measured: 0.019 against 0.26.
   EXPECT_LT(value_default, 0.25 * value_vizier);
 }
 
