@@ -103,7 +103,8 @@ namespace {
 // The median of a trial's latest reports at or before `step` (at most kSmoothReports of them), or
 // nullopt when it has none by then: one noisy report is a poor summary of where a curve stands,
 // and a median (not the mean) of three ignores one transient spike, as a bad batch makes (session
-// 13: the mean cost of stopping on curves with spikes, +0.24 -> +0.14 decades; docs/benchmarks.md).
+// 13, development runs of hpo_asr7's spiky curves: the cost of stopping +0.24 -> +0.14 decades;
+// docs/benchmarks.md).
 constexpr size_t kSmoothReports = 3;
 
 std::optional<double> SmoothedValueAt(const Trial& t, int64_t step) {
