@@ -1085,7 +1085,8 @@ def asr_surface(p):
 
 
 def asr_lr_gap(p):
-    return _asr_parts(p)[0] - _asr_parts(p)[4]
+    a, _, _, _, best = _asr_parts(p)
+    return a - best
 
 
 SURFACES = {"hpo_mixed5": (HPO_SPEC, hpo_surface, hpo_lr_gap),

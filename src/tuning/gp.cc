@@ -130,8 +130,7 @@ class NllEvaluator {
     const Kernel kernel = KernelOf(theta, p_);
     const double s2 = kernel.s2, w = kernel.w;
     const double noise = std::exp(theta[p_ + 1]);
-    inv_ls2_ = kernel.inv_ls2;
-    d2_.noalias() = diffs_ * inv_ls2_;
+    d2_.noalias() = diffs_ * kernel.inv_ls2;
     r_ = d2_.array().sqrt();
     e_ = (-kSqrt5 * r_).exp();
     joint_ = (1.0 + kSqrt5 * r_ + (5.0 / 3.0) * d2_.array()) * e_;  // unit variance
@@ -201,7 +200,7 @@ class NllEvaluator {
     // no 1/r.
     wq_ = wp_ * (s2 * (1 - w) * (5.0 / 6.0)) * (1.0 + kSqrt5 * r_) * e_;
     grad->segment(1, p_).noalias() = -(diffs_.transpose() * wq_.matrix());
-    grad->segment(1, p_).array() *= inv_ls2_.array();
+    grad->segment(1, p_).array() *= kernel.inv_ls2.array();
     (*grad)[p_ + 1] = -0.5 * trace_w * noise;
     // The diagonal does not depend on w or the additive length scales (it is s2).
     (*grad)[p_ + 2] = -s2 * (wp_ * (add_ - joint_)).sum();
@@ -215,7 +214,7 @@ class NllEvaluator {
   Eigen::Index n_ = 0;
   int p_ = 0;
   MatrixXd diffs_;  // pairs x features
-  VectorXd centre_, inv_ls2_, d2_, alpha_;
+  VectorXd centre_, d2_, alpha_;
   Eigen::ArrayXd r_, e_, joint_, add_, kp_, wp_, wq_;
   MatrixXd add_q_;  // pairs x features
   MatrixXd k_, linv_;
@@ -454,7 +453,6 @@ Posterior::Posterior(const Inputs& observed, const VectorXd& labels, const Input
     : x_(Inputs::Concat(observed, pending)), n_obs_(static_cast<int>(observed.rows())) {
   const int p = x_.num_cont() + x_.num_cat();
   kernel_ = KernelOf(theta, p);
-  s2_ = kernel_.s2;
   noise_ = std::exp(theta[p + 1]);
   const Eigen::Index n = x_.rows();
   ArrayXXd k;
@@ -464,7 +462,7 @@ Posterior::Posterior(const Inputs& observed, const VectorXd& labels, const Input
   if (!CholeskyWithJitter(k.matrix(), noise_, &llt, &work)) {
     // Hopeless conditioning: treat every point as independent (large noise) rather than fail.
     work = k.matrix();
-    work.diagonal().array() += noise_ + s2_;
+    work.diagonal().array() += noise_ + kernel_.s2;
     llt.compute(work);
   }
   chol_ = llt.matrixL();
@@ -495,15 +493,19 @@ void Posterior::Predict(const Inputs& z, VectorXd* mean, VectorXd* std_obs,
     v = k.matrix().transpose();
     if (n > 0) l.solveInPlace(v);
     if (std_all != nullptr) {
-      std_all->segment(begin, rows) =
-          (s2_ - v.colwise().squaredNorm().array()).max(kMinVariance).sqrt().matrix().transpose();
-    }
-    if (std_obs != nullptr) {
-      std_obs->segment(begin, rows) = (s2_ - v.topRows(n_obs_).colwise().squaredNorm().array())
+      std_all->segment(begin, rows) = (kernel_.s2 - v.colwise().squaredNorm().array())
                                           .max(kMinVariance)
                                           .sqrt()
                                           .matrix()
                                           .transpose();
+    }
+    if (std_obs != nullptr) {
+      std_obs->segment(begin, rows) =
+          (kernel_.s2 - v.topRows(n_obs_).colwise().squaredNorm().array())
+              .max(kMinVariance)
+              .sqrt()
+              .matrix()
+              .transpose();
     }
   }
 }
@@ -515,7 +517,7 @@ void Posterior::PredictOne(const double* cont, const int* cat, Single* out) cons
   MatrixXd dk_dz(n, dc);  // d k(z, x_b) / d z_j
   const VectorXd& inv_ls2 = kernel_.inv_ls2;
   const VectorXd& inv_add = kernel_.inv_add_ls2;
-  const double joint_s2 = s2_ * (1 - kernel_.w), share = s2_ * kernel_.w / (dc + dk);
+  const double joint_s2 = kernel_.s2 * (1 - kernel_.w), share = kernel_.s2 * kernel_.w / (dc + dk);
   // M(d2) and dM/dz_j = -(5/3)(1 + sqrt5 r) exp(-sqrt5 r) (z_j - x_j) / ls2_j.
   for (Eigen::Index b = 0; b < n; ++b) {
     double d2 = 0;
@@ -558,7 +560,7 @@ void Posterior::PredictOne(const double* cont, const int* cat, Single* out) cons
       dstd->setZero(dc);
     }
   };
-  finish(s2_ - v.squaredNorm(), -2 * (dk_dz.transpose() * w), &out->std_all, &out->dstd_all);
+  finish(kernel_.s2 - v.squaredNorm(), -2 * (dk_dz.transpose() * w), &out->std_all, &out->dstd_all);
   if (n_obs_ == n) {
     out->std_obs = out->std_all;
     out->dstd_obs = out->dstd_all;
@@ -570,8 +572,8 @@ void Posterior::PredictOne(const double* cont, const int* cat, Single* out) cons
       .triangularView<Eigen::Lower>()
       .transpose()
       .solveInPlace(w_obs);
-  finish(s2_ - v_obs.squaredNorm(), -2 * (dk_dz.topRows(n_obs_).transpose() * w_obs), &out->std_obs,
-         &out->dstd_obs);
+  finish(kernel_.s2 - v_obs.squaredNorm(), -2 * (dk_dz.topRows(n_obs_).transpose() * w_obs),
+         &out->std_obs, &out->dstd_obs);
 }
 
 }  // namespace trainyard::tuning::gp

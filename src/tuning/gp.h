@@ -88,7 +88,7 @@ class Posterior {
 
   int num_observed() const { return n_obs_; }
   int num_points() const { return static_cast<int>(x_.rows()); }
-  double signal_variance() const { return s2_; }
+  double signal_variance() const { return kernel_.s2; }
   double noise_variance() const { return noise_; }
 
   // For every row of z; null outputs are skipped.
@@ -105,7 +105,7 @@ class Posterior {
  private:
   Inputs x_;  // observed rows, then pending rows
   int n_obs_ = 0;
-  double s2_ = 1, noise_ = 0;
+  double noise_ = 0;
   Kernel kernel_;
   Eigen::MatrixXd chol_;   // lower Cholesky factor of K(x, x) + (noise + jitter) I
   Eigen::VectorXd alpha_;  // K_obs^-1 labels
