@@ -103,6 +103,23 @@ after one; 80 seeds 600..679, --sixth-first-seed and --sixth-seeds; run with
                doubledescent: the best-tuned trials hump in mid-run) and one older one on hpo_asr7
                and older surfaces (G8s, as G8w)
 
+Seventh held out (session 14: defined and committed before any engine change it is to judge, run once after one;
+80 seeds 700..779, --seventh-first-seed and --seventh-seeds; run with
+--parts batch_seventh,es_seventh):
+
+  batch_seventh  12 rounds of 4 on three new continuous functions (zakharov4_shift: a narrow,
+                 ill-conditioned valley; shubert2: 18 global minima among hundreds of local ones;
+                 qing3: eight separated global minima), a new mixed surface (hpo_det8: the
+                 optimizer, a four-valued backbone, the batch and the warm-up move the best
+                 learning rate, a mosaic strength that matters most for deep backbones) and four
+                 older functions on the new seeds (salomon3_shift, rastrigin3_shift, hpo_asr7,
+                 hpo_lgbm9): engine against TPE with constant_liar (G7h, as G7w)
+  es_seventh     40 trials on 10 sets of learning curves: three new families (onecycle: a
+                 one-cycle schedule with a high-learning-rate noise floor that vanishes as the rate
+                 anneals; noisyearly: early reports much noisier than late ones; lrdrop: step
+                 decays that are larger for the better configurations) and one older one on
+                 hpo_det8 and older surfaces (G8h, as G8w)
+
 --baseline-engine-cmd runs every engine study a second time with another build (main's, say) in
 the same run, and adds a table of the two engines side by side (median final regret and
 P(engine < baseline); for early stopping, steps used and loss against each one's own run without
@@ -221,6 +238,18 @@ SIXTH_ES_TASKS = [("hpo_asr7", "spikes", 40, 0.01), ("hpo_asr7", "cyclic", 30, 0
                   ("hpo_lgbm9", "spikes", 40, 0.02), ("hpo_xgb7", "cyclic", 50, 0.01),
                   ("hpo_asr7", "hetero", 40, 0.02), ("hpo_cnn5", "doubledescent", 40, 0.01)]
 SIXTH_FIRST_SEED, SIXTH_SEEDS = 600, 80
+# The seventh held-out set (batch_seventh, es_seventh; session 14): three new continuous functions
+# (zakharov4_shift, shubert2, qing3), a new mixed surface (hpo_det8), three new curve families
+# (onecycle, noisyearly, lrdrop) and 80 seeds 700..779, defined and committed before any engine change it is to
+# judge.
+SEVENTH_BATCH_FUNCTIONS = list(tobj.SEVENTH) + ["salomon3_shift", "rastrigin3_shift", "hpo_asr7",
+                                                "hpo_lgbm9"]
+SEVENTH_ES_TASKS = [("hpo_det8", "onecycle", 40, 0.01), ("hpo_det8", "noisyearly", 30, 0.02),
+                    ("hpo_det8", "lrdrop", 40, 0.01), ("hpo_asr7", "onecycle", 30, 0.01),
+                    ("hpo_gnn6", "noisyearly", 40, 0.01), ("hpo_vit8", "lrdrop", 40, 0.02),
+                    ("hpo_xgb7", "onecycle", 50, 0.02), ("hpo_bert6", "noisyearly", 40, 0.01),
+                    ("hpo_det8", "spikes", 40, 0.02), ("hpo_cnn5", "lrdrop", 30, 0.01)]
+SEVENTH_FIRST_SEED, SEVENTH_SEEDS = 700, 80
 # Held-out sets by part suffix: batch functions, es tasks, gate row ids, title.
 HELD = {
     "wide": (WIDE_BATCH_FUNCTIONS, WIDE_ES_TASKS, ("G7w", "G8w"), "held out"),
@@ -229,6 +258,7 @@ HELD = {
     "fourth": (FOURTH_BATCH_FUNCTIONS, FOURTH_ES_TASKS, ("G7q", "G8q"), "fourth held out"),
     "fifth": (FIFTH_BATCH_FUNCTIONS, FIFTH_ES_TASKS, ("G7v", "G8v"), "fifth held out"),
     "sixth": (SIXTH_BATCH_FUNCTIONS, SIXTH_ES_TASKS, ("G7s", "G8s"), "sixth held out"),
+    "seventh": (SEVENTH_BATCH_FUNCTIONS, SEVENTH_ES_TASKS, ("G7h", "G8h"), "seventh held out"),
 }
 
 
@@ -298,6 +328,8 @@ PART_ALGOS = {
     "es_fifth": ["engine_es", "engine"],
     "batch_sixth": ["engine", "tpe_cl"],
     "es_sixth": ["engine_es", "engine"],
+    "batch_seventh": ["engine", "tpe_cl"],
+    "es_seventh": ["engine_es", "engine"],
 }
 # --baseline-engine-cmd: every engine algorithm again with the baseline build.
 BASE = {"engine": "base", "engine_es": "base_es"}
@@ -965,11 +997,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--parts", default="core,batch,es,batch_wide,es_wide",
                     help="core,batch,es,batch_wide,es_wide,batch_final,es_final,batch_third,"
-                    "es_third,batch_fourth,es_fourth,batch_fifth,es_fifth,batch_sixth,es_sixth "
-                    "(default: all but the final, third, fourth, fifth and sixth held-out sets, "
-                    "which are run on their own: --parts batch_final,es_final, "
-                    "batch_third,es_third, batch_fourth,es_fourth, batch_fifth,es_fifth or "
-                    "batch_sixth,es_sixth)")
+                    "es_third,batch_fourth,es_fourth,batch_fifth,es_fifth,batch_sixth,es_sixth,"
+                    "batch_seventh,es_seventh (default: all but the final, third, fourth, fifth, "
+                    "sixth and seventh held-out sets, which are run on their own: --parts "
+                    "batch_final,es_final, batch_third,es_third, batch_fourth,es_fourth, "
+                    "batch_fifth,es_fifth, batch_sixth,es_sixth or batch_seventh,es_seventh)")
     ap.add_argument("--algos", default="engine,tpe,random",
                     help="families to run: engine, tpe, random, gpref (default engine,tpe,random)")
     ap.add_argument("--seeds", type=int, default=20, help="seeds 0..N-1 (default 20)")
@@ -1001,6 +1033,11 @@ def main():
                     SIXTH_FIRST_SEED)
     ap.add_argument("--sixth-seeds", type=int, default=SIXTH_SEEDS,
                     help="seeds of the sixth held-out set (default %d)" % SIXTH_SEEDS)
+    ap.add_argument("--seventh-first-seed", type=int, default=SEVENTH_FIRST_SEED,
+                    help="the first seed of the seventh held-out set (default %d)" %
+                    SEVENTH_FIRST_SEED)
+    ap.add_argument("--seventh-seeds", type=int, default=SEVENTH_SEEDS,
+                    help="seeds of the seventh held-out set (default %d)" % SEVENTH_SEEDS)
     ap.add_argument("--trials", type=int, default=50, help="core trials per study (default 50)")
     ap.add_argument("--functions", default="", help="comma-separated subset of the core functions")
     ap.add_argument("--quick", action="store_true",
@@ -1079,11 +1116,15 @@ def main():
     fourth_seeds = list(range(args.fourth_first_seed, args.fourth_first_seed + args.fourth_seeds))
     fifth_seeds = list(range(args.fifth_first_seed, args.fifth_first_seed + args.fifth_seeds))
     sixth_seeds = list(range(args.sixth_first_seed, args.sixth_first_seed + args.sixth_seeds))
+    seventh_seeds = list(range(args.seventh_first_seed,
+                               args.seventh_first_seed + args.seventh_seeds))
     if args.quick:
         wide_seeds, final_seeds, third_seeds = wide_seeds[:5], final_seeds[:5], third_seeds[:5]
         fourth_seeds, fifth_seeds, sixth_seeds = fourth_seeds[:5], fifth_seeds[:5], sixth_seeds[:5]
+        seventh_seeds = seventh_seeds[:5]
     held_seeds = {"wide": wide_seeds, "final": final_seeds, "third": third_seeds,
-                  "fourth": fourth_seeds, "fifth": fifth_seeds, "sixth": sixth_seeds}
+                  "fourth": fourth_seeds, "fifth": fifth_seeds, "sixth": sixth_seeds,
+                  "seventh": seventh_seeds}
     tasks = []
     for part in parts:
         pfns = {"core": fns, "batch": batch_fns, "es": ["hpo_mixed5"],
@@ -1098,7 +1139,9 @@ def main():
                 "batch_fifth": FIFTH_BATCH_FUNCTIONS,
                 "es_fifth": [es_task_name(t) for t in FIFTH_ES_TASKS],
                 "batch_sixth": SIXTH_BATCH_FUNCTIONS,
-                "es_sixth": [es_task_name(t) for t in SIXTH_ES_TASKS]}[part]
+                "es_sixth": [es_task_name(t) for t in SIXTH_ES_TASKS],
+                "batch_seventh": SEVENTH_BATCH_FUNCTIONS,
+                "es_seventh": [es_task_name(t) for t in SEVENTH_ES_TASKS]}[part]
         algos = PART_ALGOS[part] + [BASE[a] for a in PART_ALGOS[part] if a in BASE]
         for fn in pfns:
             for algo in algos:
@@ -1112,7 +1155,8 @@ def main():
               "batch_third": BATCH_ROUNDS * BATCH_SIZE, "es_third": ES_TRIALS,
               "batch_fourth": BATCH_ROUNDS * BATCH_SIZE, "es_fourth": ES_TRIALS,
               "batch_fifth": BATCH_ROUNDS * BATCH_SIZE, "es_fifth": ES_TRIALS,
-              "batch_sixth": BATCH_ROUNDS * BATCH_SIZE, "es_sixth": ES_TRIALS}
+              "batch_sixth": BATCH_ROUNDS * BATCH_SIZE, "es_sixth": ES_TRIALS,
+              "batch_seventh": BATCH_ROUNDS * BATCH_SIZE, "es_seventh": ES_TRIALS}
     tasks.sort(key=lambda t: -COST[t[2]] * n_sugg[t[0]])
     X = args.gate_algo or ("engine" if "engine" in families else
                            "gpref" if "gpref" in families else "")
@@ -1413,7 +1457,8 @@ def main():
     for a in sorted(lat, key=lambda a: list(LABEL).index(a)):
         for part in ("core", "batch", "es", "batch_wide", "es_wide", "batch_final",
                      "es_final", "batch_third", "es_third", "batch_fourth", "es_fourth",
-                     "batch_fifth", "es_fifth", "batch_sixth", "es_sixth"):
+                     "batch_fifth", "es_fifth", "batch_sixth", "es_sixth", "batch_seventh",
+                     "es_seventh"):
             if part in lat[a]:
                 s = lat[a][part]
                 rows.append([LABEL[a], part, s["calls"], "%.1f" % s["median_ms"],

@@ -80,6 +80,20 @@ after one; bench_tuning.py's batch_sixth and es_sixth parts, seeds 600-679):
                     a three-valued augmentation whose best value depends on the depth, a log
                     INTEGER batch size (below)
 
+Seventh held-out set (session 14: defined and committed before any engine change it judges, run once after one;
+bench_tuning.py's batch_seventh and es_seventh parts, seeds 700-779):
+
+  zakharov4_shift   Zakharov (sum x_i^2 + s^2 + s^4, s = sum 0.5 i x_i) on [-5, 10]^4, moved per
+                    seed: a smooth valley made narrow and ill-conditioned by the quartic term
+  shubert2          Shubert (prod_d sum_{i=1..5} i cos((i + 1) x_d + i)) on [-10, 10]^2
+                    f* = -186.7309088310239: 18 global minima among hundreds of local ones
+  qing3             Qing (sum (x_i^2 - i)^2) on [-3, 3]^3      f* = 0 at the eight points
+                    (+-1, +-sqrt 2, +-sqrt 3): separated global minima, none at the centre
+  hpo_det8          an object-detection surface, eight parameters: the optimizer, a four-valued
+                    backbone, the batch and the warm-up move the best learning rate, the best
+                    weight decay depends on the optimizer, the mosaic strength matters most for
+                    the deep backbones, a linear DISCRETE anchor scale (below)
+
 Shifted functions: the optimum of Ackley (natively the centre of the box, which a designer that
 starts at the centre would hit with its first trial) and Levy (natively (1, ..., 1), near the
 centre) is moved to a point drawn per seed inside the central 80 % of the box. The draw depends
@@ -347,6 +361,31 @@ With a = log10(learning_rate), w = log10(warmup_steps + 1), L = num_layers, b = 
 f* = 0 at adamw, a warm-up of 1,000 or 4,000 steps, 10 layers, label smoothing 0.1, strong
 augmentation, batch 32 and the learning rate a*.
 
+hpo_det8 (seventh held-out set; the best learning rate depends on the optimizer and the backbone
+and grows with the batch and the warm-up; SGD wants a stronger weight decay):
+
+  learning_rate  DOUBLE 1e-4..1e-1, UNIT_LOG_SCALE
+  weight_decay   DOUBLE 1e-6..1e-2, UNIT_LOG_SCALE
+  backbone       CATEGORICAL resnet50, resnet101, mobilenet, efficientnet
+  optimizer      CATEGORICAL sgd, adamw
+  batch_size     INTEGER 4..64, UNIT_LOG_SCALE
+  warmup_epochs  INTEGER 0..10
+  mosaic         DOUBLE 0..1
+  anchor_scale   DISCRETE 2, 3, 4, 5, 6, UNIT_LINEAR_SCALE
+
+With a = log10(learning_rate), b = log2(batch_size / 16), W = warmup_epochs:
+
+  a* = {sgd: -1.7, adamw: -3.3}[optimizer] + 0.3 b + 0.03 (W - 5)
+       + {resnet50: 0, resnet101: -0.1, mobilenet: 0.3, efficientnet: -0.2}[backbone]
+  f = 0.5 (1 - exp(-((a - a*) / 0.45)^2 / 2)) + 0.02 (log10(weight_decay) + {sgd: 3.5, adamw: 4})^2
+    + 0.002 (W - 5)^2 + 0.05 {resnet50: 1, resnet101: 1.5, mobilenet: 0.5, efficientnet: 1.2}
+    (mosaic - 0.6)^2 + 0.004 (anchor_scale - 4)^2 + 0.01 b^2
+    + {resnet50: 0.01, resnet101: 0, mobilenet: 0.06, efficientnet: 0.005}[backbone]
+    + {sgd: 0.01, adamw: 0}[optimizer]
+
+f* = 0 at resnet101, adamw, learning rate 10^-3.4, weight decay 1e-4, batch 16, 5 warm-up epochs,
+mosaic 0.6, anchor scale 4.
+
 Learning curves (the early-stopping part): hpo_curve(params, rng) is a 30-step curve from f + 1
 towards f: value(t) = f + (e^(-r t) - e^(-r T)) / (1 - e^(-r T)) + N(0, 0.01^2), with the
 rate r = 0.3 * 10^(0.5 * min(0, a - a*)): a learning rate 100x below its best converges 10x slower
@@ -414,6 +453,19 @@ Families of the sixth held-out set (es_sixth; session 13), with the same rate r 
   doubledescent  the crossing family's shape (faster for higher learning rates) plus a hump in
             mid-run, 0.25 clip(1 - |g|, 0, 1) exp(-((t - T/2) / (T/8))^2 / 2) (taken off again at
             T so the curve ends at f): the best-tuned trials look worst halfway through
+
+Families of the seventh held-out set (es_seventh; session 14), with the same rate r and g = a - a*:
+
+  onecycle  a one-cycle schedule: lr(t) rises linearly from 0.1 to 1 over the first 0.3 T steps,
+            then cosine-anneals to 0 at T; the exp family's shape (rate 2r) at q(t), the sum of
+            lr up to step t scaled so that q(T) = T/2, plus 0.12 (1 + clip(g, 0, 1)) lr(t): a
+            high-learning-rate noise floor, larger for too high a rate, that vanishes as the
+            rate anneals
+  noisyearly  the exp family's shape with noise scaled by 1 + 4 (1 - t/T)^2: early reports (a
+            small early validation set, say) are up to five times noisier than the last
+  lrdrop    a step-decay schedule whose drops are larger for the better configurations:
+            0.5 E(t) + c [t < T/2] + c/2 [t < 0.8 T], c = 0.35 (1 - 0.5 min(1, |g|)): the early
+            order misleads until the drops
 """
 
 import math
@@ -1089,6 +1141,75 @@ def asr_lr_gap(p):
     return a - best
 
 
+# ------------------------------------------------------------------------------------------
+# The seventh held-out set
+
+
+def zakharov(x):
+    s = float(np.sum(0.5 * np.arange(1, len(x) + 1) * x))
+    return float(np.sum(x * x)) + s ** 2 + s ** 4
+
+
+def shubert(x):
+    i = np.arange(1, 6, dtype=float)
+    return float(np.prod([np.sum(i * np.cos((i + 1.0) * v + i)) for v in x]))
+
+
+def qing(x):
+    return float(np.sum((x * x - np.arange(1, len(x) + 1)) ** 2))
+
+
+DET_SPEC = [
+    {"parameterName": "learning_rate", "type": "DOUBLE", "minValue": 1e-4, "maxValue": 1e-1,
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "weight_decay", "type": "DOUBLE", "minValue": 1e-6, "maxValue": 1e-2,
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "backbone", "type": "CATEGORICAL",
+     "categoricalValues": ["resnet50", "resnet101", "mobilenet", "efficientnet"]},
+    {"parameterName": "optimizer", "type": "CATEGORICAL", "categoricalValues": ["sgd", "adamw"]},
+    {"parameterName": "batch_size", "type": "INTEGER", "minValue": 4, "maxValue": 64,
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "warmup_epochs", "type": "INTEGER", "minValue": 0, "maxValue": 10,
+     "scaleType": "UNIT_LINEAR_SCALE"},
+    {"parameterName": "mosaic", "type": "DOUBLE", "minValue": 0.0, "maxValue": 1.0,
+     "scaleType": "UNIT_LINEAR_SCALE"},
+    {"parameterName": "anchor_scale", "type": "DISCRETE", "discreteValues": [2, 3, 4, 5, 6],
+     "scaleType": "UNIT_LINEAR_SCALE"},
+]
+DET_OPT_LOG_LR = {"sgd": -1.7, "adamw": -3.3}
+DET_BACKBONE_SHIFT = {"resnet50": 0.0, "resnet101": -0.1, "mobilenet": 0.3, "efficientnet": -0.2}
+DET_MOSAIC_WEIGHT = {"resnet50": 1.0, "resnet101": 1.5, "mobilenet": 0.5, "efficientnet": 1.2}
+DET_BACKBONE_PENALTY = {"resnet50": 0.01, "resnet101": 0.0, "mobilenet": 0.06,
+                        "efficientnet": 0.005}
+DET_OPT_PENALTY = {"sgd": 0.01, "adamw": 0.0}
+
+
+def _det_parts(p):
+    a = math.log10(float(p["learning_rate"]))
+    b = math.log2(float(p["batch_size"]) / 16.0)
+    warmup = float(p["warmup_epochs"])
+    best = (DET_OPT_LOG_LR[p["optimizer"]] + 0.3 * b + DET_BACKBONE_SHIFT[p["backbone"]]
+            + 0.03 * (warmup - 5.0))
+    return a, b, warmup, best
+
+
+def det_surface(p):
+    a, b, warmup, best = _det_parts(p)
+    sgd = p["optimizer"] == "sgd"
+    backbone = p["backbone"]
+    return (0.5 * (1.0 - math.exp(-0.5 * ((a - best) / 0.45) ** 2))
+            + 0.02 * (math.log10(float(p["weight_decay"])) - (-4.0 + (0.5 if sgd else 0.0))) ** 2
+            + 0.002 * (warmup - 5.0) ** 2
+            + 0.05 * (float(p["mosaic"]) - 0.6) ** 2 * DET_MOSAIC_WEIGHT[backbone]
+            + 0.004 * (float(p["anchor_scale"]) - 4.0) ** 2
+            + DET_BACKBONE_PENALTY[backbone] + DET_OPT_PENALTY[p["optimizer"]] + 0.01 * b * b)
+
+
+def det_lr_gap(p):
+    a, _, _, best = _det_parts(p)
+    return a - best
+
+
 SURFACES = {"hpo_mixed5": (HPO_SPEC, hpo_surface, hpo_lr_gap),
             "hpo_mixed6b": (HPO6_SPEC, hpo6_surface, hpo6_lr_gap),
             "hpo_xgb7": (XGB_SPEC, xgb_surface, xgb_lr_gap),
@@ -1100,10 +1221,11 @@ SURFACES = {"hpo_mixed5": (HPO_SPEC, hpo_surface, hpo_lr_gap),
             "hpo_vit8": (VIT_SPEC, vit_surface, vit_lr_gap),
             "hpo_dqn6": (DQN_SPEC, dqn_surface, dqn_lr_gap),
             "hpo_gnn6": (GNN_SPEC, gnn_surface, gnn_lr_gap),
-            "hpo_asr7": (ASR_SPEC, asr_surface, asr_lr_gap)}
+            "hpo_asr7": (ASR_SPEC, asr_surface, asr_lr_gap),
+            "hpo_det8": (DET_SPEC, det_surface, det_lr_gap)}
 CURVE_FAMILIES = ("exp", "pow", "crossing", "sigmoid", "step", "twoexp", "overfit", "cosine",
                   "warmup", "restarts", "plateau", "linear", "hetero", "spikes", "cyclic",
-                  "doubledescent")
+                  "doubledescent", "onecycle", "noisyearly", "lrdrop")
 
 
 def _exp_shape(r, steps):
@@ -1118,6 +1240,7 @@ def curve(surface, family, p, rng, steps=HPO_STEPS, noise=HPO_NOISE):
     f = surf(p)
     g = gap_fn(p)
     T = float(steps)
+    scale = None  # per-step noise multipliers (noisyearly); None: noise at every step
     if family == "exp" or family == "crossing":
         if family == "exp":
             r = 0.3 * 10.0 ** (0.5 * min(0.0, g))
@@ -1216,8 +1339,33 @@ def curve(surface, family, p, rng, steps=HPO_STEPS, noise=HPO_NOISE):
         def hump(t):
             return h * math.exp(-0.5 * ((t - T / 2.0) / (T / 8.0)) ** 2)
         shape = [e[t - 1] + hump(t) - hump(T) * t / T for t in range(1, steps + 1)]
+    elif family == "onecycle":
+        r = 0.3 * 10.0 ** (0.5 * min(0.0, g))
+        w = 0.3 * T
+
+        def lr(t):
+            if t < w:
+                return 0.1 + 0.9 * t / w
+            return (1.0 + math.cos(math.pi * (t - w) / (T - w))) / 2.0
+        lrs = [lr(float(t)) for t in range(1, steps + 1)]
+        q = np.cumsum(lrs) * (T / 2.0) / sum(lrs)  # the learning rate's sum, q(T) = T/2
+        r2 = 2.0 * r
+        end = math.exp(-r2 * q[-1])
+        amp = 0.12 * (1.0 + min(max(g, 0.0), 1.0))
+        shape = [(math.exp(-r2 * q[t - 1]) - end) / (1.0 - end) + amp * lrs[t - 1]
+                 - amp * lrs[-1] * t / T for t in range(1, steps + 1)]
+    elif family == "noisyearly":
+        shape = _exp_shape(0.3 * 10.0 ** (0.5 * min(0.0, g)), steps)
+        scale = [1.0 + 4.0 * (1.0 - t / T) ** 2 for t in range(1, steps + 1)]
+    elif family == "lrdrop":
+        e = _exp_shape(0.3 * 10.0 ** (0.5 * min(0.0, g)), steps)
+        c = 0.35 * (1.0 - 0.5 * min(1.0, abs(g)))
+        shape = [0.5 * e[t - 1] + c * (t < 0.5 * T) + 0.5 * c * (t < 0.8 * T)
+                 for t in range(1, steps + 1)]
     else:
         raise ValueError("unknown curve family %r" % family)
+    if scale is not None:
+        return [f + v + rng.normal(0.0, noise * k) for v, k in zip(shape, scale)]
     return [f + v + rng.normal(0.0, noise) for v in shape]
 
 
@@ -1327,12 +1475,19 @@ def _make():
         Objective("trid4", _box(_xs(4), [-16.0] * 4, [16.0] * 4), trid, -16.0),
         Objective("hpo_asr7", ASR_SPEC, None, 0.0),
     ]
+    seventh = [
+        Objective("zakharov4_shift", _box(_xs(4), [-5.0] * 4, [10.0] * 4), zakharov, 0.0,
+                  shift=(np.zeros(4), -5.0, 10.0)),
+        Objective("shubert2", _box(_xs(2), [-10.0] * 2, [10.0] * 2), shubert, -186.7309088310239),
+        Objective("qing3", _box(_xs(3), [-3.0] * 3, [3.0] * 3), qing, 0.0),
+        Objective("hpo_det8", DET_SPEC, None, 0.0),
+    ]
     return ({o.name: o for o in objs}, [o.name for o in held_out], [o.name for o in final],
             [o.name for o in third], [o.name for o in fourth], [o.name for o in fifth],
-            [o.name for o in sixth],
-            {o.name: o for o in held_out + final + third + fourth + fifth + sixth})
+            [o.name for o in sixth], [o.name for o in seventh],
+            {o.name: o for o in held_out + final + third + fourth + fifth + sixth + seventh})
 
 
-OBJECTIVES, HELD_OUT, FINAL, THIRD, FOURTH, FIFTH, SIXTH, _HELD = _make()
+OBJECTIVES, HELD_OUT, FINAL, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, _HELD = _make()
 CORE = list(OBJECTIVES)
 OBJECTIVES.update(_HELD)
