@@ -103,8 +103,8 @@ after one; 80 seeds 600..679, --sixth-first-seed and --sixth-seeds; run with
                doubledescent: the best-tuned trials hump in mid-run) and one older one on hpo_asr7
                and older surfaces (G8s, as G8w)
 
-Seventh held out (session 14: defined and committed before any engine change it is to judge, run once after one;
-80 seeds 700..779, --seventh-first-seed and --seventh-seeds; run with
+Seventh held out (session 14: defined and committed before any engine change it is to judge, run
+once after one; 80 seeds 700..779, --seventh-first-seed and --seventh-seeds; run with
 --parts batch_seventh,es_seventh):
 
   batch_seventh  12 rounds of 4 on three new continuous functions (zakharov4_shift: a narrow,
@@ -240,8 +240,8 @@ SIXTH_ES_TASKS = [("hpo_asr7", "spikes", 40, 0.01), ("hpo_asr7", "cyclic", 30, 0
 SIXTH_FIRST_SEED, SIXTH_SEEDS = 600, 80
 # The seventh held-out set (batch_seventh, es_seventh; session 14): three new continuous functions
 # (zakharov4_shift, shubert2, qing3), a new mixed surface (hpo_det8), three new curve families
-# (onecycle, noisyearly, lrdrop) and 80 seeds 700..779, defined and committed before any engine change it is to
-# judge.
+# (onecycle, noisyearly, lrdrop) and 80 seeds 700..779, defined and committed before any engine
+# change it is to judge.
 SEVENTH_BATCH_FUNCTIONS = list(tobj.SEVENTH) + ["salomon3_shift", "rastrigin3_shift", "hpo_asr7",
                                                 "hpo_lgbm9"]
 SEVENTH_ES_TASKS = [("hpo_det8", "onecycle", 40, 0.01), ("hpo_det8", "noisyearly", 30, 0.02),

@@ -80,8 +80,8 @@ after one; bench_tuning.py's batch_sixth and es_sixth parts, seeds 600-679):
                     a three-valued augmentation whose best value depends on the depth, a log
                     INTEGER batch size (below)
 
-Seventh held-out set (session 14: defined and committed before any engine change it judges, run once after one;
-bench_tuning.py's batch_seventh and es_seventh parts, seeds 700-779):
+Seventh held-out set (session 14: defined and committed before any engine change it judges, run
+once after one; bench_tuning.py's batch_seventh and es_seventh parts, seeds 700-779):
 
   zakharov4_shift   Zakharov (sum x_i^2 + s^2 + s^4, s = sum 0.5 i x_i) on [-5, 10]^4, moved per
                     seed: a smooth valley made narrow and ill-conditioned by the quartic term
