@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -32,14 +33,24 @@ std::unique_ptr<Designer> MakeGridDesigner(const StudyConfig& config, const Spac
 // *verdict (when given) says why when it does.
 bool MedianRuleSaysStop(const Trial& trial, const std::vector<Trial>& trials, Goal goal,
                         StopVerdict* verdict = nullptr);
+// The references' report noise near `step`, as one report's standard deviation: for every
+// reference with enough reports, the second difference of the three centred on its first report
+// at or after `step` (its first three when `step` precedes them); the median absolute one, times
+// 1.4826 / sqrt(6) (a second difference of white noise has sqrt(6) times its standard deviation).
+// A curve's own bend counts as noise too, so the early steps, where curves bend most, are the
+// most cautious. 0 without such references. The median rule stops a trial only when it stands
+// beyond its reference by more than this (docs/tuning.md, "Early stopping").
+double ReportNoise(const Trial& trial, const std::vector<Trial>& trials, int64_t step);
 // Whether `t` can serve as a reference of the rule (completed, not stopped, with reports).
 bool IsStoppingReference(const Trial& t);
 // The predicted-final rule (tuning.md §5.6, Vizier's performance-curve rule in a simple form):
 // across the reference trials, regress the final value on the value at the trial's newest step
 // (each smoothed over its last three reports there) and stop the trial when even an optimistic
 // prediction of its final value (the prediction minus about a 95 % interval) is worse than the
-// best reference's final value: it cannot be the study's best. Needs the median rule's reference
-// and report counts; no verdict when the references all stood at the same value.
+// best reference's final value: it cannot be the study's best. The trial enters the prediction
+// with its best smoothed value so far, so that a transient bad patch does not stop it. Needs the
+// median rule's reference and report counts; no verdict when the references all stood at the same
+// value.
 bool PredictedFinalSaysStop(const Trial& trial, const std::vector<Trial>& trials, Goal goal,
                             StopVerdict* verdict = nullptr);
 // What Study::Report applies: the median rule, else the predicted-final rule.

@@ -37,7 +37,8 @@ one JSON object per line in, one JSON object per line out, flushed after every l
   -> {"op":"complete","id":1,"value":0.42}        ("value":null: the trial failed;
   <- {"ok":true}                                   optional "stopped":true: stopped early)
   -> {"op":"report","id":1,"step":3,"value":0.9}   (an intermediate measurement)
-  <- {"stop":false}                                (true: the median rule says stop now)
+  <- {"stop":false}                                (or {"stop":true,"rule":"median"}: stop now;
+                                                    rule median or predicted_final)
   -> {"op":"close"}
   <- {"ok":true}                                   (then exit 0; end of input also ends)
 
@@ -160,7 +161,11 @@ class Session {
     if (!step) return Error("\"step\" must be an integer");
     auto v = req.find("value");
     if (v == req.end() || !v->is_number()) return Error("\"value\" must be a number");
-    return {{"stop", study_->Report(*id, *step, v->get<double>())}};
+    trainyard::tuning::StopVerdict why;
+    if (!study_->Report(*id, *step, v->get<double>(), &why)) return {{"stop", false}};
+    return {
+        {"stop", true},
+        {"rule", why.rule == trainyard::tuning::StopRule::kMedian ? "median" : "predicted_final"}};
   }
 
   std::unique_ptr<Study> study_;

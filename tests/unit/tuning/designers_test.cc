@@ -440,6 +440,47 @@ TEST(MedianRuleTest, SkipsReferencesWithoutMeasurementsByTheStep) {
   EXPECT_FALSE(MedianRuleSaysStop(Running(100, {1, 1, 1, 1, 1}), trials, Goal::kMaximize));
 }
 
+// Six references at levels 0..5 whose reports alternate +-0.5 around their level (+ at odd
+// steps): every second difference is 2 in size.
+std::vector<Trial> JitteryReferences() {
+  std::vector<Trial> trials;
+  for (int i = 0; i < 6; ++i) {
+    std::vector<double> v;
+    for (int s = 1; s <= 10; ++s) v.push_back(i + (s % 2 == 1 ? 0.5 : -0.5));
+    trials.push_back(Completed(i + 1, v));
+  }
+  return trials;
+}
+
+TEST(MedianRuleTest, ReportNoiseIsTheReferencesRobustSecondDifference) {
+  const Trial trial = Running(100, {1, 1});
+  EXPECT_NEAR(ReportNoise(trial, JitteryReferences(), 2), 1.4826 * 2 / std::sqrt(6.0), 1e-12);
+  EXPECT_NEAR(ReportNoise(trial, JitteryReferences(), 1), 1.4826 * 2 / std::sqrt(6.0), 1e-12);
+  EXPECT_EQ(ReportNoise(trial, FlatReferences(6, 1.0), 2), 0.0);
+  // Past every reference's second-to-last report: nothing to measure.
+  EXPECT_EQ(ReportNoise(trial, JitteryReferences(), 10), 0.0);
+  // Stopped, pending and too short references do not count.
+  std::vector<Trial> others = {Running(1, {0, 5, 0}), Completed(2, {0, 5})};
+  others.push_back(Completed(3, {0, 5, 0}));
+  others.back().stopped_early = true;
+  EXPECT_EQ(ReportNoise(trial, others, 2), 0.0);
+}
+
+TEST(MedianRuleTest, StopsOnlyBeyondTheReferenceByMoreThanTheReportNoise) {
+  // At step 2 the references stood at -0.5..4.5: the 45th percentile from the best is 2.25, and
+  // the report noise about 1.21.
+  const std::vector<Trial> trials = JitteryReferences();
+  EXPECT_FALSE(MedianRuleSaysStop(Running(100, {2.0, 2.0}), trials, Goal::kMaximize));
+  EXPECT_FALSE(MedianRuleSaysStop(Running(100, {1.1, 1.1}), trials, Goal::kMaximize));
+  StopVerdict why;
+  EXPECT_TRUE(MedianRuleSaysStop(Running(100, {0.9, 0.9}), trials, Goal::kMaximize, &why));
+  EXPECT_DOUBLE_EQ(why.reference, 2.25);
+  // The same references without the jitter stop the first trial.
+  std::vector<Trial> smooth;
+  for (int i = 0; i < 6; ++i) smooth.push_back(Completed(i + 1, std::vector<double>(10, i - 0.5)));
+  EXPECT_TRUE(MedianRuleSaysStop(Running(100, {2.0, 2.0}), smooth, Goal::kMaximize));
+}
+
 TEST(MedianRuleTest, IgnoresTheTrialItself) {
   std::vector<Trial> trials = FlatReferences(5, 1.0);
   Trial self = Running(3, {0, 0, 0, 0, 0});
@@ -481,12 +522,16 @@ TEST(PredictedFinalRuleTest, StopsATrialThatCannotReachTheBestFinal) {
   EXPECT_TRUE(StoppingRulesSayStop(good, trials, Goal::kMaximize));
 }
 
-TEST(PredictedFinalRuleTest, OneSpikeInTheLatestReportsDoesNotStop) {
+TEST(PredictedFinalRuleTest, SpikesInTheLatestReportsDoNotStop) {
   // One ahead of the best reference, then one bad report (a bad batch): the median of its last
   // three reports (8) still says it may win; their mean (-1) would have stopped it.
   const std::vector<Trial> trials = ClimbingReferences();
   EXPECT_FALSE(PredictedFinalSaysStop(Running(100, {6, 7, 8, 9, -20}), trials, Goal::kMaximize));
-  // Two bad reports in the last three are a trend, not a spike.
+  // Two ahead, then two bad reports: the median of the last three is bad too, but the trial is
+  // judged on its best smoothed value so far (9, at steps 4 and 5), which may still win.
+  EXPECT_FALSE(
+      PredictedFinalSaysStop(Running(100, {7, 8, 9, 10, -20, -20}), trials, Goal::kMaximize));
+  // Its best smoothed value so far (7) cannot reach the best final: stopped.
   EXPECT_TRUE(PredictedFinalSaysStop(Running(100, {6, 7, 8, -20, -20}), trials, Goal::kMaximize));
 }
 

@@ -100,7 +100,9 @@ struct Trial {
 // this many completed trials with intermediate reports can serve as references, nor before a
 // trial's own kMedianRuleMinReports-th report. Its reference is the references' value at the
 // trial's step that kMedianRulePercentile percent of them match or beat: a little stricter than
-// their median, which pays for the trials near the best one that are never stopped.
+// their median, which pays for the trials near the best one that are never stopped. A trial must
+// stand beyond it by more than the references' report noise there (ReportNoise in
+// src/tuning/designer.h): among trials that close, the order at one step is a coin toss.
 inline constexpr int kMedianRuleMinReferenceTrials = 5;
 inline constexpr int kMedianRuleMinReports = 2;
 inline constexpr double kMedianRulePercentile = 45;
