@@ -229,10 +229,19 @@ bool PredictedFinalSaysStop(const Trial& trial, const std::vector<Trial>& trials
   const double sign = maximize ? -1.0 : 1.0;  // minimisation values from here on
   const int64_t step = trial.measurements.back().step;
   // The trial's best smoothed value so far, not the one at its newest step: two spikes among its
-  // last three reports must not make it look worse than it has shown it can be.
+  // last three reports must not make it look worse than it has shown it can be. One pass over its
+  // reports in step order (a trainer may report thousands of times).
+  std::vector<Measurement> ordered(trial.measurements);
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const Measurement& a, const Measurement& b) { return a.step < b.step; });
   double own = HUGE_VAL;
-  for (const Measurement& m : trial.measurements) {
-    if (m.step <= step) own = std::min(own, sign * *SmoothedValueAt(trial, m.step));
+  for (size_t i = 0; i < ordered.size(); ++i) {
+    double window[kSmoothReports];
+    const size_t k = std::min(kSmoothReports, i + 1);
+    for (size_t j = 0; j < k; ++j) window[j] = ordered[i - j].value;
+    std::sort(window, window + k);
+    const double smoothed = k % 2 == 1 ? window[k / 2] : 0.5 * (window[k / 2 - 1] + window[k / 2]);
+    own = std::min(own, sign * smoothed);
   }
   std::vector<double> x, y;
   double best_final = HUGE_VAL;
