@@ -113,9 +113,15 @@ class Daemon:
 
     def wait_state(self, job_id, states, timeout=120, project=PROJECT):
         states = {states} if isinstance(states, str) else set(states)
-        return wait_for(lambda: (lambda j: j if j.get("state") in states else None)(
-                            self.job(job_id, project)),
-                        timeout=timeout, what="job %s in %s" % (job_id, states))
+        seen = {}  # the last reply, so that a timeout says where the job stood
+
+        def reached():
+            seen["job"] = self.job(job_id, project)
+            return seen["job"] if seen["job"].get("state") in states else None
+        try:
+            return wait_for(reached, timeout=timeout, what="job %s in %s" % (job_id, states))
+        except AssertionError as e:
+            raise AssertionError("%s; the job last read: %s" % (e, seen.get("job"))) from None
 
     def logs(self, job_id, project=PROJECT):
         entries, after = [], 0
@@ -202,3 +208,29 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     if report.failed and report.when in ("setup", "call") and item.module is not None:
         item.module.__dict__.setdefault("failed_reports", []).append(report)
+    if report.failed and report.when == "call":
+        for daemon in _daemons_of(item):
+            report.sections.append(("daemon log tail (%s)" % daemon.data_dir,
+                                    _log_tail(os.path.join(daemon.data_dir, "daemon.log"))))
+
+
+def _daemons_of(item):
+    """The Daemons a test's fixtures hold (directly or in a fixture's dict)."""
+    found = []
+    for value in getattr(item, "funcargs", {}).values():
+        for v in (value.values() if isinstance(value, dict) else [value]):
+            if isinstance(v, Daemon) and v not in found:
+                found.append(v)
+    return found
+
+
+def _log_tail(path, lines=120):
+    """The last `lines` lines of a daemon's log, which a failure's report shows: a flake seen
+    only in CI is then diagnosed from CI's output."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 64 * 1024))
+            return "\n".join(f.read().decode(errors="replace").splitlines()[-lines:])
+    except OSError as e:
+        return "(cannot read %s: %s)" % (path, e)
