@@ -87,6 +87,7 @@ def test_a_job_pending_in_slurm_is_queued_with_its_place_and_slurms_reason(env):
     blockers = [c.sbatch("--cpus-per-task=4", "--mem=100M", "--wrap", "sleep 600")
                 for _ in range(3)]
     other = None
+    outs = []
     try:
         for b in blockers:
             c.wait_state(b, "RUNNING", timeout=60)
@@ -94,6 +95,7 @@ def test_a_job_pending_in_slurm_is_queued_with_its_place_and_slurms_reason(env):
         c.wait_state(other, "PENDING", timeout=30)
         out_a = submit(env, "qa", ["--hold"])
         out_b = submit(env, "qb", ["--hold"])
+        outs = [out_a, out_b]
         for job_id, place in (("qa", "2"), ("qb", "3")):
             wait_for(lambda: d.job(job_id).get("jobPosition") == place, timeout=60,
                      what="%s at place %s in Slurm's queue: %s" % (job_id, place, d.job(job_id)))
@@ -141,6 +143,8 @@ def test_a_job_pending_in_slurm_is_queued_with_its_place_and_slurms_reason(env):
     finally:
         if blockers:
             c.scancel(*blockers)
+        for out in outs:  # a failure here leaves no held trainer to the module's other tests
+            release(out)
 
 
 def test_the_partition_label_routes_a_job_and_only_to_allowed_partitions(env):
