@@ -1044,20 +1044,22 @@ std::optional<std::string> Launcher::PrepareEnvironment() {
   }
   // A shared lock while the environment is used (held until the launcher exits), so garbage
   // collection (which takes it exclusively, without waiting) never removes one in use; an
-  // exclusive one while it is built.
+  // exclusive one while it is built. flock(2) converts a lock by dropping it first: a
+  // LOCK_EX|LOCK_NB that fails leaves this launcher with no lock at all, and the replica that
+  // then builds the environment keeps it shared for as long as its trainer runs. So a replica
+  // that does not get it exclusively never waits for LOCK_EX: it starts over from LOCK_SH
+  // (which waits only while a build holds it exclusively) and looks for .complete again.
   bool announced = false;
+  auto lock_failed = [&]() -> bool {
+    if (errno == EWOULDBLOCK || errno == EINTR) return false;
+    failure_.phase = "install";
+    failure_.exit_code = 1;
+    failure_.message = "cannot lock " + lock_path + ": " + std::strerror(errno);
+    return true;
+  };
   auto lock = [&](int op) -> bool {
     while (::flock(lock_fd, op | LOCK_NB) != 0) {
-      if (errno != EWOULDBLOCK && errno != EINTR) {
-        failure_.phase = "install";
-        failure_.exit_code = 1;
-        failure_.message = "cannot lock " + lock_path + ": " + std::strerror(errno);
-        return false;
-      }
-      if (!announced && op == LOCK_EX) {
-        Service(Severity::kInfo, "Waiting for another replica to prepare environment " + hash);
-        announced = true;
-      }
+      if (lock_failed()) return false;
       WaitForSignal(100 * 1000);
       if (term_requested_) return false;
     }
@@ -1068,20 +1070,33 @@ std::optional<std::string> Launcher::PrepareEnvironment() {
     if (term_requested_) return spec_.python;  // Run() reports the stop
     return std::nullopt;
   };
-  if (!lock(LOCK_SH)) return stopped();
   std::optional<std::string> python;
-  if (executor::FileExists(dir + "/.complete")) {
-    Service(Severity::kInfo, "Using cached environment " + hash);
-    python = dir + "/bin/python";
-  } else {
-    if (!lock(LOCK_EX)) return stopped();  // not atomic: another may build it meanwhile
+  while (true) {
+    if (!lock(LOCK_SH)) return stopped();
     if (executor::FileExists(dir + "/.complete")) {
       Service(Severity::kInfo, "Using cached environment " + hash);
       python = dir + "/bin/python";
-    } else {
-      python = BuildEnvironment(hash, dir, hash_input);
+      break;
     }
-    if (python && !lock(LOCK_SH)) return stopped();
+    if (::flock(lock_fd, LOCK_EX | LOCK_NB) == 0) {
+      if (executor::FileExists(dir + "/.complete")) {  // built between the two
+        Service(Severity::kInfo, "Using cached environment " + hash);
+        python = dir + "/bin/python";
+      } else {
+        python = BuildEnvironment(hash, dir, hash_input);
+      }
+      if (python && !lock(LOCK_SH)) return stopped();
+      break;
+    }
+    if (lock_failed()) return stopped();
+    // Another replica holds it (shared, about to build, or exclusively, building); this one
+    // holds nothing now. Again from the shared lock, after a pause of 50-150 ms.
+    if (!announced) {
+      Service(Severity::kInfo, "Waiting for another replica to prepare environment " + hash);
+      announced = true;
+    }
+    WaitForSignal((50 + static_cast<int64_t>(NowMicros() % 100)) * 1000);
+    if (term_requested_) return stopped();
   }
   if (!python) {
     ::close(lock_fd);
