@@ -1071,20 +1071,17 @@ std::optional<std::string> Launcher::PrepareEnvironment() {
     return std::nullopt;
   };
   std::optional<std::string> python;
+  auto cached = [&]() -> bool {
+    if (!executor::FileExists(dir + "/.complete")) return false;
+    Service(Severity::kInfo, "Using cached environment " + hash);
+    python = dir + "/bin/python";
+    return true;
+  };
   while (true) {
     if (!lock(LOCK_SH)) return stopped();
-    if (executor::FileExists(dir + "/.complete")) {
-      Service(Severity::kInfo, "Using cached environment " + hash);
-      python = dir + "/bin/python";
-      break;
-    }
+    if (cached()) break;
     if (::flock(lock_fd, LOCK_EX | LOCK_NB) == 0) {
-      if (executor::FileExists(dir + "/.complete")) {  // built between the two
-        Service(Severity::kInfo, "Using cached environment " + hash);
-        python = dir + "/bin/python";
-      } else {
-        python = BuildEnvironment(hash, dir, hash_input);
-      }
+      if (!cached()) python = BuildEnvironment(hash, dir, hash_input);  // or built meanwhile
       if (python && !lock(LOCK_SH)) return stopped();
       break;
     }
