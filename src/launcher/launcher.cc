@@ -61,6 +61,7 @@
 #include "proc_util.h"
 #include "protocol_private.h"
 #include "trainer_env.h"
+#include "trainyard/core/failpoint.h"
 #include "trainyard/core/time.h"
 #include "trainyard/core/util.h"
 #include "trainyard/executor/executor.h"
@@ -1077,8 +1078,10 @@ std::optional<std::string> Launcher::PrepareEnvironment() {
     python = dir + "/bin/python";
     return true;
   };
-  while (true) {
+  for (bool first = true;; first = false) {
     if (!lock(LOCK_SH)) return stopped();
+    // Replicas of one job may all hold it shared here at once (test_faults.py holds them).
+    if (first) TY_FAILPOINT("launcher.env.after_shared_lock");
     if (cached()) break;
     if (::flock(lock_fd, LOCK_EX | LOCK_NB) == 0) {
       if (!cached()) python = BuildEnvironment(hash, dir, hash_input);  // or built meanwhile

@@ -88,6 +88,15 @@ elif mode == "hold":  # children, then success once RECORD/release-TAG exists (a
     while not os.path.exists(release) and time.time() < deadline:
         time.sleep(0.05)
     print("%s done" % tag, flush=True)
+elif mode == "gang":  # success once N trainers of TAG have started (at most 300 s), as the
+    # replicas of a distributed job wait for each other before any of them ends
+    def started():
+        return len([f for f in os.listdir(record) if f.rsplit(".", 1)[0] == tag])
+    deadline = time.time() + 300
+    while started() < n and time.time() < deadline:
+        time.sleep(0.05)
+    print("%s %d of %d started" % (tag, started(), n), flush=True)
+    sys.exit(0 if started() >= n else 1)
 elif mode == "stubborn":  # ignores SIGTERM, with children: only SIGKILL ends it
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     children()
@@ -650,6 +659,44 @@ def test_launcher_killed_without_restarts_fails_the_job_saying_so(fd):
     assert msg.startswith("The replica master 0 was lost"), msg
     assert "launcher" in msg and "SIGKILL" in msg, msg
     assert_nothing_left(fd, ["lk_2"])
+
+
+def test_two_replicas_preparing_one_new_environment_both_start(fd, tmp_path):
+    """The master and a worker of one job prepare the same Python environment, not yet cached,
+    and both hold its lock shared at once (`launcher.env.after_shared_lock` holds each there a
+    while). One builds it; the other, whose LOCK_EX|LOCK_NB failed (which drops its shared lock),
+    must start over and find it built, not wait for an exclusive lock that the builder, holding
+    the lock shared while its trainer runs, gives up only when it exits. The trainers wait for
+    each other as a distributed job's do, so the job succeeds only if both start; before the
+    fix (a653d90) it stayed PREPARING until it was cancelled."""
+    fd.stop()
+    start_with(fd, "launcher.env.after_shared_lock=sleep(500)")
+    # A package of its own, so that its environment is built by this test's replicas.
+    pkg = make_package(tmp_path / "gang", TRAINER + "# gang %d\n" % time.time_ns())
+    fresh = upload_package(fd, build_sdist(pkg), bucket=BUCKET)
+    job_id = "env_gang"
+    body = {"jobId": job_id, "trainingInput": {
+        "packageUris": [fresh], "pythonModule": "trainer.task", "region": "us-central1",
+        "args": ["gang", tag_of(fd, job_id), fd.record, "2"], "scaleTier": "CUSTOM",
+        "masterType": "n1-standard-4", "workerType": "n1-standard-4", "workerCount": 1}}
+    assert fd.request("POST", JOBS, body)[0] == 200
+    t0 = time.time()
+    try:
+        job = fd.wait_state(job_id, TERMINAL, timeout=90)
+    finally:
+        if fd.job(job_id)["state"] not in TERMINAL:
+            cancel(fd, job_id)
+            finish(fd, job_id, timeout=60)
+    assert job["state"] == "SUCCEEDED", job
+    print("env_gang: SUCCEEDED %.1f s after its create" % (time.time() - t0))
+    assert starts(fd, job_id) == 2, starts(fd, job_id)
+    messages = [e["jsonPayload"]["message"] for e in fd.logs(job_id)]
+    # Both held the lock shared: one built the environment, the other waited and used it.
+    assert len([m for m in messages if m.startswith("Installing the package: ")]) == 1, messages
+    assert len([m for m in messages if m.startswith("Waiting for another replica to prepare ")]) \
+        == 1, messages
+    assert len([m for m in messages if m.startswith("Using cached environment ")]) == 1, messages
+    assert_nothing_left(fd, [job_id])
 
 
 # --- 6. SQLite busy and read-only -----------------------------------------------------------
