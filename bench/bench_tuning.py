@@ -120,6 +120,24 @@ once after one; 80 seeds 700..779, --seventh-first-seed and --seventh-seeds; run
                  decays that are larger for the better configurations) and one older one on
                  hpo_det8 and older surfaces (G8h, as G8w)
 
+Eighth held out (session 16: defined and committed before any engine change it is to judge, run
+once after one; 80 seeds 800..879, --eighth-first-seed and --eighth-seeds; run with
+--parts batch_eighth,es_eighth):
+
+  batch_eighth  12 rounds of 4 on three new continuous functions (michalewicz5: plateaus cut by
+                steep, narrow valleys; schwefel3: deceptive, the second-best minima far from the
+                best; griewrosen4_shift: Rosenbrock's curved valley ringed by Griewank's ripples),
+                a new mixed surface (hpo_tft8: the width, the normalizer, the loss and a
+                reverse-log EMA decay move the best learning rate, a head count whose best value
+                grows with the width) and four older functions the engine was weakest on
+                (salomon3_shift, shubert2, zakharov4_shift, griewank4_shift): engine against TPE
+                with constant_liar (G7e, as G7w)
+  es_eighth     40 trials on 10 sets of learning curves: three new families (latebloom: the
+                configurations that end best sit longest on a plateau; divergent: too high a
+                learning rate improves towards a value below its end, then blows up late;
+                heavytail: Student-t noise on the reports) on hpo_tft8 and older surfaces, and
+                two older ones (spikes, crossing) on hpo_tft8 (G8e, as G8w)
+
 --baseline-engine-cmd runs every engine study a second time with another build (main's, say) in
 the same run, and adds a table of the two engines side by side (median final regret and
 P(engine < baseline); for early stopping, steps used and loss against each one's own run without
@@ -250,6 +268,19 @@ SEVENTH_ES_TASKS = [("hpo_det8", "onecycle", 40, 0.01), ("hpo_det8", "noisyearly
                     ("hpo_xgb7", "onecycle", 50, 0.02), ("hpo_bert6", "noisyearly", 40, 0.01),
                     ("hpo_det8", "spikes", 40, 0.02), ("hpo_cnn5", "lrdrop", 30, 0.01)]
 SEVENTH_FIRST_SEED, SEVENTH_SEEDS = 700, 80
+# The eighth held-out set (batch_eighth, es_eighth; session 16): three new continuous functions
+# (michalewicz5, schwefel3, griewrosen4_shift), a new mixed surface (hpo_tft8), three new curve
+# families (latebloom, divergent, heavytail) and 80 seeds 800..879, defined and committed before
+# any engine change it is to judge. The older batch functions are those the engine was weakest on
+# in the sixth and seventh sets.
+EIGHTH_BATCH_FUNCTIONS = list(tobj.EIGHTH) + ["salomon3_shift", "shubert2", "zakharov4_shift",
+                                              "griewank4_shift"]
+EIGHTH_ES_TASKS = [("hpo_tft8", "latebloom", 40, 0.01), ("hpo_tft8", "divergent", 30, 0.02),
+                   ("hpo_tft8", "heavytail", 40, 0.01), ("hpo_det8", "latebloom", 30, 0.01),
+                   ("hpo_gnn6", "divergent", 40, 0.01), ("hpo_xgb7", "heavytail", 50, 0.02),
+                   ("hpo_dqn6", "latebloom", 40, 0.02), ("hpo_lgbm9", "divergent", 30, 0.02),
+                   ("hpo_tft8", "spikes", 40, 0.02), ("hpo_tft8", "crossing", 30, 0.01)]
+EIGHTH_FIRST_SEED, EIGHTH_SEEDS = 800, 80
 # Held-out sets by part suffix: batch functions, es tasks, gate row ids, title.
 HELD = {
     "wide": (WIDE_BATCH_FUNCTIONS, WIDE_ES_TASKS, ("G7w", "G8w"), "held out"),
@@ -259,6 +290,7 @@ HELD = {
     "fifth": (FIFTH_BATCH_FUNCTIONS, FIFTH_ES_TASKS, ("G7v", "G8v"), "fifth held out"),
     "sixth": (SIXTH_BATCH_FUNCTIONS, SIXTH_ES_TASKS, ("G7s", "G8s"), "sixth held out"),
     "seventh": (SEVENTH_BATCH_FUNCTIONS, SEVENTH_ES_TASKS, ("G7h", "G8h"), "seventh held out"),
+    "eighth": (EIGHTH_BATCH_FUNCTIONS, EIGHTH_ES_TASKS, ("G7e", "G8e"), "eighth held out"),
 }
 
 
@@ -330,6 +362,8 @@ PART_ALGOS = {
     "es_sixth": ["engine_es", "engine"],
     "batch_seventh": ["engine", "tpe_cl"],
     "es_seventh": ["engine_es", "engine"],
+    "batch_eighth": ["engine", "tpe_cl"],
+    "es_eighth": ["engine_es", "engine"],
 }
 # --baseline-engine-cmd: every engine algorithm again with the baseline build.
 BASE = {"engine": "base", "engine_es": "base_es"}
@@ -998,10 +1032,11 @@ def main():
     ap.add_argument("--parts", default="core,batch,es,batch_wide,es_wide",
                     help="core,batch,es,batch_wide,es_wide,batch_final,es_final,batch_third,"
                     "es_third,batch_fourth,es_fourth,batch_fifth,es_fifth,batch_sixth,es_sixth,"
-                    "batch_seventh,es_seventh (default: all but the final, third, fourth, fifth, "
-                    "sixth and seventh held-out sets, which are run on their own: --parts "
-                    "batch_final,es_final, batch_third,es_third, batch_fourth,es_fourth, "
-                    "batch_fifth,es_fifth, batch_sixth,es_sixth or batch_seventh,es_seventh)")
+                    "batch_seventh,es_seventh,batch_eighth,es_eighth (default: all but the final, "
+                    "third, fourth, fifth, sixth, seventh and eighth held-out sets, which are run "
+                    "on their own: --parts batch_final,es_final, batch_third,es_third, "
+                    "batch_fourth,es_fourth, batch_fifth,es_fifth, batch_sixth,es_sixth, "
+                    "batch_seventh,es_seventh or batch_eighth,es_eighth)")
     ap.add_argument("--algos", default="engine,tpe,random",
                     help="families to run: engine, tpe, random, gpref (default engine,tpe,random)")
     ap.add_argument("--seeds", type=int, default=20, help="seeds 0..N-1 (default 20)")
@@ -1038,6 +1073,11 @@ def main():
                     SEVENTH_FIRST_SEED)
     ap.add_argument("--seventh-seeds", type=int, default=SEVENTH_SEEDS,
                     help="seeds of the seventh held-out set (default %d)" % SEVENTH_SEEDS)
+    ap.add_argument("--eighth-first-seed", type=int, default=EIGHTH_FIRST_SEED,
+                    help="the first seed of the eighth held-out set (default %d)" %
+                    EIGHTH_FIRST_SEED)
+    ap.add_argument("--eighth-seeds", type=int, default=EIGHTH_SEEDS,
+                    help="seeds of the eighth held-out set (default %d)" % EIGHTH_SEEDS)
     ap.add_argument("--trials", type=int, default=50, help="core trials per study (default 50)")
     ap.add_argument("--functions", default="", help="comma-separated subset of the core functions")
     ap.add_argument("--quick", action="store_true",
@@ -1118,13 +1158,14 @@ def main():
     sixth_seeds = list(range(args.sixth_first_seed, args.sixth_first_seed + args.sixth_seeds))
     seventh_seeds = list(range(args.seventh_first_seed,
                                args.seventh_first_seed + args.seventh_seeds))
+    eighth_seeds = list(range(args.eighth_first_seed, args.eighth_first_seed + args.eighth_seeds))
     if args.quick:
         wide_seeds, final_seeds, third_seeds = wide_seeds[:5], final_seeds[:5], third_seeds[:5]
         fourth_seeds, fifth_seeds, sixth_seeds = fourth_seeds[:5], fifth_seeds[:5], sixth_seeds[:5]
-        seventh_seeds = seventh_seeds[:5]
+        seventh_seeds, eighth_seeds = seventh_seeds[:5], eighth_seeds[:5]
     held_seeds = {"wide": wide_seeds, "final": final_seeds, "third": third_seeds,
                   "fourth": fourth_seeds, "fifth": fifth_seeds, "sixth": sixth_seeds,
-                  "seventh": seventh_seeds}
+                  "seventh": seventh_seeds, "eighth": eighth_seeds}
     tasks = []
     for part in parts:
         pfns = {"core": fns, "batch": batch_fns, "es": ["hpo_mixed5"],
@@ -1141,7 +1182,9 @@ def main():
                 "batch_sixth": SIXTH_BATCH_FUNCTIONS,
                 "es_sixth": [es_task_name(t) for t in SIXTH_ES_TASKS],
                 "batch_seventh": SEVENTH_BATCH_FUNCTIONS,
-                "es_seventh": [es_task_name(t) for t in SEVENTH_ES_TASKS]}[part]
+                "es_seventh": [es_task_name(t) for t in SEVENTH_ES_TASKS],
+                "batch_eighth": EIGHTH_BATCH_FUNCTIONS,
+                "es_eighth": [es_task_name(t) for t in EIGHTH_ES_TASKS]}[part]
         algos = PART_ALGOS[part] + [BASE[a] for a in PART_ALGOS[part] if a in BASE]
         for fn in pfns:
             for algo in algos:
@@ -1156,7 +1199,8 @@ def main():
               "batch_fourth": BATCH_ROUNDS * BATCH_SIZE, "es_fourth": ES_TRIALS,
               "batch_fifth": BATCH_ROUNDS * BATCH_SIZE, "es_fifth": ES_TRIALS,
               "batch_sixth": BATCH_ROUNDS * BATCH_SIZE, "es_sixth": ES_TRIALS,
-              "batch_seventh": BATCH_ROUNDS * BATCH_SIZE, "es_seventh": ES_TRIALS}
+              "batch_seventh": BATCH_ROUNDS * BATCH_SIZE, "es_seventh": ES_TRIALS,
+              "batch_eighth": BATCH_ROUNDS * BATCH_SIZE, "es_eighth": ES_TRIALS}
     tasks.sort(key=lambda t: -COST[t[2]] * n_sugg[t[0]])
     X = args.gate_algo or ("engine" if "engine" in families else
                            "gpref" if "gpref" in families else "")
@@ -1458,7 +1502,7 @@ def main():
         for part in ("core", "batch", "es", "batch_wide", "es_wide", "batch_final",
                      "es_final", "batch_third", "es_third", "batch_fourth", "es_fourth",
                      "batch_fifth", "es_fifth", "batch_sixth", "es_sixth", "batch_seventh",
-                     "es_seventh"):
+                     "es_seventh", "batch_eighth", "es_eighth"):
             if part in lat[a]:
                 s = lat[a][part]
                 rows.append([LABEL[a], part, s["calls"], "%.1f" % s["median_ms"],

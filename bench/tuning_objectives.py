@@ -94,6 +94,24 @@ once after one; bench_tuning.py's batch_seventh and es_seventh parts, seeds 700-
                     weight decay depends on the optimizer, the mosaic strength matters most for
                     the deep backbones, a linear DISCRETE anchor scale (below)
 
+Eighth held-out set (session 16: defined and committed before any engine change it judges, run
+once after one; bench_tuning.py's batch_eighth and es_eighth parts, seeds 800-879):
+
+  michalewicz5      Michalewicz (m = 10: -sum sin(x_i) sin(i x_i^2 / pi)^20) on [0, pi]^5
+                    f* = -4.687658179088148: flat plateaus cut by steep, narrow valleys
+  schwefel3         Schwefel (418.9829 d - sum x_i sin(sqrt |x_i|)) on [-500, 500]^3
+                    f* = 3 (418.9829 - 418.98288727243374) = 3.8e-5 at x_i = 420.9687463591536,
+                    near a corner: deceptive, the second-best minima lie far from the best. Not
+                    moved per seed (its optimum is not central, and outside the box the function
+                    goes below f*)
+  griewrosen4_shift CEC 2005's expanded Griewank plus Rosenbrock (F8F2: sum of F8(F2(x_i,
+                    x_i+1)) over the pairs, the last one (x_4, x_1)) on [-5, 5]^4, moved per seed:
+                    Rosenbrock's curved valley (not separable) ringed by Griewank's ripples; f* = 0
+  hpo_tft8          a time-series forecasting transformer surface, eight parameters: the width,
+                    the normalizer, the loss and a reverse-log EMA decay move the best learning
+                    rate; a log DISCRETE head count whose best value grows with the width; the
+                    best look-back window depends on the normalizer (below)
+
 Shifted functions: the optimum of Ackley (natively the centre of the box, which a designer that
 starts at the centre would hit with its first trial) and Levy (natively (1, ..., 1), near the
 centre) is moved to a point drawn per seed inside the central 80 % of the box. The draw depends
@@ -386,6 +404,33 @@ With a = log10(learning_rate), b = log2(batch_size / 16), W = warmup_epochs:
 f* = 0 at resnet101, adamw, learning rate 10^-3.4, weight decay 1e-4, batch 16, 5 warm-up epochs,
 mosaic 0.6, anchor scale 4.
 
+hpo_tft8 (eighth held-out set; the best learning rate falls with the width and grows with the EMA
+decay, the best head count grows with the width, the best dropout too, a reversible instance
+normalisation (revin) wants the longest look-back):
+
+  learning_rate    DOUBLE 1e-5..1e-1, UNIT_LOG_SCALE
+  hidden_size      INTEGER 16..512, UNIT_LOG_SCALE
+  attention_heads  DISCRETE 1, 2, 4, 8, UNIT_LOG_SCALE
+  dropout          DOUBLE 0..0.5, UNIT_LINEAR_SCALE
+  lookback         INTEGER 24..336, UNIT_LINEAR_SCALE
+  ema_decay        DOUBLE 0.9..0.9999, UNIT_REVERSE_LOG_SCALE
+  normalizer       CATEGORICAL standard, revin, none
+  loss             CATEGORICAL mse, mae, quantile
+
+With a = log10(learning_rate), u = log2(hidden_size / 128), H = log2(attention_heads),
+c = log10(1 - ema_decay) + 2 (0 at 0.99):
+
+  a* = -3 - 0.35 u - 0.3 c + {standard: 0, revin: 0.2, none: -0.5}[normalizer]
+       + {mse: 0, mae: 0.3, quantile: 0.15}[loss]
+  f = 0.5 (1 - exp(-((a - a*) / 0.5)^2 / 2)) + 0.015 (u + 2 - H)^2
+    + 0.8 (dropout - clip(0.1 + 0.06 u, 0, 0.5))^2
+    + 0.03 ((lookback - {standard: 168, revin: 240, none: 96}[normalizer]) / 100)^2
+    + 0.03 c^2 + 0.01 u^2 + {standard: 0.02, revin: 0, none: 0.08}[normalizer]
+    + {mse: 0.012, mae: 0.02, quantile: 0}[loss]
+
+f* = 0 at revin, quantile, learning rate 10^-2.65, 128 units, 4 heads (32 per head), dropout 0.1,
+a look-back of 240, EMA decay 0.99.
+
 Learning curves (the early-stopping part): hpo_curve(params, rng) is a 30-step curve from f + 1
 towards f: value(t) = f + (e^(-r t) - e^(-r T)) / (1 - e^(-r T)) + N(0, 0.01^2), with the
 rate r = 0.3 * 10^(0.5 * min(0, a - a*)): a learning rate 100x below its best converges 10x slower
@@ -466,6 +511,22 @@ Families of the seventh held-out set (es_seventh; session 14), with the same rat
   lrdrop    a step-decay schedule whose drops are larger for the better configurations:
             0.5 E(t) + c [t < T/2] + c/2 [t < 0.8 T], c = 0.35 (1 - 0.5 min(1, |g|)): the early
             order misleads until the drops
+
+Families of the eighth held-out set (es_eighth; session 16), with the same rate r and g = a - a*:
+
+  latebloom  the plateau family's shape, its length set by the trial's final value f instead of
+            |g|: t0 = T (0.1 + 0.35 clip(1 - f / 0.3, 0, 1)): the configurations that end best
+            sit longest on the plateau (up to 0.45 T) and look worst until they drop (late
+            bloomers)
+  divergent  too high a learning rate makes fast progress towards a value below its end, then
+            blows up late: E(t) at rate r (1 + o) minus h (1 - E(t)), plus h B(t), with
+            o = clip(g, 0, 1), h = 0.3 o, B = 0 until t_d = T (0.85 - 0.35 o), then
+            (e^(5u) - 1) / (e^5 - 1) at u = (t - t_d) / (T - t_d) (1 at T): a trial looks up to
+            0.3 better than it ends until the last steps
+  heavytail  the exp family's shape with Student-t noise (2.5 degrees of freedom, scale
+            `noise`) on every report but the last (Gaussian): symmetric heavy tails, 7 % of the
+            reports beyond 3 noise (0.3 % for a Gaussian), 0.4 % beyond 10, lucky low reports as
+            well as bad high ones
 """
 
 import math
@@ -1210,6 +1271,85 @@ def det_lr_gap(p):
     return a - best
 
 
+# ------------------------------------------------------------------------------------------
+# The eighth held-out set
+
+
+def michalewicz(x, m=10):
+    i = np.arange(1, len(x) + 1)
+    return -float(np.sum(np.sin(x) * np.sin(i * x * x / math.pi) ** (2 * m)))
+
+
+# One dimension's minimum of -sin(x) sin(i x^2 / pi)^20 on [0, pi], i = 1..5 (a bounded
+# minimisation from the best of 200,001 grid points); the sum is f* = -4.687658179088148.
+MICHALEWICZ5_FSTAR = -4.687658179088148
+# max of x sin(sqrt |x|) on [-500, 500], at x = 420.9687463591536 (the standard 418.9829 rounded).
+SCHWEFEL_PEAK = 418.98288727243374
+
+
+def schwefel(x):
+    return 418.9829 * len(x) - float(np.sum(x * np.sin(np.sqrt(np.abs(x)))))
+
+
+def griewank_rosenbrock(x):
+    """CEC 2005's expanded Griewank plus Rosenbrock (F8F2): sum over the pairs (x_i, x_i+1), the
+    last one (x_d, x_1), of F8(F2(x_i, x_i+1)), F2 Rosenbrock's term, F8 one-dimensional Griewank.
+    Every term is >= 0 and all are 0 only at (1, ..., 1)."""
+    y = np.roll(x, -1)
+    z = 100.0 * (x * x - y) ** 2 + (x - 1.0) ** 2
+    return float(np.sum(z * z / 4000.0 - np.cos(z) + 1.0))
+
+
+TFT_SPEC = [
+    {"parameterName": "learning_rate", "type": "DOUBLE", "minValue": 1e-5, "maxValue": 1e-1,
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "hidden_size", "type": "INTEGER", "minValue": 16, "maxValue": 512,
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "attention_heads", "type": "DISCRETE", "discreteValues": [1, 2, 4, 8],
+     "scaleType": "UNIT_LOG_SCALE"},
+    {"parameterName": "dropout", "type": "DOUBLE", "minValue": 0.0, "maxValue": 0.5,
+     "scaleType": "UNIT_LINEAR_SCALE"},
+    {"parameterName": "lookback", "type": "INTEGER", "minValue": 24, "maxValue": 336,
+     "scaleType": "UNIT_LINEAR_SCALE"},
+    {"parameterName": "ema_decay", "type": "DOUBLE", "minValue": 0.9, "maxValue": 0.9999,
+     "scaleType": "UNIT_REVERSE_LOG_SCALE"},
+    {"parameterName": "normalizer", "type": "CATEGORICAL",
+     "categoricalValues": ["standard", "revin", "none"]},
+    {"parameterName": "loss", "type": "CATEGORICAL",
+     "categoricalValues": ["mse", "mae", "quantile"]},
+]
+TFT_NORM_SHIFT = {"standard": 0.0, "revin": 0.2, "none": -0.5}
+TFT_LOSS_SHIFT = {"mse": 0.0, "mae": 0.3, "quantile": 0.15}
+TFT_LOOKBACK = {"standard": 168.0, "revin": 240.0, "none": 96.0}
+TFT_NORM_PENALTY = {"standard": 0.02, "revin": 0.0, "none": 0.08}
+TFT_LOSS_PENALTY = {"mse": 0.012, "mae": 0.02, "quantile": 0.0}
+
+
+def _tft_parts(p):
+    a = math.log10(float(p["learning_rate"]))
+    u = math.log2(float(p["hidden_size"]) / 128.0)
+    c = math.log10(1.0 - float(p["ema_decay"])) + 2.0  # 0 at 0.99, -2 at 0.9999
+    best = (-3.0 - 0.35 * u - 0.3 * c + TFT_NORM_SHIFT[p["normalizer"]]
+            + TFT_LOSS_SHIFT[p["loss"]])
+    return a, u, c, best
+
+
+def tft_surface(p):
+    a, u, c, best = _tft_parts(p)
+    heads = math.log2(float(p["attention_heads"]))
+    norm = p["normalizer"]
+    return (0.5 * (1.0 - math.exp(-0.5 * ((a - best) / 0.5) ** 2))
+            + 0.015 * (u + 2.0 - heads) ** 2  # log2 of the per-head width, best 32
+            + 0.8 * (float(p["dropout"]) - min(max(0.1 + 0.06 * u, 0.0), 0.5)) ** 2
+            + 0.03 * ((float(p["lookback"]) - TFT_LOOKBACK[norm]) / 100.0) ** 2
+            + 0.03 * c * c + 0.01 * u * u + TFT_NORM_PENALTY[norm] + TFT_LOSS_PENALTY[p["loss"]])
+
+
+def tft_lr_gap(p):
+    a, _, _, best = _tft_parts(p)
+    return a - best
+
+
 SURFACES = {"hpo_mixed5": (HPO_SPEC, hpo_surface, hpo_lr_gap),
             "hpo_mixed6b": (HPO6_SPEC, hpo6_surface, hpo6_lr_gap),
             "hpo_xgb7": (XGB_SPEC, xgb_surface, xgb_lr_gap),
@@ -1222,10 +1362,15 @@ SURFACES = {"hpo_mixed5": (HPO_SPEC, hpo_surface, hpo_lr_gap),
             "hpo_dqn6": (DQN_SPEC, dqn_surface, dqn_lr_gap),
             "hpo_gnn6": (GNN_SPEC, gnn_surface, gnn_lr_gap),
             "hpo_asr7": (ASR_SPEC, asr_surface, asr_lr_gap),
-            "hpo_det8": (DET_SPEC, det_surface, det_lr_gap)}
+            "hpo_det8": (DET_SPEC, det_surface, det_lr_gap),
+            "hpo_tft8": (TFT_SPEC, tft_surface, tft_lr_gap)}
 CURVE_FAMILIES = ("exp", "pow", "crossing", "sigmoid", "step", "twoexp", "overfit", "cosine",
                   "warmup", "restarts", "plateau", "linear", "hetero", "spikes", "cyclic",
-                  "doubledescent", "onecycle", "noisyearly", "lrdrop")
+                  "doubledescent", "onecycle", "noisyearly", "lrdrop", "latebloom", "divergent",
+                  "heavytail")
+
+
+HEAVYTAIL_DF = 2.5  # the heavytail family's Student-t degrees of freedom
 
 
 def _exp_shape(r, steps):
@@ -1362,6 +1507,30 @@ def curve(surface, family, p, rng, steps=HPO_STEPS, noise=HPO_NOISE):
         c = 0.35 * (1.0 - 0.5 * min(1.0, abs(g)))
         shape = [0.5 * e[t - 1] + c * (t < 0.5 * T) + 0.5 * c * (t < 0.8 * T)
                  for t in range(1, steps + 1)]
+    elif family == "latebloom":
+        # The plateau family's shape, its length set by the final value: the best start latest.
+        r = 0.3 * 10.0 ** (0.5 * min(0.0, g))
+        t0 = T * (0.1 + 0.35 * min(max(1.0 - f / 0.3, 0.0), 1.0))
+        r2 = r * T / (T - t0)
+        end = math.exp(-r2 * (T - t0))
+        shape = [1.0 - 0.05 * t / t0 if t < t0 else
+                 0.95 * (math.exp(-r2 * (t - t0)) - end) / (1.0 - end)
+                 for t in range(1, steps + 1)]
+    elif family == "divergent":
+        over = min(max(g, 0.0), 1.0)
+        e = _exp_shape(0.3 * 10.0 ** (0.5 * min(0.0, g)) * (1.0 + over), steps)
+        h = 0.3 * over
+        td = T * (0.85 - 0.35 * over)
+        k = 5.0
+
+        def blowup(t):  # 0 until td, then exponentially up to 1 at T
+            return 0.0 if t <= td else math.expm1(k * ((t - td) / (T - td))) / math.expm1(k)
+        shape = [e[t - 1] - h * (1.0 - e[t - 1]) + h * blowup(t) for t in range(1, steps + 1)]
+    elif family == "heavytail":
+        shape = _exp_shape(0.3 * 10.0 ** (0.5 * min(0.0, g)), steps)
+        # Student-t noise (2.5 degrees of freedom, scale `noise`) on every report but the last.
+        return [f + v + noise * (rng.standard_t(HEAVYTAIL_DF) if t < steps else rng.normal())
+                for t, v in enumerate(shape, 1)]
     else:
         raise ValueError("unknown curve family %r" % family)
     if scale is not None:
@@ -1482,12 +1651,23 @@ def _make():
         Objective("qing3", _box(_xs(3), [-3.0] * 3, [3.0] * 3), qing, 0.0),
         Objective("hpo_det8", DET_SPEC, None, 0.0),
     ]
+    eighth = [
+        Objective("michalewicz5", _box(_xs(5), [0.0] * 5, [math.pi] * 5), michalewicz,
+                  MICHALEWICZ5_FSTAR),
+        Objective("schwefel3", _box(_xs(3), [-500.0] * 3, [500.0] * 3), schwefel,
+                  3 * (418.9829 - SCHWEFEL_PEAK)),
+        Objective("griewrosen4_shift", _box(_xs(4), [-5.0] * 4, [5.0] * 4), griewank_rosenbrock,
+                  0.0, shift=(np.ones(4), -5.0, 5.0)),
+        Objective("hpo_tft8", TFT_SPEC, None, 0.0),
+    ]
     return ({o.name: o for o in objs}, [o.name for o in held_out], [o.name for o in final],
             [o.name for o in third], [o.name for o in fourth], [o.name for o in fifth],
-            [o.name for o in sixth], [o.name for o in seventh],
-            {o.name: o for o in held_out + final + third + fourth + fifth + sixth + seventh})
+            [o.name for o in sixth], [o.name for o in seventh], [o.name for o in eighth],
+            {o.name: o for o in held_out + final + third + fourth + fifth + sixth + seventh
+             + eighth})
 
 
-OBJECTIVES, HELD_OUT, FINAL, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, _HELD = _make()
+(OBJECTIVES, HELD_OUT, FINAL, THIRD, FOURTH, FIFTH, SIXTH, SEVENTH, EIGHTH,
+ _HELD) = _make()
 CORE = list(OBJECTIVES)
 OBJECTIVES.update(_HELD)
