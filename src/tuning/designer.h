@@ -53,17 +53,34 @@ bool IsStoppingReference(const Trial& t);
 // value.
 bool PredictedFinalSaysStop(const Trial& trial, const std::vector<Trial>& trials, Goal goal,
                             StopVerdict* verdict = nullptr);
-// What Study::Report applies: the median rule, else the predicted-final rule.
+// The predicted-final rule's regression at the trial's newest step: the predicted final value
+// (`mean`, in the study's own direction), the prediction's standard error (`spread`), the
+// interval's multiplier `z`, and the best reference's final value. nullopt where the rule decides
+// nothing (too few reports or references, or references that all stood at one value).
+struct FinalPrediction {
+  int64_t step = 0;
+  double mean = 0;
+  double spread = 0;
+  double z = 0;
+  double best_final = 0;
+  int references = 0;
+};
+std::optional<FinalPrediction> PredictFinal(const Trial& trial, const std::vector<Trial>& trials,
+                                            Goal goal);
+// Both rules: the median rule, else the predicted-final rule (Study::Report applies the median
+// rule only away from the best trial, NearTheBestTrial).
 bool StoppingRulesSayStop(const Trial& trial, const std::vector<Trial>& trials, Goal goal,
                           StopVerdict* verdict = nullptr);
 
-// Trials near the best one are not stopped (docs/tuning.md, "Early stopping"): true when `trial`
-// lies closer to the best finished trial (the best final value among the references) than
-// kNearBestShare times the median distance of the other finished trials to it. Distances are
-// root mean squares over the search space's unit coordinates (space.h), a differing category
-// counting 1. A stopped trial's label is an estimate that regresses toward the middle; near the
-// best trial, where the designer refines the optimum, such estimates misled it (mean cost of
-// stopping about 0.1 decade of best final value on development learning curves, none with this).
+// Trials near the best one are not stopped by the median rule (docs/tuning.md, "Early
+// stopping"), only by the predicted-final rule, and such a trial stopped is labelled with
+// PredictFinal's prediction: true when `trial` lies closer to the best finished trial (the best
+// final value among the references) than kNearBestShare times the median distance of the other
+// finished trials to it. Distances are root mean squares over the search space's unit
+// coordinates (space.h), a differing category counting 1. A stopped trial's quantile label
+// (ImputedFinalValue) regresses toward the middle; near the best trial, where the designer refines
+// the optimum, such labels misled it (mean cost of stopping about 0.1 decade of best final value
+// on development learning curves, none with this).
 inline constexpr double kNearBestShare = 0.45;
 bool NearTheBestTrial(const Trial& trial, const std::vector<Trial>& trials, const Space& space,
                       Goal goal);

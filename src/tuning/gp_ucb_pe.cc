@@ -396,8 +396,16 @@ std::vector<Assignment> GpUcbPeDesigner::Suggest(const std::vector<Trial>& trial
     if (t.state == TrialState::kCompleted && t.value.has_value() && std::isfinite(*t.value)) {
       double value = *t.value;
       // A trial stopped early reported an intermediate value: label it with the final value it
-      // would most likely have reached (its standing among the finished trials at its last step).
-      if (t.stopped_early) value = ImputedFinalValue(t, trials, config_.goal).value_or(value);
+      // would most likely have reached (its standing among the finished trials at its last step;
+      // near the best trial, where the designer refines the optimum, the predicted-final rule's
+      // own prediction, which does not regress toward the middle).
+      if (t.stopped_early) {
+        std::optional<FinalPrediction> near;
+        if (NearTheBestTrial(t, trials, space_, config_.goal)) {
+          near = PredictFinal(t, trials, config_.goal);
+        }
+        value = near ? near->mean : ImputedFinalValue(t, trials, config_.goal).value_or(value);
+      }
       label = maximize ? value : -value;
     }
     labels.push_back(label);

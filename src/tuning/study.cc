@@ -149,11 +149,15 @@ bool Study::Report(int64_t id, int64_t step, double value, StopVerdict* verdict)
   if (t == nullptr || t->state != TrialState::kPending || !std::isfinite(value)) return false;
   t->measurements.push_back({step, value});
   if (!impl_->config.early_stopping) return false;
+  // Near the best finished trial the median rule is off: there only the predicted-final rule,
+  // which says the trial cannot become the best, stops a trial (docs/tuning.md, "Early stopping").
+  const Goal goal = impl_->config.goal;
   StopVerdict why;
-  if (!StoppingRulesSayStop(*t, impl_->trials, impl_->config.goal, &why)) return false;
-  if (NearTheBestTrial(*t, impl_->trials, impl_->space, impl_->config.goal)) return false;
-  if (verdict != nullptr) *verdict = why;
-  return true;
+  const bool stop = (MedianRuleSaysStop(*t, impl_->trials, goal, &why) &&
+                     !NearTheBestTrial(*t, impl_->trials, impl_->space, goal)) ||
+                    PredictedFinalSaysStop(*t, impl_->trials, goal, &why);
+  if (stop && verdict != nullptr) *verdict = why;
+  return stop;
 }
 
 int Study::StoppingReferenceCount() const {

@@ -676,34 +676,86 @@ TEST(NearTheBestTrialTest, ProtectsTrialsWithinAShareOfTheMedianDistanceToTheBes
   EXPECT_FALSE(NearTheBestTrial(Running(100, {0}), {}, space, Goal::kMaximize));
 }
 
-TEST(NearTheBestTrialTest, StudyDoesNotStopATrialNearTheBest) {
+// A maximising study over x in [0, 1] with five references at 0.1, 0.3, 0.5, 0.7 and 0.9 that
+// reported 1, 2, 3, 4 and 5 at steps 1..10 and finished at finals[i].
+std::unique_ptr<Study> StudyWithReferences(const std::vector<double>& finals) {
   StudyConfig c;
   c.goal = Goal::kMaximize;
   c.params = {Double("x", 0, 1)};
   c.early_stopping = true;
   auto study = Study::Create(c);
-  ASSERT_TRUE(study.ok());
-  // Five references at 0.1, 0.3, 0.5, 0.7, 0.9 that stood at 1, 2, 3, 4, 5 throughout; the best is
-  // at 0.9 and the others lie 0.2, 0.4, 0.6 and 0.8 from it (median 0.6: a radius of 0.27).
+  EXPECT_TRUE(study.ok());
   for (int i = 0; i < 5; ++i) {
     const int64_t id = i + 1;
-    ASSERT_TRUE((*study)->AddTrial(id, {{0.1 + 0.2 * i, -1}}).ok());
+    EXPECT_TRUE((*study)->AddTrial(id, {{0.1 + 0.2 * i, -1}}).ok());
     for (int step = 1; step <= 10; ++step) (*study)->Report(id, step, 1.0 + i);
-    ASSERT_TRUE((*study)->Complete(id, 1.0 + i).ok());
+    EXPECT_TRUE((*study)->Complete(id, finals[static_cast<size_t>(i)]).ok());
   }
-  // Two trials far below the rule's reference (3.2) at every report: the one near the best runs on.
-  ASSERT_TRUE((*study)->AddTrial(6, {{0.85, -1}}).ok());
-  ASSERT_TRUE((*study)->AddTrial(7, {{0.2, -1}}).ok());
+  return std::move(*study);
+}
+
+TEST(NearTheBestTrialTest, TheMedianRuleDoesNotStopATrialNearTheBest) {
+  // Finals that the values at each step predict poorly (3, 1, 5, 2, 4): the predicted-final rule
+  // cannot tell. The best is at 0.5 and the others lie 0.2, 0.2, 0.4 and 0.4 from it (a radius of
+  // 0.45 x 0.4 = 0.18).
+  std::unique_ptr<Study> study = StudyWithReferences({3, 1, 5, 2, 4});
+  // Two trials far below the median rule's reference (3.2) at every report: the one near the best
+  // runs on, the other is stopped.
+  ASSERT_TRUE(study->AddTrial(6, {{0.45, -1}}).ok());
+  ASSERT_TRUE(study->AddTrial(7, {{0.95, -1}}).ok());
   bool near_stopped = false, far_stopped = false;
   StopVerdict why;
   for (int step = 1; step <= 10; ++step) {
-    near_stopped = near_stopped || (*study)->Report(6, step, 0.0);
-    far_stopped = far_stopped || (*study)->Report(7, step, 0.0, &why);
+    near_stopped = near_stopped || study->Report(6, step, 0.0);
+    far_stopped = far_stopped || study->Report(7, step, 0.0, &why);
   }
   EXPECT_FALSE(near_stopped);
   EXPECT_TRUE(far_stopped);
   EXPECT_EQ(why.rule, StopRule::kMedian);
   EXPECT_NEAR(why.reference, 3.2, 1e-12);
+}
+
+TEST(NearTheBestTrialTest, ATrialNearTheBestThatCannotBecomeTheBestIsStopped) {
+  // Finals equal to the values the references stood at: a trial at 0 near the best (0.85; the
+  // best is at 0.9, a radius of 0.45 x 0.6 = 0.27) is predicted to end at 0, short of 5.
+  std::unique_ptr<Study> study = StudyWithReferences({1, 2, 3, 4, 5});
+  ASSERT_TRUE(study->AddTrial(6, {{0.85, -1}}).ok());
+  StopVerdict why;
+  EXPECT_FALSE(study->Report(6, 1, 0.0));  // one report: no verdict yet
+  EXPECT_TRUE(study->Report(6, 2, 0.0, &why));
+  EXPECT_EQ(why.rule, StopRule::kPredictedFinal);
+  EXPECT_EQ(why.step, 2);
+  EXPECT_DOUBLE_EQ(why.reference, 5.0);
+  EXPECT_NEAR(why.best, 0.0, 1e-9);  // exact fit: no interval
+}
+
+TEST(PredictFinalTest, IsTheRegressionOfTheFinalsOnTheValuesAtTheStep) {
+  // The references stood at 1..5 and ended at 3, 1, 5, 2, 4: slope 0.3, so a trial standing at 0
+  // is predicted to end at 3 - 0.3 * 3 = 2.1, with a standard error of
+  // sqrt(9.1 / 3 * (1 + 1/5 + 9/10)) and an interval of 2 + 3/3 of them.
+  std::vector<Trial> trials;
+  const double finals[] = {3, 1, 5, 2, 4};
+  for (int i = 0; i < 5; ++i) {
+    Trial t = Completed(i + 1, std::vector<double>(10, 1.0 + i));
+    t.value = finals[i];
+    trials.push_back(t);
+  }
+  const std::optional<FinalPrediction> p =
+      PredictFinal(Running(100, {0, 0, 0}), trials, Goal::kMaximize);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->step, 3);
+  EXPECT_NEAR(p->mean, 2.1, 1e-12);
+  EXPECT_NEAR(p->spread, std::sqrt(9.1 / 3 * 2.1), 1e-12);
+  EXPECT_NEAR(p->z, 3.0, 1e-12);
+  EXPECT_DOUBLE_EQ(p->best_final, 5.0);
+  EXPECT_EQ(p->references, 5);
+  // Minimising the same numbers: the best final is 1, and the trial's 0 is predicted at 2.1 too.
+  const std::optional<FinalPrediction> q =
+      PredictFinal(Running(100, {0, 0, 0}), trials, Goal::kMinimize);
+  ASSERT_TRUE(q.has_value());
+  EXPECT_NEAR(q->mean, 2.1, 1e-12);
+  EXPECT_DOUBLE_EQ(q->best_final, 1.0);
+  EXPECT_FALSE(PredictFinal(Running(100, {0}), trials, Goal::kMaximize).has_value());
 }
 
 // ---- MixSeed -----------------------------------------------------------------------------------

@@ -100,7 +100,7 @@ struct Trial {
 // this many completed trials with intermediate reports can serve as references, nor before a
 // trial's own kMedianRuleMinReports-th report. Its reference is the references' value at the
 // trial's step that kMedianRulePercentile percent of them match or beat: a little stricter than
-// their median, which pays for the trials near the best one that are never stopped. A trial must
+// their median, which pays for the trials near the best one that it never stops. A trial must
 // stand beyond it by more than the references' report noise there (ReportNoise in
 // src/tuning/designer.h): among trials that close, the order at one step is a coin toss.
 inline constexpr int kMedianRuleMinReferenceTrials = 5;
@@ -148,10 +148,10 @@ class Study {
   // `value` is then its last measurement. NOT_FOUND for an unknown id, FAILED_PRECONDITION when
   // the trial is not pending.
   Status Complete(int64_t id, std::optional<double> value, bool stopped_early = false);
-  // An intermediate measurement of a pending trial. True when early stopping is on, a stopping
-  // rule says the trial should stop now and it does not lie near the best finished trial
-  // (NearTheBestTrial in designer.h; then *verdict, when given, says why). False for unknown or
-  // finished trials.
+  // An intermediate measurement of a pending trial. True when early stopping is on and a stopping
+  // rule says the trial should stop now: the median rule when the trial does not lie near the best
+  // finished trial (NearTheBestTrial in designer.h), else the predicted-final rule (then
+  // *verdict, when given, says why). False for unknown or finished trials.
   bool Report(int64_t id, int64_t step, double value, StopVerdict* verdict = nullptr);
   // How many completed trials the median rule can use as references now (not stopped early,
   // with intermediate reports); it is active from kMedianRuleMinReferenceTrials on.
