@@ -234,8 +234,6 @@ std::optional<FinalPrediction> PredictFinal(const Trial& trial, const std::vecto
   if (trial.measurements.size() < kMinMeasurements) return std::nullopt;
   const bool maximize = goal == Goal::kMaximize;
   const double sign = maximize ? -1.0 : 1.0;  // minimisation values from here on
-  int64_t step = trial.measurements.front().step;
-  for (const Measurement& m : trial.measurements) step = std::max(step, m.step);
   // The trial's best smoothed value so far, not the one at its newest step: two spikes among its
   // last three reports must not make it look worse than it has shown it can be. One pass over its
   // reports in step order (a trainer may report thousands of times).
@@ -251,6 +249,7 @@ std::optional<FinalPrediction> PredictFinal(const Trial& trial, const std::vecto
     const double smoothed = k % 2 == 1 ? window[k / 2] : 0.5 * (window[k / 2 - 1] + window[k / 2]);
     own = std::min(own, sign * smoothed);
   }
+  const int64_t step = ordered.back().step;  // the newest
   std::vector<double> x, y;
   double best_final = HUGE_VAL;
   for (const Trial& t : trials) {
